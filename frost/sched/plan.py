@@ -1,0 +1,189 @@
+"""Plans are data: what the scheduler decides and what templates read.
+
+A :class:`Plan` is the scheduler's output for one program on one arch and tile choice. It holds
+the kernel chain (:class:`KernelPlan`), the PDL edges between kernels (:class:`PdlEdge`) and, per
+kernel, the warp roles, the shared-memory map, the named barriers and the mbarrier rings.
+
+Templates never write a barrier id, a thread count, a shared-memory offset or a warp index as a
+literal: they look it up here by name, e.g. ``kp.barrier("mma_sync").id`` or
+``kp.buffer("sQ").offset``.
+
+Everything is a frozen dataclass with a readable ``repr`` and a JSON form (:meth:`Plan.to_json`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from typing import Any
+
+
+class WarpRole(enum.IntEnum):
+    """What a group of warps does inside a warp-specialized kernel (0 is reserved)."""
+
+    NONE = 0
+    PRODUCER = 1  # issues TMA loads into the smem ring
+    MMA = 2       # mma.sync math warps
+    DONOR = 3     # idle warps that give their registers away through setmaxnreg
+    EPILOGUE = 4
+
+
+class PdlAction(enum.IntEnum):
+    """Where a kernel touches griddepcontrol (0 is reserved)."""
+
+    NONE = 0
+    WAIT = 1     # griddepcontrol.wait before the first read of an upstream output
+    TRIGGER = 2  # griddepcontrol.launch_dependents
+
+
+@dataclasses.dataclass(frozen=True)
+class WarpGroupPlan:
+    """A contiguous range of warps sharing one role."""
+
+    role: WarpRole
+    first_warp: int
+    num_warps: int
+    max_regs: int | None = None  # setmaxnreg target, None for "leave as compiled"
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.num_warps
+
+    @property
+    def warps(self) -> range:
+        return range(self.first_warp, self.first_warp + self.num_warps)
+
+
+@dataclasses.dataclass(frozen=True)
+class BufferPlan:
+    """One shared-memory buffer: where it lives, its tile shape, swizzle and live range.
+
+    ``swizzle`` is (bits, base, shift) of CuTe's ``Swizzle<B, M, S>`` in *element* units of
+    ``dtype`` (e.g. (3, 3, 3) is the 128-byte swizzle for 16-bit elements), or None.
+    ``alias_of`` names the buffer whose bytes this one reuses once that one is dead.
+    ``live`` is (first, last) index into the owning kernel's ``stage_order``.
+    """
+
+    name: str
+    offset: int
+    nbytes: int
+    rows: int
+    cols: int
+    dtype: str
+    stages: int = 1
+    swizzle: tuple[int, int, int] | None = None
+    alias_of: str | None = None
+    live: tuple[int, int] = (0, 0)
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.nbytes
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.nbytes // self.stages
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedBarrierPlan:
+    """A ``bar.sync id, threads`` barrier. Id 0 is reserved for __syncthreads."""
+
+    name: str
+    id: int
+    threads: int
+
+
+@dataclasses.dataclass(frozen=True)
+class MbarrierPlan:
+    """A ring of mbarriers (one per stage) in shared memory, 8 bytes each."""
+
+    name: str
+    offset: int
+    stages: int
+    arrive_count: int
+    tx_bytes: int = 0  # expect-tx bytes per phase (TMA), 0 for plain arrive barriers
+
+
+@dataclasses.dataclass(frozen=True)
+class PdlEdge:
+    """Kernel ``consumer`` reads ``tensors`` written by ``producer``; it must wait before that."""
+
+    producer: str
+    consumer: str
+    tensors: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelPlan:
+    """One kernel of the chain."""
+
+    name: str
+    template: str
+    threads: int
+    roles: tuple[WarpGroupPlan, ...] = ()
+    buffers: tuple[BufferPlan, ...] = ()
+    barriers: tuple[NamedBarrierPlan, ...] = ()
+    mbarriers: tuple[MbarrierPlan, ...] = ()
+    smem_bytes: int = 0
+    tile: dict[str, int] = dataclasses.field(default_factory=dict)
+    stage_order: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    pdl: tuple[PdlAction, ...] = ()
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def buffer(self, name: str) -> BufferPlan:
+        return _by_name(self.buffers, name, f"buffer of kernel {self.name!r}")
+
+    def barrier(self, name: str) -> NamedBarrierPlan:
+        return _by_name(self.barriers, name, f"named barrier of kernel {self.name!r}")
+
+    def mbarrier(self, name: str) -> MbarrierPlan:
+        return _by_name(self.mbarriers, name, f"mbarrier of kernel {self.name!r}")
+
+    def role(self, role: WarpRole) -> WarpGroupPlan:
+        hits = [r for r in self.roles if r.role == role]
+        if len(hits) != 1:
+            raise KeyError(f"kernel {self.name!r} has {len(hits)} warp groups with role {role.name}")
+        return hits[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The scheduler's output: a PDL-linked chain of kernels for one program."""
+
+    program: str
+    arch: str
+    params: dict[str, Any]
+    kernels: tuple[KernelPlan, ...]
+    edges: tuple[PdlEdge, ...] = ()
+    smem_budget: int = 101_376
+
+    def kernel(self, name: str) -> KernelPlan:
+        return _by_name(self.kernels, name, "kernel")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(dataclasses.asdict(self))
+
+    def to_json(self, **kw) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+
+def _by_name(items, name, what):
+    for it in items:
+        if it.name == name:
+            return it
+    raise KeyError(f"no {what} named {name!r}; have {[i.name for i in items]}")
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, enum.Enum):
+        return x.name
+    if isinstance(x, (int, float, str, bool)) or x is None:
+        return x
+    return str(x)

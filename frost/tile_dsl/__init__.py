@@ -1,0 +1,1 @@
+"""Primitives: one concept per module, each with a pure-Python model and a CuTe DSL device form."""

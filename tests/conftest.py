@@ -1,0 +1,26 @@
+"""Shared pytest setup: the `gpu` marker skips cleanly when no CUDA device (or no torch) is present."""
+
+import pytest
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+HAS_CUDA = _cuda_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the H200 with `python3 -m pytest -m gpu`)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+ARCHS = ("sm_120a", "sm_121a")
