@@ -1,0 +1,174 @@
+"""dQ convert: the last kernel of the SDPA backward chain (``rowdot`` -> ``bwd_main`` -> ``dq_convert``).
+
+What it computes, for every batch ``b``, query head ``h`` and query row ``i < S_q``::
+
+    dQ[b, i, h, :d] = io_dtype( scale * sum_{s = 0 .. n_splits-1} dq_accum[s, b, h, i, :d] )
+
+The main kernel accumulates the unscaled dQ = dS . K in fp32 into ``dq_accum``. With one split
+(``n_splits = 1``) that is the atomic workspace; in deterministic mode each KV tile owns a split and
+the sum over splits runs here in a fixed order (s = 0, 1, ...), so the result is bitwise
+reproducible.
+
+How: grid ``(S_q_pad / block_m, H_q, B)``. A row is handled by ``threads_per_row`` lanes (a power of
+two <= 32); each lane converts 8-element vectors: two 16-byte fp32 loads per split, a multiply, a
+cast and one 16-byte store into the strided (B, S, H, D) dQ.
+
+PDL (``use_pdl``, compile time): ``griddepcontrol.wait`` before the first read of ``dq_accum`` (the
+main kernel's output), ``griddepcontrol.launch_dependents`` after the stores.
+
+Constraints: head_dim % 8 == 0, d_pad >= head_dim with d_pad % 4 == 0, dQ last dim contiguous,
+its other strides multiples of 8 elements and its base 16-byte aligned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32
+
+from frost.sched.plan import KernelPlan, Plan
+from frost.tile_dsl import barrier as bar
+
+ELEMS_PER_VEC = 8  # one 16-byte store of fp16/bf16
+
+
+class DqConvertError(ValueError):
+    """The dQ-convert template cannot implement the requested configuration."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DqConvertConfig:
+    """Static knobs of one compiled dQ-convert variant."""
+
+    io_bits: int
+    head_dim: int
+    d_pad: int
+    block_m: int
+    threads: int
+    use_pdl: bool = True
+
+    @property
+    def vecs_per_row(self) -> int:
+        return self.head_dim // ELEMS_PER_VEC
+
+    @property
+    def threads_per_row(self) -> int:
+        return 1 << (min(32, self.vecs_per_row).bit_length() - 1)
+
+    @property
+    def vecs_per_thread(self) -> int:
+        return -(-self.vecs_per_row // self.threads_per_row)
+
+    @property
+    def rows_per_pass(self) -> int:
+        return self.threads // self.threads_per_row
+
+    @property
+    def passes(self) -> int:
+        return -(-self.block_m // self.rows_per_pass)
+
+    def can_implement(self) -> None:
+        if self.io_bits != 16:
+            raise DqConvertError(f"io dtype must be 16-bit (fp16/bf16), got {self.io_bits} bits")
+        if self.head_dim <= 0 or self.head_dim % ELEMS_PER_VEC:
+            raise DqConvertError(f"head_dim must be a positive multiple of {ELEMS_PER_VEC}, got {self.head_dim}")
+        if self.d_pad < self.head_dim or self.d_pad % 4:
+            raise DqConvertError(f"d_pad must be >= head_dim and a multiple of 4, got {self.d_pad}")
+        if self.threads % 32 or not 32 <= self.threads <= 1024:
+            raise DqConvertError(f"threads must be a multiple of 32 in [32, 1024], got {self.threads}")
+        if self.block_m <= 0:
+            raise DqConvertError(f"block_m must be positive, got {self.block_m}")
+
+    @classmethod
+    def from_plan(cls, plan: Plan, io_bits: int, head_dim: int, use_pdl: bool = True) -> "DqConvertConfig":
+        """CTA size from the ``dq_convert`` kernel, row tiling and d_pad from ``bwd_main``."""
+        kp: KernelPlan = plan.kernel("dq_convert")
+        main = plan.kernel("bwd_main")
+        tile_m = int(main.tile["tile_m"])
+        block_m = int(kp.tile.get("block_m", tile_m))
+        if tile_m % block_m:
+            raise DqConvertError(f"dq_convert block_m={block_m} must divide bwd_main tile_m={tile_m}")
+        cfg = cls(io_bits=io_bits, head_dim=head_dim, d_pad=int(main.tile["d"]), block_m=block_m,
+                  threads=int(kp.threads), use_pdl=use_pdl)
+        cfg.can_implement()
+        return cfg
+
+
+def dq_convert_model(dq_accum, scale: float, seqlen: int, head_dim: int):
+    """Pure-Python (torch) model: (n_splits, B, H, S_pad, d_pad) fp32 -> (B, S, H, D) fp32."""
+    acc = dq_accum[:, :, :, :seqlen, :head_dim]
+    total = acc[0].clone()
+    for s in range(1, acc.shape[0]):  # fixed order, like the device
+        total += acc[s]
+    return (total * scale).permute(0, 2, 1, 3)
+
+
+class DqConvert:
+    """The dQ-convert kernel for one :class:`DqConvertConfig`.
+
+    Call (``@cute.jit``)::
+
+        DqConvert(cfg)(mdQacc, mdQ, scale, stream)
+
+    * ``mdQacc``: (n_splits, B, H_q, S_q_pad, d_pad) fp32, rows contiguous;
+    * ``mdQ``: (B, S_q, H_q, head_dim) fp16/bf16, last stride 1;
+    * ``scale``: Float32 softmax scale.
+    """
+
+    def __init__(self, cfg: DqConvertConfig):
+        cfg.can_implement()
+        self.cfg = cfg
+
+    @cute.jit
+    def __call__(self, mdQacc: cute.Tensor, mdQ: cute.Tensor, scale: Float32, stream: cuda.CUstream):
+        cfg = self.cfg
+        grid = (cute.ceil_div(mdQacc.shape[3], cfg.block_m), mdQacc.shape[2], mdQacc.shape[1])
+        self.kernel(mdQacc, mdQ, scale).launch(
+            grid=grid, block=(cfg.threads, 1, 1), stream=stream, use_pdl=cfg.use_pdl)
+
+    @cute.kernel
+    def kernel(self, mdQacc: cute.Tensor, mdQ: cute.Tensor, scale: Float32):
+        cfg = self.cfg
+        tpr, epv = cfg.threads_per_row, ELEMS_PER_VEC
+        tid, _, _ = cute.arch.thread_idx()
+        m_blk, h, b = cute.arch.block_idx()
+        seqlen = mdQ.shape[1]
+        lane_r = tid % tpr
+        n_splits = mdQacc.shape[0]
+        out = cute.make_rmem_tensor((epv,), mdQ.element_type)
+
+        bar.pdl_wait(cfg.use_pdl)  # dq_accum is the main kernel's output
+
+        for p in cutlass.range_constexpr(cfg.passes):
+            r_local = p * cfg.rows_per_pass + tid // tpr
+            r = m_blk * cfg.block_m + r_local
+            if r < seqlen and r_local < cfg.block_m:
+                gdQ = mdQ[b, r, h, None]
+                for j in cutlass.range_constexpr(cfg.vecs_per_thread):
+                    v = lane_r + j * tpr
+                    if v < cfg.vecs_per_row:
+                        acc = cute.local_tile(mdQacc[0, b, h, r, None], (epv,), (v,)).load()
+                        for s in cutlass.range(1, n_splits, unroll=1):
+                            acc = acc + cute.local_tile(mdQacc[s, b, h, r, None], (epv,), (v,)).load()
+                        out.store((acc * scale).to(mdQ.element_type))
+                        cute.autovec_copy(out, cute.local_tile(gdQ, (epv,), (v,)))
+
+        bar.pdl_launch_dependents(cfg.use_pdl)
+
+
+def fake_args(cfg: DqConvertConfig, dtype, n_splits: int | None = None):
+    """Fake tensors + scale + stream with runtime (sym int) B, H, S extents and strides."""
+    from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
+
+    def sym(div=1):
+        return cute.sym_int64(divisibility=div)
+
+    ns = n_splits if n_splits is not None else sym()
+    acc = make_fake_tensor(Float32, (ns, sym(), sym(), sym(cfg.block_m), cfg.d_pad),
+                           (sym(4), sym(4), sym(4), cfg.d_pad, 1), assumed_align=16)
+    dq = make_fake_tensor(dtype, (sym(), sym(), sym(), cfg.head_dim),
+                          (sym(ELEMS_PER_VEC), sym(ELEMS_PER_VEC), sym(ELEMS_PER_VEC), 1), assumed_align=16)
+    return acc, dq, Float32(1.0), make_fake_stream()
