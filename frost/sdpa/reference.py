@@ -1,0 +1,110 @@
+"""A float64 torch reference for scaled-dot-product attention, forward and backward.
+
+Layouts follow :func:`frost.sdpa.backward`: q (B, S_q, H_q, D), k / v (B, S_kv, H_kv, D),
+lse (B, H_q, S_q) in natural log. GQA / MQA: query head ``h`` reads kv head ``h // (H_q / H_kv)``.
+
+Causal masks (``j`` = key index, ``i`` = query index), key ``j`` is masked when
+
+* ``top_left``:     ``j > i``
+* ``bottom_right``: ``j > i + (S_kv - S_q)``   (the last query sees every key)
+
+A fully masked row has ``LSE = -inf``, ``O = 0`` and contributes nothing to any gradient.
+
+The backward uses the explicit FlashAttention-2 formulas, all in float64::
+
+    P = softmax(S * scale) ; dV = P^T dO ; dP = dO V^T ; delta = rowsum(dO * O)
+    dS = P * (dP - delta)  ; dQ = scale * dS K ; dK = scale * dS^T Q   (summed over a GQA group)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+ALIGNS = ("bottom_right", "top_left")
+
+
+def causal_mask(s_q: int, s_kv: int, causal_align: str = "bottom_right", device=None) -> torch.Tensor:
+    """Boolean (S_q, S_kv) mask, True where the key is visible to the query."""
+    if causal_align not in ALIGNS:
+        raise ValueError(f"causal_align must be one of {ALIGNS}, got {causal_align!r}")
+    i = torch.arange(s_q, device=device)[:, None]
+    j = torch.arange(s_kv, device=device)[None, :]
+    shift = (s_kv - s_q) if causal_align == "bottom_right" else 0
+    return j <= i + shift
+
+
+def _heads_first(x: torch.Tensor, rep: int) -> torch.Tensor:
+    """(B, S, H, D) -> (B, H * rep, S, D) float64, repeating each head ``rep`` times (GQA)."""
+    x = x.to(torch.float64).permute(0, 2, 1, 3)
+    return x.repeat_interleave(rep, dim=1) if rep > 1 else x
+
+
+def _probs(q, k, causal, causal_align, scale):
+    """Float64 (B, H_q, S_q, D) q / k -> (P, LSE) with masked rows giving P = 0, LSE = -inf."""
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if causal:
+        s = s.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], causal_align, s.device), -math.inf)
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse[..., None])
+    p = torch.nan_to_num(p, nan=0.0)  # rows with every key masked
+    return p, lse
+
+
+def default_scale(head_dim: int) -> float:
+    return 1.0 / math.sqrt(head_dim)
+
+
+def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
+    """Float64 forward: returns (o (B, S_q, H_q, D) float64, lse (B, H_q, S_q) float64)."""
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    rep = q.shape[2] // k.shape[2]
+    qh, kh, vh = _heads_first(q, 1), _heads_first(k, rep), _heads_first(v, rep)
+    p, lse = _probs(qh, kh, causal, causal_align, scale)
+    o = torch.matmul(p, vh)
+    return o.permute(0, 2, 1, 3).contiguous(), lse
+
+
+def backward(q, k, v, do, *, causal=False, causal_align="bottom_right", scale=None):
+    """Float64 backward from q, k, v, dO (P recomputed exactly): returns (dq, dk, dv), float64,
+    in the input layouts (dk / dv summed over each GQA group)."""
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    b, s_kv, h_kv, _ = k.shape
+    rep = q.shape[2] // h_kv
+    qh, kh, vh = _heads_first(q, 1), _heads_first(k, rep), _heads_first(v, rep)
+    doh = _heads_first(do, 1)
+    p, _ = _probs(qh, kh, causal, causal_align, scale)
+    o = torch.matmul(p, vh)
+    dv = torch.matmul(p.transpose(-1, -2), doh)
+    dp = torch.matmul(doh, vh.transpose(-1, -2))
+    delta = (doh * o).sum(-1, keepdim=True)
+    ds = p * (dp - delta)
+    dq = torch.matmul(ds, kh) * scale
+    dk = torch.matmul(ds.transpose(-1, -2), qh) * scale
+
+    def group_sum(x):  # (B, H_q, S_kv, D) -> (B, S_kv, H_kv, D)
+        x = x.reshape(b, h_kv, rep, s_kv, x.shape[-1]).sum(2)
+        return x.permute(0, 2, 1, 3).contiguous()
+
+    return dq.permute(0, 2, 1, 3).contiguous(), group_sum(dk), group_sum(dv)
+
+
+def make_inputs(b, s_q, s_kv, h_q, h_kv, d, *, dtype=torch.bfloat16, device="cuda", causal=False,
+                causal_align="bottom_right", scale=None, generator=None):
+    """Random q, k, v, dO in ``dtype`` plus o (``dtype``) and lse (fp32) from the float64 forward."""
+    def rnd(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float32).to(device=device, dtype=dtype)
+
+    q, k, v = rnd(b, s_q, h_q, d), rnd(b, s_kv, h_kv, d), rnd(b, s_kv, h_kv, d)
+    do = rnd(b, s_q, h_q, d)
+    o, lse = forward(q, k, v, causal=causal, causal_align=causal_align, scale=scale)
+    return q, k, v, o.to(dtype), do, lse.to(torch.float32)
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref|| / ||ref|| in float64 (0 when both are zero)."""
+    out, ref = out.to(torch.float64), ref.to(torch.float64)
+    den = ref.norm().item()
+    num = (out - ref).norm().item()
+    return num / den if den > 0 else num
