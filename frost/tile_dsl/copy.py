@@ -88,6 +88,30 @@ def cp_async_thread_layout(tile_shape, dtype, threads: int) -> tuple[int, int, i
 # --------------------------------------------------------------------------------------------
 
 
+def tma_smem_layout(rows: int, cols: int, dtype, stages: int = 1):
+    """Swizzled smem layout of a TMA box (inside ``@cute.jit``): ``(rows, cols[, stages])``.
+
+    Same tiling as :func:`frost.tile_dsl.swizzle.make_smem_layout` with the swizzle
+    :func:`~frost.tile_dsl.swizzle.choose_swizzle` picks, but expressed in *byte* units
+    (``Swizzle.in_bytes``): CuTe's TMA descriptor builder and pointer swizzles read the swizzle
+    of a smem layout on byte addresses. (With the element-unit swizzle, ``make_tiled_tma_atom``
+    does not recognise the pattern and splits a 64x64 bf16 box into 128 small copies.) Allocate
+    with :func:`alloc_tma_tile`.
+    """
+    from frost.tile_dsl.swizzle import choose_swizzle, make_smem_layout
+
+    eb = dtype_bits(dtype) // 8
+    sw, chunk = choose_swizzle(cols, eb)
+    return make_smem_layout(rows, cols, sw.in_bytes(eb), chunk_cols=chunk, stages=stages,
+                            elem_bytes=eb)
+
+
+def alloc_tma_tile(smem, dtype, layout, align: int = 1024):
+    """Allocate a tile with a :func:`tma_smem_layout` layout: swizzle on the pointer, 1 KiB aligned
+    (the 128-byte swizzle repeats every 1024 bytes)."""
+    return smem.allocate_tensor(dtype, layout.outer, byte_alignment=align, swizzle=layout.inner)
+
+
 def make_tma_load(gmem, smem_layout, tile):
     """Host side (inside ``@cute.jit``): TMA atom + coordinate tensor for ``tile`` boxes of ``gmem``.
 
