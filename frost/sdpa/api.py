@@ -1,0 +1,323 @@
+"""``frost.sdpa.backward``: the user API of the fused SDPA backward.
+
+::
+
+    dq, dk, dv = frost.sdpa.backward(q, k, v, o, do, lse, *, causal=False,
+                                     causal_align="bottom_right", scale=None, deterministic=False)
+
+* q, o, do: (B, S_q, H_q, D); k, v: (B, S_kv, H_kv, D); fp16 or bf16 (all the same), on one CUDA
+  device, last dim contiguous, the other strides multiples of 8 elements, base 16-byte aligned.
+* lse: fp32 (B, H_q, S_q), natural log (any strides).
+* D: a multiple of 8 in [32, 256]; H_q a multiple of H_kv (GQA / MQA); S_q and S_kv independent.
+* Returns contiguous (B, S, H, D) dq, dk, dv in the io dtype.
+
+Every check runs before any CUDA call; a bad input raises TypeError (wrong type / dtype) or
+ValueError (shape, stride, alignment, head dim, GQA ratio, LSE shape, device) naming the argument.
+
+Variants: one compile per :class:`VariantKey` (arch, dtype, head dim, causal alignment,
+deterministic, PDL); B, H, S and every stride are runtime scalars. Compiled chains live in an
+in-process cache (:func:`cache_info`, :func:`clear_cache`). PDL is on by default; turn it off with
+:func:`set_pdl` (results are identical either way).
+
+Launch path: the compiled chain (:mod:`frost.sdpa.chain`) takes only scalars, passed through
+:class:`~frost.sdpa.chain.FastLauncher`, on ``torch.cuda.current_stream()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+
+from frost.sdpa import chain as _chain
+
+ALIGNS = ("bottom_right", "top_left")
+HEAD_DIMS = range(32, 257, 8)
+_ALIGN_ELEMS = 8   # strides in elements (16 bytes of fp16/bf16)
+_ALIGN_BYTES = 16
+
+_state = threading.local()
+_PDL = {"enabled": True}
+_CACHE: dict = {}
+_STATS = {"compiles": 0}
+
+
+def set_pdl(enabled: bool) -> None:
+    """Launch the chain with (True, default) or without programmatic dependent launch."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
+    _PDL["enabled"] = enabled
+
+
+def pdl_enabled() -> bool:
+    return _PDL["enabled"]
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantKey:
+    """What a compiled chain is specialised on (everything else is a runtime scalar)."""
+
+    arch: str
+    dtype: str            # "fp16" | "bf16"
+    head_dim: int
+    causal_align: str     # "none" | "bottom_right" | "top_left"
+    deterministic: bool
+    use_pdl: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """Validated runtime sizes of one call."""
+
+    b: int
+    s_q: int
+    s_kv: int
+    h_q: int
+    h_kv: int
+    d: int
+    dtype: str
+
+
+# ----------------------------------------------------------------------------- validation
+def _torch():
+    import torch
+
+    return torch
+
+
+def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
+             deterministic=False) -> Problem:
+    """Check every argument (no CUDA call); return the :class:`Problem` or raise naming the argument."""
+    torch = _torch()
+    io = (("q", q), ("k", k), ("v", v), ("o", o), ("do", do))
+    for name, t in io + (("lse", lse),):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
+    if causal_align not in ALIGNS:
+        raise ValueError(f"causal_align must be one of {ALIGNS}, got {causal_align!r}")
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+            raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
+        if not math.isfinite(scale):
+            raise ValueError(f"scale must be finite, got {scale}")
+
+    dt = q.dtype
+    if dt not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"q dtype must be torch.float16 or torch.bfloat16, got {dt}")
+    for name, t in io[1:]:
+        if t.dtype != dt:
+            raise TypeError(f"{name} dtype must match q ({dt}), got {t.dtype}")
+    if lse.dtype != torch.float32:
+        raise TypeError(f"lse dtype must be torch.float32, got {lse.dtype}")
+
+    for name, t in io:
+        if t.dim() != 4:
+            raise ValueError(f"{name} shape must be 4-D (B, S, H, D), got {tuple(t.shape)}")
+    b, s_q, h_q, d = q.shape
+    _, s_kv, h_kv, _ = k.shape
+    if d % 8 or d not in HEAD_DIMS:
+        raise ValueError(f"head dim of q must be a multiple of 8 in [32, 256], got {d}")
+    if tuple(k.shape) != (b, s_kv, h_kv, d):
+        raise ValueError(f"k shape must be (B={b}, S_kv, H_kv, D={d}), got {tuple(k.shape)}")
+    if tuple(v.shape) != (b, s_kv, h_kv, d):
+        raise ValueError(f"v shape must equal k shape {tuple(k.shape)} (head dim {d}), got {tuple(v.shape)}")
+    for name, t in (("o", o), ("do", do)):
+        if tuple(t.shape) != (b, s_q, h_q, d):
+            raise ValueError(f"{name} shape must equal q shape {tuple(q.shape)}, got {tuple(t.shape)}")
+    if h_kv == 0 or h_q % h_kv:
+        raise ValueError(f"GQA ratio: H_q={h_q} must be a multiple of H_kv={h_kv} (k/v heads)")
+    if tuple(lse.shape) != (b, h_q, s_q):
+        raise ValueError(f"lse shape must be (B, H_q, S_q) = {(b, h_q, s_q)}, got {tuple(lse.shape)}")
+
+    for name, t in io:
+        st = t.stride()
+        if st[3] != 1 and t.shape[3] > 1:
+            raise ValueError(f"{name} stride: the last dim must be contiguous (stride 1), got strides {st}")
+        if any(s % _ALIGN_ELEMS for s, n in zip(st[:3], t.shape[:3]) if n > 1):
+            raise ValueError(f"{name} stride alignment: strides {st[:3]} must be multiples of "
+                             f"{_ALIGN_ELEMS} elements (16 bytes)")
+        if t.device.type != "meta" and t.data_ptr() % _ALIGN_BYTES:
+            raise ValueError(f"{name} alignment: data pointer must be 16-byte aligned")
+
+    dev = q.device
+    for name, t in io[1:] + (("lse", lse),):
+        if t.device != dev:
+            raise ValueError(f"{name} device must match q ({dev}), got {t.device}")
+    if dev.type != "cuda":
+        raise ValueError(f"q device must be a CUDA device, got {dev}")
+    return Problem(b, s_q, s_kv, h_q, h_kv, d, "bf16" if dt == torch.bfloat16 else "fp16")
+
+
+# ------------------------------------------------------------------------------- variants
+def device_arch(device) -> str:
+    torch = _torch()
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}a"
+
+
+def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, deterministic: bool,
+                use_pdl: bool) -> VariantKey:
+    return VariantKey(arch=arch, dtype=p.dtype, head_dim=p.d,
+                      causal_align=causal_align if causal else "none",
+                      deterministic=deterministic, use_pdl=use_pdl)
+
+
+ROWDOT_THREADS = 128      # used only by the stopgap plan below
+DQ_CONVERT_THREADS = 128
+
+
+def make_plan(key: VariantKey):
+    """The chain's Plan: ``frost.sched.plan_sdpa_bwd`` when it exists (SM120 tiles, also used on
+    sm_90a), else a stopgap Plan around ``bwd_main``'s own stopgap KernelPlan."""
+    plan_arch = key.arch if key.arch in ("sm_120a", "sm_121a") else "sm_120a"
+    causal = key.causal_align != "none"
+    try:
+        from frost.sched import plan_sdpa_bwd
+    except ImportError:
+        plan_sdpa_bwd = None
+    if plan_sdpa_bwd is not None:
+        return plan_sdpa_bwd(plan_arch, key.head_dim, key.head_dim, causal, key.dtype)
+    from frost.sched.plan import KernelPlan, PdlAction, PdlEdge, Plan
+    from frost.templates.bwd_main.plan_stopgap import stopgap_plan
+
+    main = stopgap_plan(key.head_dim, key.head_dim, causal=causal, dtype=key.dtype)
+    both = (PdlAction.WAIT, PdlAction.TRIGGER)
+    kernels = (
+        KernelPlan("rowdot", "rowdot", ROWDOT_THREADS, reads=("o", "do", "lse"),
+                   writes=("delta", "lse_log2", "dq_accum"), pdl=both),
+        dataclasses.replace(main, pdl=both),
+        KernelPlan("dq_convert", "dq_convert", DQ_CONVERT_THREADS, reads=("dq_accum",),
+                   writes=("dq",), pdl=both),
+    )
+    edges = (PdlEdge("rowdot", "bwd_main", ("delta", "lse_log2", "dq_accum")),
+             PdlEdge("bwd_main", "dq_convert", ("dq_accum",)))
+    return Plan("sdpa_bwd", plan_arch, dict(head_dim=key.head_dim, causal=causal, dtype=key.dtype),
+                kernels, edges)
+
+
+def _main_kernel(key: VariantKey, plan):
+    """The main kernel (:mod:`frost.templates.bwd_main`) for this variant."""
+    from frost.templates.bwd_main.kernel import BwdMainKernel
+
+    if key.deterministic and not getattr(BwdMainKernel, "SUPPORTS_DQ_SPLITS", False):
+        raise NotImplementedError(
+            "frost.sdpa.backward(deterministic=True): the bwd_main kernel accumulates dQ with "
+            "atomics and has no per-KV-tile dQ split mode yet; dK/dV are deterministic, dQ is not")
+    causal = key.causal_align != "none"
+    kw = dict(dtype=key.dtype, causal=causal, causal_align=key.causal_align if causal else None,
+              use_pdl=key.use_pdl)
+    if key.deterministic:
+        kw["dq_splits"] = True
+    return BwdMainKernel(plan.kernel("bwd_main"), **kw)
+
+
+@dataclasses.dataclass
+class CompiledChain:
+    key: VariantKey
+    cfg: "_chain.ChainConfig"
+    compiled: object
+    launcher: object = None
+
+    def launch(self, values) -> None:
+        if self.launcher is None:
+            self.launcher = _chain.FastLauncher.create(self.compiled) or self._slow
+        self.launcher(values)
+
+    def _slow(self, values) -> None:
+        import cuda.bindings.driver as cuda
+
+        self.compiled(*values[:-1], cuda.CUstream(values[-1]))
+
+
+def build(key: VariantKey, *, with_main: bool = True,
+          stages=("rowdot", "bwd_main", "dq_convert")) -> CompiledChain:
+    """Plan + compile one variant (no GPU needed to compile)."""
+    import cutlass
+    import cutlass.cute as cute
+
+    from frost.templates.dq_convert import DqConvertConfig
+    from frost.templates.rowdot import RowDotConfig
+
+    plan = make_plan(key)
+    dtype = cutlass.BFloat16 if key.dtype == "bf16" else cutlass.Float16
+    main = plan.kernel("bwd_main")
+    cfg = _chain.ChainConfig(
+        dtype=dtype, head_dim=key.head_dim, d_pad=int(main.tile["d"]),
+        tile_m=int(main.tile["tile_m"]), tile_n=int(main.tile["tile_n"]),
+        rowdot=RowDotConfig.from_plan(plan, 16, key.head_dim, key.use_pdl),
+        dq_convert=DqConvertConfig.from_plan(plan, 16, key.head_dim, key.use_pdl))
+    mk = _main_kernel(key, plan) if with_main else None
+    compiled = cute.compile(_chain.BwdChain(cfg, mk, stages), *_chain.compile_args(dtype),
+                            options=f"--gpu-arch {key.arch}")
+    _STATS["compiles"] += 1
+    return CompiledChain(key, cfg, compiled)
+
+
+def get_chain(key: VariantKey) -> CompiledChain:
+    entry = _CACHE.get(key)
+    if entry is None:
+        entry = _CACHE[key] = build(key)
+    return entry
+
+
+def cache_info() -> dict:
+    return {"variants": len(_CACHE), "compiles": _STATS["compiles"], "keys": list(_CACHE)}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+# -------------------------------------------------------------------------------- the call
+def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
+             deterministic=False):
+    """dQ, dK, dV of softmax(q k^T * scale) v (see the module docstring for the contract)."""
+    p = validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
+                 deterministic=deterministic)
+    torch = _torch()
+    scale = 1.0 / math.sqrt(p.d) if scale is None else float(scale)
+    shape_q, shape_kv = (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d)
+    if p.b * p.s_q * p.h_q == 0 or p.s_kv == 0:  # nothing to launch
+        return (torch.zeros(shape_q, dtype=q.dtype, device=q.device),
+                torch.zeros(shape_kv, dtype=q.dtype, device=q.device),
+                torch.zeros(shape_kv, dtype=q.dtype, device=q.device))
+    key = variant_key(p, device_arch(q.device), causal, causal_align, deterministic, _PDL["enabled"])
+    ch = get_chain(key)
+    dq = torch.empty(shape_q, dtype=q.dtype, device=q.device)
+    dk = torch.empty(shape_kv, dtype=q.dtype, device=q.device)
+    dv = torch.empty(shape_kv, dtype=q.dtype, device=q.device)
+    ws, vals = launch_values(ch.cfg, p, q, k, v, o, do, lse, dq, dk, dv, scale, deterministic)
+    ch.launch(vals)
+    return dq, dk, dv
+
+
+def workspace_layout(cfg, p: Problem, deterministic: bool) -> tuple[int, int, int]:
+    """(S_q_pad, n_splits, floats): the fp32 workspace is delta | lse_log2 | dq_accum, each
+    (B, H_q, S_q_pad[, d_pad]) contiguous; dq_accum has n_splits (one per KV tile when deterministic)."""
+    s_pad = -(-p.s_q // cfg.tile_m) * cfg.tile_m
+    n_splits = -(-p.s_kv // cfg.tile_n) if deterministic else 1
+    rows = p.b * p.h_q * s_pad
+    return s_pad, n_splits, 2 * rows + n_splits * rows * cfg.d_pad
+
+
+def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deterministic, ws=None):
+    """Allocate the workspace (unless given) and build the chain's scalar arguments
+    (order: :data:`frost.sdpa.chain.ARG_NAMES`). Returns (workspace, values)."""
+    torch = _torch()
+    s_pad, n_splits, floats = workspace_layout(cfg, p, deterministic)
+    if ws is None:
+        ws = torch.empty(floats, dtype=torch.float32, device=q.device)
+    rows = p.b * p.h_q * s_pad  # a multiple of 32: every region stays 128-byte aligned
+    a = ws.data_ptr()
+    vals = [q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), do.data_ptr(), lse.data_ptr(),
+            dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows, a + 8 * rows,
+            p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits]
+    for t in (q, k, v, o, do):
+        vals += [s // _ALIGN_ELEMS if n > 1 else 0 for s, n in zip(t.stride()[:3], t.shape[:3])]
+    vals += lse.stride()
+    vals += (scale, torch.cuda.current_stream(q.device).cuda_stream)
+    return ws, vals
