@@ -21,6 +21,9 @@ Device form (CuTe DSL, inside ``@cute.jit`` / ``@cute.kernel``): :func:`make_til
 :func:`transposed_view`, :func:`make_acc` and the factory :func:`make_warp_gemm`, whose
 closures do ``acc += op(A) . op(B)^T`` over the k-blocks of swizzled shared-memory tiles, with
 ``op`` chosen by the stored :class:`Major` of each operand (ldmatrix ``.trans`` for MN-major).
+:func:`acc_to_a` turns an accumulator into the register A operand of the next GEMM.
+Compiled for sm_120a / sm_121a in ``tests/tile_dsl/test_mma.py``: a (2, 2)-warp 64x64x64 GEMM
+uses 60 registers, no spills (2026-11-30).
 """
 
 from __future__ import annotations
@@ -202,21 +205,36 @@ def ldmatrix_x4_coord(lane: int, operand: Operand, major: Major) -> tuple[int, i
 
 
 # ---- device form (CuTe DSL) --------------------------------------------------------------------
-def make_tiled_mma(ab_dtype, warp_grid: tuple[int, int], acc_dtype=None):
-    """Tiled m16n8k16 MMA over a ``(wm, wn)`` grid of warps; each warp owns 16 x 16 per tile.
+def make_tiled_mma(ab_dtype, warp_grid: tuple[int, int], acc_dtype=None, n_per_warp: int = 16):
+    """Tiled m16n8k16 MMA over a ``(wm, wn)`` grid of warps (warps go down M first).
 
-    The N permutation ``(8, wn, 2):(1, 16, 8)`` gives every warp two adjacent n8 atoms, so a
-    warp's B operand is one ``ldmatrix.x4`` and its accumulator pairs map onto A k-blocks
-    (:func:`c_to_a`). Tile (the tiled MMA's footprint): (16 wm, 16 wn, 16).
+    Each warp owns 16 rows and ``n_per_warp`` (16 or 8) columns of every (16 wm, n_per_warp wn)
+    tile. With 16, the N permutation ``(8, wn, 2):(1, 16, 8)`` gives every warp two adjacent n8
+    atoms, so a warp's B k-block is one ``ldmatrix.x4`` and its accumulator atom pairs
+    ``(2j, 2j + 1)`` are A k-blocks (:func:`c_to_a`, :func:`acc_to_a`). With 8 (narrow tiles),
+    B loads use ``ldmatrix.x2``.
     """
     import cutlass
     import cutlass.cute as cute
 
     wm, wn = warp_grid
+    if n_per_warp not in (8, 16):
+        raise ValueError(f"n_per_warp must be 8 or 16, got {n_per_warp}")
     op = cute.nvgpu.warp.MmaF16BF16Op(ab_dtype, acc_dtype or cutlass.Float32, (MMA_M, MMA_N, MMA_K))
-    perm_n = cute.make_layout((MMA_N, wn, 2), stride=(1, 2 * MMA_N, MMA_N))
+    if n_per_warp == 16:
+        perm_n = cute.make_layout((MMA_N, wn, 2), stride=(1, 2 * MMA_N, MMA_N))
+    else:
+        perm_n = MMA_N * wn
     return cute.make_tiled_mma(op, atom_layout_mnk=(wm, wn, 1),
                                permutation_mnk=(MMA_M * wm, perm_n, MMA_K))
+
+
+def warp_grid_of(tiled_mma) -> tuple[int, int]:
+    """``(wm, wn)`` of a tiled MMA built by :func:`make_tiled_mma`."""
+    import cutlass.cute as cute
+
+    vmnk = tiled_mma.thr_layout_vmnk
+    return cute.size(vmnk, mode=[1]), cute.size(vmnk, mode=[2])
 
 
 def transposed_view(s):
@@ -261,9 +279,8 @@ def make_warp_gemm(tiled_mma, sA, sB, tid, a_major: Major = Major.K, b_major: Ma
     """Factory for ``acc(M, N) += op(A)(M, K) . op(B)(N, K)^T`` from shared memory.
 
     ``sA`` / ``sB`` are the tiles *as stored*: (M, K) / (N, K) when K-major, (K, M) / (K, N)
-    when MN-major (then read through :func:`transposed_view` with ``ldmatrix.trans``). Pass
-    ``rA`` (a register A fragment, e.g. from an accumulator) instead of ``sA=None`` to skip A
-    loads. Call inside ``@cute.kernel`` code; ``k`` must be a Python int (``range_constexpr``).
+    when MN-major (then read through :func:`transposed_view` with ``ldmatrix.trans``). For a
+    register A operand (e.g. from :func:`acc_to_a`) pass ``sA=None, rA=...``: no A loads. Call inside ``@cute.kernel`` code; ``k`` must be a Python int (``range_constexpr``).
 
     The five attention-backward GEMMs, with P/dS stored (q, kv) and Q/K/V/dO stored (seq, d):
     S = Q Kᵀ and dP = dO Vᵀ (K, K); dQ = dS K (K, MN); dV = Pᵀ dO and dK = dSᵀ Q (MN, MN).
@@ -272,10 +289,13 @@ def make_warp_gemm(tiled_mma, sA, sB, tid, a_major: Major = Major.K, b_major: Ma
     from cutlass.cute.nvgpu import warp
 
     thr_mma = tiled_mma.get_slice(tid)
+    n_per_warp = tiled_mma.get_tile_size(1) // warp_grid_of(tiled_mma)[1]
+    b_matrices = 4 if n_per_warp % 16 == 0 else 2
     vB = sB if b_major == Major.K else transposed_view(sB)
     rB = thr_mma.make_fragment_B(thr_mma.partition_B(vB))
     copy_B = cute.make_tiled_copy_B(
-        cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=b_major == Major.MN, num_matrices=4),
+        cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=b_major == Major.MN,
+                                                   num_matrices=b_matrices),
                             sB.element_type), tiled_mma)
     thr_copy_B = copy_B.get_slice(tid)
     tBsB, tBrB = thr_copy_B.partition_S(vB), thr_copy_B.retile(rB)
@@ -308,3 +328,31 @@ def make_warp_gemm(tiled_mma, sA, sB, tid, a_major: Major = Major.K, b_major: Ma
             mma(acc, k)
 
     return WarpGemm(load, mma, gemm, k_blocks, rA, rB)
+
+
+def acc_to_a(tiled_mma, tid, acc, dtype):
+    """An fp32 accumulator (M, N) as the register A operand (M, K = N) of the next GEMM.
+
+    Converts to ``dtype`` and regroups values: accumulator atoms ``2j`` and ``2j + 1`` become
+    k-block ``j`` (:func:`c_to_a`). The producing tiled MMA must have ``wn == 1`` (each warp
+    holds whole rows) and the consuming one the same ``wm``; e.g. S = Q.Kᵀ -> P -> O += P.V, or
+    Sᵀ = K.Qᵀ -> Pᵀ -> dV += Pᵀ.dO. Pass the result as ``rA`` to :func:`make_warp_gemm`.
+    """
+    import cutlass.cute as cute
+
+    wm, wn = warp_grid_of(tiled_mma)
+    if wn != 1:
+        raise ValueError(f"acc_to_a needs a (wm, 1) warp grid, got ({wm}, {wn})")
+    n_atoms = cute.size(acc, mode=[2])
+    if n_atoms % 2:
+        raise ValueError(f"accumulator has {n_atoms} n8 atoms; need an even number")
+    low = cute.make_rmem_tensor_like(acc, dtype)
+    low.store(acc.load().to(dtype))
+    thr = tiled_mma.get_slice(tid)
+    shape_mk = (tiled_mma.get_tile_size(0) * cute.size(acc, mode=[1]), MMA_N * n_atoms)
+    rA = cute.make_rmem_tensor(thr.partition_shape_A(shape_mk), dtype)
+    for m in range(cute.size(acc, mode=[1])):
+        for n in range(n_atoms):
+            for v in range(4):
+                rA[v + 4 * (n % 2), m, n // 2] = low[v, m, n]
+    return rA

@@ -33,7 +33,7 @@ from frost.tile_dsl.mma import (
     scatter_b,
     scatter_c,
 )
-from frost.tile_dsl.mma import make_acc, make_tiled_mma, make_warp_gemm
+from frost.tile_dsl.mma import acc_to_a, make_acc, make_tiled_mma, make_warp_gemm
 from frost.tile_dsl.swizzle import SwizzledTile, smem_layout_for
 from tests.conftest import ARCHS
 
@@ -202,6 +202,22 @@ def test_tiled_mma_gives_each_warp_adjacent_n8_atom_pairs(warp_grid):
 
 
 # ---- compile-only kernels -----------------------------------------------------------------------
+def _copy_g2s(g, s, tid, threads, dtype):
+    """Plain 16-byte gmem -> smem copies of a row-major tile, 8 elements per thread per step."""
+    per_row = cute.size(g, mode=[1]) // 8
+    tiled = cute.make_tiled_copy_tv(
+        cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=128),
+        cute.make_layout((threads // per_row, per_row), stride=(per_row, 1)),
+        cute.make_layout((1, 8)))
+    thr = tiled.get_slice(tid)
+    cute.copy(tiled, thr.partition_S(g), thr.partition_D(s))
+
+
+def _smem_tile(smem, dtype, rows, cols):
+    return smem.allocate_tensor(dtype, smem_layout_for(SwizzledTile.for_shape(rows, cols)),
+                                byte_alignment=128)
+
+
 class WarpGemmKernel:
     """One CTA, ``C(M, N) = op(A) . op(B)^T`` in fp32: gmem -> swizzled smem -> ldmatrix -> mma.sync.
 
@@ -209,8 +225,8 @@ class WarpGemmKernel:
     MN-major. The test harness for :func:`frost.tile_dsl.mma.make_warp_gemm`.
     """
 
-    def __init__(self, m, n, k, warp_grid, a_major, b_major, dtype):
-        self.m, self.n, self.k = m, n, k
+    def __init__(self, m, n, k, warp_grid, a_major, b_major, dtype, n_per_warp=16):
+        self.m, self.n, self.k, self.n_per_warp = m, n, k, n_per_warp
         self.warp_grid, self.a_major, self.b_major, self.dtype = warp_grid, a_major, b_major, dtype
         self.threads = 32 * warp_grid[0] * warp_grid[1]
         self.a_shape = (m, k) if a_major == Major.K else (k, m)
@@ -220,31 +236,67 @@ class WarpGemmKernel:
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
         self.kernel(mA, mB, mC).launch(grid=(1, 1, 1), block=(self.threads, 1, 1))
 
-    def _copy_g2s(self, g, s, tid):
-        """Plain 16-byte copies, 8 elements per thread per row segment."""
-        vec = 8
-        per_row = cute.size(g, mode=[1]) // vec
-        tiled = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype, num_bits_per_copy=128),
-            cute.make_layout((self.threads // per_row, per_row), stride=(per_row, 1)),
-            cute.make_layout((1, vec)))
-        thr = tiled.get_slice(tid)
-        cute.copy(tiled, thr.partition_S(g), thr.partition_D(s))
-
     @cute.kernel
     def kernel(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
         tid, _, _ = cute.arch.thread_idx()
         smem = cutlass.memory.SmemAllocator()
-        tiles = [SwizzledTile.for_shape(*self.a_shape), SwizzledTile.for_shape(*self.b_shape)]
-        sA, sB = [smem.allocate_tensor(self.dtype, smem_layout_for(t), byte_alignment=128) for t in tiles]
-        self._copy_g2s(mA, sA, tid)
-        self._copy_g2s(mB, sB, tid)
+        sA = _smem_tile(smem, self.dtype, *self.a_shape)
+        sB = _smem_tile(smem, self.dtype, *self.b_shape)
+        _copy_g2s(mA, sA, tid, self.threads, self.dtype)
+        _copy_g2s(mB, sB, tid, self.threads, self.dtype)
         cute.arch.barrier()
-        tiled_mma = make_tiled_mma(self.dtype, self.warp_grid)
+        tiled_mma = make_tiled_mma(self.dtype, self.warp_grid, n_per_warp=self.n_per_warp)
         gemm = make_warp_gemm(tiled_mma, sA, sB, tid, self.a_major, self.b_major)
         acc = make_acc(tiled_mma, tid, (self.m, self.n))
         gemm.gemm(acc)
         cute.autovec_copy(acc, tiled_mma.get_slice(tid).partition_C(mC))
+
+
+class RegisterChainKernel:
+    """One CTA, ``O(M, D) = (Q Kᵀ) V`` with the product kept in registers (no softmax).
+
+    Q (M, D), K (N, D), V (N, D) row-major. S = Q Kᵀ from smem, then :func:`acc_to_a` turns
+    the S accumulator into the bf16/fp16 A operand of O += S V (V read with ldmatrix.trans).
+    """
+
+    def __init__(self, m, n, d, wm, dtype):
+        self.m, self.n, self.d, self.wm, self.dtype = m, n, d, wm, dtype
+        self.threads = 32 * wm
+
+    @cute.jit
+    def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor):
+        self.kernel(mQ, mK, mV, mO).launch(grid=(1, 1, 1), block=(self.threads, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor):
+        tid, _, _ = cute.arch.thread_idx()
+        smem = cutlass.memory.SmemAllocator()
+        sQ = _smem_tile(smem, self.dtype, self.m, self.d)
+        sK = _smem_tile(smem, self.dtype, self.n, self.d)
+        sV = _smem_tile(smem, self.dtype, self.n, self.d)
+        for g, s in ((mQ, sQ), (mK, sK), (mV, sV)):
+            _copy_g2s(g, s, tid, self.threads, self.dtype)
+        cute.arch.barrier()
+        tiled_mma = make_tiled_mma(self.dtype, (self.wm, 1))
+        s_acc = make_acc(tiled_mma, tid, (self.m, self.n))
+        make_warp_gemm(tiled_mma, sQ, sK, tid).gemm(s_acc)
+        rP = acc_to_a(tiled_mma, tid, s_acc, self.dtype)
+        o_acc = make_acc(tiled_mma, tid, (self.m, self.d))
+        make_warp_gemm(tiled_mma, None, sV, tid, b_major=Major.MN, rA=rP).gemm(o_acc)
+        cute.autovec_copy(o_acc, tiled_mma.get_slice(tid).partition_C(mO))
+
+
+def _compile(kern, *args, arch):
+    from frost.tile_dsl.compile import compile_for
+
+    # CuTe prints the ptxas remarks on sys.stderr, which pytest swaps for its own capture;
+    # route them to the real fd 2 that compile_for reads.
+    with contextlib.redirect_stderr(sys.__stderr__):
+        return compile_for(kern, *args, arch=arch)
+
+
+def _fake(dtype, shape):
+    return cute.runtime.make_fake_compact_tensor(dtype, shape, stride_order=(1, 0), assumed_align=16)
 
 
 MAJOR_CASES = [(Major.K, Major.K), (Major.K, Major.MN), (Major.MN, Major.MN)]
@@ -254,17 +306,10 @@ MAJOR_CASES = [(Major.K, Major.K), (Major.K, Major.MN), (Major.MN, Major.MN)]
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("a_major,b_major", MAJOR_CASES, ids=lambda m: m.name)
 def test_warp_gemm_kernel_compiles(arch, a_major, b_major):
-    from frost.tile_dsl.compile import compile_for
-
     kern = WarpGemmKernel(64, 64, 64, (2, 2), a_major, b_major, cutlass.BFloat16)
-    fake = cute.runtime.make_fake_compact_tensor
-    a = fake(cutlass.BFloat16, kern.a_shape, stride_order=(1, 0), assumed_align=16)
-    b = fake(cutlass.BFloat16, kern.b_shape, stride_order=(1, 0), assumed_align=16)
-    c = fake(cutlass.Float32, (64, 64), stride_order=(1, 0), assumed_align=16)
-    # CuTe prints the ptxas remarks on sys.stderr, which pytest swaps for its own capture;
-    # route them to the real fd 2 that compile_for reads.
-    with contextlib.redirect_stderr(sys.__stderr__):
-        rep = compile_for(kern, a, b, c, arch=arch)
+    bf16 = cutlass.BFloat16
+    rep = _compile(kern, _fake(bf16, kern.a_shape), _fake(bf16, kern.b_shape),
+                   _fake(cutlass.Float32, (64, 64)), arch=arch)
     # 2x2 warps of 32x32 over K=64: 2 m-atoms x 4 n-atoms x 4 k-blocks mma per warp
     assert rep.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 32
     # per k-block one x4 per 16 rows of A and per 16 columns of B: (2 + 2) x 4
@@ -272,6 +317,49 @@ def test_warp_gemm_kernel_compiles(arch, a_major, b_major):
     n_trans = 8 * ((a_major == Major.MN) + (b_major == Major.MN))
     assert rep.count("ldmatrix.sync.aligned.m8n8.x4.trans") == n_trans
     assert rep.kernels and rep.total_spill_bytes == 0
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("b_major", [Major.K, Major.MN], ids=lambda m: m.name)
+def test_narrow_warp_tiles_use_ldmatrix_x2_for_b(arch, b_major):
+    # 1x4 warps over N = 32: 8 columns per warp
+    kern = WarpGemmKernel(32, 32, 32, (1, 4), Major.K, b_major, cutlass.Float16, n_per_warp=8)
+    f16 = cutlass.Float16
+    rep = _compile(kern, _fake(f16, kern.a_shape), _fake(f16, kern.b_shape),
+                   _fake(cutlass.Float32, (32, 32)), arch=arch)
+    # per warp: 2 m-atoms x 1 n-atom x 2 k-blocks
+    assert rep.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 4
+    assert rep.count("ldmatrix.sync.aligned.m8n8.x4.shared") == 4  # A: 2 per k-block
+    x2 = "ldmatrix.sync.aligned.m8n8.x2" + (".trans" if b_major == Major.MN else "") + ".shared"
+    assert rep.count(x2) == 2  # B: 1 per k-block
+    assert rep.kernels and rep.total_spill_bytes == 0
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_register_chain_kernel_compiles(arch):
+    bf16 = cutlass.BFloat16
+    rep = _compile(RegisterChainKernel(64, 64, 64, 4, bf16),
+                   _fake(bf16, (64, 64)), _fake(bf16, (64, 64)), _fake(bf16, (64, 64)),
+                   _fake(cutlass.Float32, (64, 64)), arch=arch)
+    # per warp (16 rows): 8 n-atoms x 4 k-blocks for S, the same for O
+    assert rep.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 64
+    # Q: 1 x4 per k-block, K: 4 per k-block, V: 4 .trans per k-block; nothing for P
+    assert rep.count("ldmatrix.sync.aligned.m8n8.x4.shared") == 4 + 16
+    assert rep.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared") == 16
+    assert rep.count("st.shared") == rep.count("st.shared.v4") == 12  # only the gmem->smem copies
+    assert rep.kernels and rep.total_spill_bytes == 0
+
+
+@pytest.mark.compile
+def test_acc_to_a_rejects_split_n_warp_grids():
+    @cute.jit
+    def build(wn: cutlass.Constexpr):
+        acc_to_a(make_tiled_mma(cutlass.BFloat16, (2, wn)), 0, None, cutlass.BFloat16)
+
+    with pytest.raises(ValueError, match=r"\(wm, 1\) warp grid"):
+        build(2)
 
 
 # ---- GPU numerics (run by the lead on a GPU) ----------------------------------------------------
@@ -297,4 +385,23 @@ def test_warp_gemm_numerics(dtype_name, tol, a_major, b_major):
     torch.cuda.synchronize()
     ref = a.double() @ b.double().t()
     err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err <= tol, err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype_name,tol", [("bfloat16", 1e-2), ("float16", 5e-3)])
+def test_register_chain_numerics(dtype_name, tol):
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    m = n = d = 64
+    tdtype = getattr(torch, dtype_name)
+    kern = RegisterChainKernel(m, n, d, 4, {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[dtype_name])
+    q, k, v = (torch.randn(x, d, device="cuda").div(d ** 0.25).to(tdtype) for x in (m, n, n))
+    o = torch.full((m, d), float("nan"), device="cuda", dtype=torch.float32)
+    args = [from_dlpack(x, assumed_align=16) for x in (q, k, v, o)]
+    cute.compile(kern, *args)(*args)
+    torch.cuda.synchronize()
+    ref = (q.double() @ k.double().t()) @ v.double()
+    err = ((o.double() - ref).norm() / ref.norm()).item()
     assert err <= tol, err
