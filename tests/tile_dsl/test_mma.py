@@ -33,8 +33,8 @@ from frost.tile_dsl.mma import (
     scatter_b,
     scatter_c,
 )
-from frost.tile_dsl.mma import acc_to_a, make_acc, make_tiled_mma, make_warp_gemm
-from frost.tile_dsl.swizzle import SwizzledTile, smem_layout_for
+from frost.tile_dsl.mma import acc_to_a, make_acc, make_tiled_mma, make_warp_gemm, transposed_view
+from frost.tile_dsl.swizzle import SwizzledTile, WarpAccess, bank_conflicts, smem_layout_for
 from tests.conftest import ARCHS
 
 SLOTS = {Operand.A: (4, 2), Operand.B: (2, 2)}
@@ -199,6 +199,64 @@ def test_tiled_mma_gives_each_warp_adjacent_n8_atom_pairs(warp_grid):
         for j in range(0, n_atoms, 2):  # atoms 2j, 2j+1 form one 16-wide k-block
             assert cols[j] % 16 == 2 * ((t % 32) % 4) and cols[j + 1] == cols[j] + 8
             assert (cols[j] // 16) % wn == warp_n
+
+
+
+def _cute_ldmatrix_rows(operand, major, warp_grid, shape):
+    """Per thread and x4 block: the stored (row, col) CuTe's ldmatrix tiled copy points it at."""
+    out = []
+
+    @cute.jit
+    def evaluate(is_a: cutlass.Constexpr, trans: cutlass.Constexpr, wm: cutlass.Constexpr,
+                 wn: cutlass.Constexpr, rows: cutlass.Constexpr, cols: cutlass.Constexpr,
+                 out: cutlass.Constexpr):
+        tiled_mma = make_tiled_mma(cutlass.BFloat16, (wm, wn))
+        atom = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(transpose=trans, num_matrices=4),
+                                   cutlass.BFloat16)
+        stored = cute.make_identity_tensor((rows, cols))  # values are stored coordinates
+        view = stored
+        if cutlass.const_expr(trans):
+            view = transposed_view(stored)
+        if cutlass.const_expr(is_a):
+            tiled_copy = cute.make_tiled_copy_A(atom, tiled_mma)
+        else:
+            tiled_copy = cute.make_tiled_copy_B(atom, tiled_mma)
+        for t in cutlass.range_constexpr(32 * wm * wn):
+            src = tiled_copy.get_slice(t).partition_S(view)  # ((8, 1), MN blocks, K blocks)
+            out.append([[src[(0, i, k)] for k in range(cute.size(src, mode=[2]))]
+                        for i in range(cute.size(src, mode=[1]))])
+
+    evaluate(operand == Operand.A, major == Major.MN, *warp_grid, *shape, out)
+    return out
+
+
+LDMATRIX_CASES = [(o, m) for o in (Operand.A, Operand.B) for m in (Major.K, Major.MN)]
+
+
+@pytest.mark.compile
+@pytest.mark.filterwarnings("ignore::cutlass.base_dsl.ast_helpers.DSLOptimizationWarning")
+@pytest.mark.parametrize("operand,major", LDMATRIX_CASES, ids=lambda x: x.name)
+def test_cute_ldmatrix_addressing_matches_model_and_is_conflict_free(operand, major):
+    wm, wn = 2, 2
+    mn, k = 64, 64
+    stored_shape = (mn, k) if major == Major.K else (k, mn)
+    coords = _cute_ldmatrix_rows(operand, major, (wm, wn), stored_shape)
+    swizzled, plain = SwizzledTile.for_shape(*stored_shape), SwizzledTile(*stored_shape)
+    per_warp_mn = 16
+    warps_mn = wm if operand == Operand.A else wn
+    for warp in range(wm * wn):
+        warp_mn = warp % wm if operand == Operand.A else warp // wm  # warps go down M first
+        for i, kb in itertools.product(range(mn // (per_warp_mn * warps_mn)), range(k // 16)):
+            lanes = []
+            for lane in range(32):
+                r, c = ldmatrix_x4_coord(lane, operand, major)  # stored coords in the 16x16 block
+                mn0, k0 = per_warp_mn * (warp_mn + warps_mn * i), 16 * kb
+                want = (mn0 + r, k0 + c) if major == Major.K else (k0 + r, mn0 + c)
+                assert tuple(coords[32 * warp + lane][i][kb]) == want
+                lanes.append(want)
+            for tile, ways in ((swizzled, 1), (plain, 8)):
+                access = WarpAccess.from_lanes("ldsm", [tile.address(*rc) for rc in lanes], 16)
+                assert bank_conflicts(access).per_phase == (ways,) * 4
 
 
 # ---- compile-only kernels -----------------------------------------------------------------------
