@@ -280,7 +280,8 @@ def make_warp_gemm(tiled_mma, sA, sB, tid, a_major: Major = Major.K, b_major: Ma
 
     ``sA`` / ``sB`` are the tiles *as stored*: (M, K) / (N, K) when K-major, (K, M) / (K, N)
     when MN-major (then read through :func:`transposed_view` with ``ldmatrix.trans``). For a
-    register A operand (e.g. from :func:`acc_to_a`) pass ``sA=None, rA=...``: no A loads. Call inside ``@cute.kernel`` code; ``k`` must be a Python int (``range_constexpr``).
+    register A operand (e.g. from :func:`acc_to_a`) pass ``sA=None, rA=...``: no A loads.
+    Call inside ``@cute.kernel`` code; ``k`` must be a Python int (``range_constexpr``).
 
     The five attention-backward GEMMs, with P/dS stored (q, kv) and Q/K/V/dO stored (seq, d):
     S = Q Kᵀ and dP = dO Vᵀ (K, K); dQ = dS K (K, MN); dV = Pᵀ dO and dK = dSᵀ Q (MN, MN).

@@ -189,7 +189,8 @@ def test_tiled_mma_gives_each_warp_adjacent_n8_atom_pairs(warp_grid):
         tiled = make_tiled_mma(cutlass.BFloat16, (wm, wn))
         for t in cutlass.range_constexpr(0, 32 * wm * wn, 4):
             pc = tiled.get_slice(t).partition_C(cute.make_identity_tensor((32 * wm, 64 * wn)))
-            out.append((t, cute.size(pc, mode=[2]), [pc[(0, 0, n)][1] for n in range(cute.size(pc, mode=[2]))]))
+            n_atoms = cute.size(pc, mode=[2])
+            out.append((t, n_atoms, [pc[(0, 0, n)][1] for n in range(n_atoms)]))
 
     wm, wn = warp_grid
     evaluate(wm, wn, out)
@@ -428,7 +429,6 @@ def test_warp_gemm_numerics(dtype_name, tol, a_major, b_major):
     import torch
     from cutlass.cute.runtime import from_dlpack
 
-
     m, n, k = 64, 64, 64
     cdtype = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[dtype_name]
     tdtype = getattr(torch, dtype_name)
@@ -454,7 +454,8 @@ def test_register_chain_numerics(dtype_name, tol):
 
     m = n = d = 64
     tdtype = getattr(torch, dtype_name)
-    kern = RegisterChainKernel(m, n, d, 4, {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[dtype_name])
+    cdtype = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[dtype_name]
+    kern = RegisterChainKernel(m, n, d, 4, cdtype)
     q, k, v = (torch.randn(x, d, device="cuda").div(d ** 0.25).to(tdtype) for x in (m, n, n))
     o = torch.full((m, d), float("nan"), device="cuda", dtype=torch.float32)
     args = [from_dlpack(x, assumed_align=16) for x in (q, k, v, o)]
