@@ -1,0 +1,153 @@
+"""A frost program: stages in a DAG, plus the loop they run in.
+
+The loop model is the one every frost kernel shares: a grid of ``grid`` CTAs; each CTA runs its
+PROLOGUE stages once, its BODY stages ``trips`` times, then its EPILOGUE stages once. Edges of
+the DAG join a stage that writes a tensor to every stage that reads it (tiles by tile name,
+global tensors by global name), so a Load of a workspace that an AtomicReduce fills is an
+edge too; the scheduler turns such grid-wide edges into kernel boundaries.
+
+``kernel_names`` names the kernels the scheduler may derive: ``"pre"`` (work hoisted out of the
+loop and workspace zeroing), ``"main"`` (the loop) and ``"post"`` (readers of grid-wide results).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+import sympy
+
+from frost.ir.stages import Stage, stage_from_dict
+from frost.ir.symbols import Level, sym
+from frost.ir.tensor import Space, Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    name: str
+    stages: tuple[Stage, ...]
+    grid: sympy.Expr                      # CTAs of the main kernel
+    trips: sympy.Expr                     # BODY iterations per CTA
+    kernel_names: dict[str, str] = dataclasses.field(default_factory=dict)
+    doc: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "stages", tuple(self.stages))
+        object.__setattr__(self, "grid", sym(self.grid))
+        object.__setattr__(self, "trips", sym(self.trips))
+        names = [s.name for s in self.stages]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.name}: duplicate stage names")
+        self._check()
+
+    # -- structure -----------------------------------------------------------------------------
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """Stage DAG; edge attribute ``tensor`` is the tensor that flows, ``space`` its space."""
+        g = nx.DiGraph()
+        writer: dict[tuple[Space, str], str] = {}
+        for s in self.stages:
+            g.add_node(s.name, stage=s)
+            for t in s.outputs:
+                key = (t.space, t.name)
+                if key in writer:
+                    raise ValueError(f"{self.name}: {t.name} written by {writer[key]} and {s.name}")
+                writer[key] = s.name
+        for s in self.stages:
+            for t in s.inputs:
+                w = writer.get((t.space, t.name))
+                if w is not None:
+                    g.add_edge(w, s.name, tensor=t.name, space=t.space)
+        return g
+
+    def _check(self):
+        g = self.graph
+        if not nx.is_directed_acyclic_graph(g):
+            raise ValueError(f"{self.name}: the stage graph has a cycle: {nx.find_cycle(g)}")
+        tiles_written = {t.name for s in self.stages for t in s.outputs if t.space == Space.TILE}
+        for s in self.stages:
+            for t in s.inputs:
+                if t.space == Space.TILE and t.name not in tiles_written:
+                    raise ValueError(f"{self.name}: {s.name} reads tile {t.name} nobody writes")
+        for u, v, data in g.edges(data=True):
+            if data["space"] == Space.TILE and self.stage(u).level > self.stage(v).level:
+                raise ValueError(f"{self.name}: {v} ({self.stage(v).level.name}) reads "
+                                 f"{data['tensor']} from a later level ({u})")
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(f"{self.name}: no stage named {name!r}")
+
+    def producer(self, tensor: str, space: Space = Space.TILE) -> Stage | None:
+        for s in self.stages:
+            if any(t.name == tensor and t.space == space for t in s.outputs):
+                return s
+        return None
+
+    def consumers(self, stage: str) -> list[Stage]:
+        return [self.stage(v) for v in self.graph.successors(stage)]
+
+    def topo(self) -> list[Stage]:
+        """Stages in a topological order that keeps the written order where it can."""
+        order = {s.name: i for i, s in enumerate(self.stages)}
+        names = nx.lexicographical_topological_sort(self.graph, key=lambda n: order[n])
+        return [self.stage(n) for n in names]
+
+    def at(self, level: Level) -> list[Stage]:
+        return [s for s in self.topo() if s.level == level]
+
+    def executions(self, stage: Stage) -> sympy.Expr:
+        """How many times ``stage`` runs over the whole grid."""
+        return self.grid * (self.trips if stage.level == Level.BODY else 1)
+
+    @property
+    def globals(self) -> dict[str, Tensor]:
+        out = {}
+        for s in self.stages:
+            for t in (*s.inputs, *s.outputs):
+                if t.space == Space.GLOBAL:
+                    out.setdefault(t.name, t)
+        return out
+
+    # -- transforms ----------------------------------------------------------------------------
+    def subs(self, mapping) -> "Program":
+        return dataclasses.replace(
+            self, stages=tuple(s.subs(mapping) for s in self.stages),
+            grid=self.grid.subs(mapping), trips=self.trips.subs(mapping))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "grid": str(self.grid), "trips": str(self.trips),
+                "kernel_names": dict(self.kernel_names), "doc": self.doc,
+                "stages": [s.to_dict() for s in self.stages]}
+
+    def to_json(self, **kw) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Program":
+        return cls(d["name"], tuple(stage_from_dict(s) for s in d["stages"]), sym(d["grid"]),
+                   sym(d["trips"]), dict(d.get("kernel_names", {})), d.get("doc", ""))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Program":
+        return cls.from_dict(json.loads(text))
+
+    def __eq__(self, other):
+        return isinstance(other, Program) and self.to_dict() == other.to_dict()
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        lines = [f"Program {self.name}: grid {self.grid} CTAs x {self.trips} trips"]
+        for lvl in (Level.PROLOGUE, Level.BODY, Level.EPILOGUE):
+            stages = self.at(lvl)
+            if stages:
+                lines.append(f"  {lvl.name.lower()}:")
+                lines += [f"    {s.name}: {s.describe()}" for s in stages]
+        return "\n".join(lines)

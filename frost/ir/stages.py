@@ -1,0 +1,361 @@
+"""The stages of a frost program: Load, Gemm, Pointwise, RowReduce, Accumulate, AtomicReduce,
+Cast and Store.
+
+Every stage reads some tensors, writes some tensors and runs at a loop :class:`Level`. Each one
+knows its own cost per execution, symbolically:
+
+* ``mma_flops``  multiply-add work on the tensor cores (2·m·n·k per GEMM), the number papers quote;
+* ``ops``        other arithmetic (pointwise, reductions, accumulation);
+* ``gmem_bytes`` global-memory bytes it moves (loads, stores, atomics).
+
+Stages are frozen dataclasses: ``repr`` reads like the math, ``to_dict``/``stage_from_dict``
+round-trip through JSON, ``subs`` specialises every shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, ClassVar
+
+import sympy
+
+from frost.ir.symbols import DType, Level, exp2, sym
+from frost.ir.tensor import Space, Tensor
+
+STAGE_KINDS: dict[str, type] = {}
+
+
+def _register(cls):
+    STAGE_KINDS[cls.__name__] = cls
+    return cls
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """Base class: a named node of the program DAG."""
+
+    name: str
+    level: Level
+
+    kind: ClassVar[str] = "Stage"
+
+    # -- dataflow ------------------------------------------------------------------------------
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return ()
+
+    @property
+    def outputs(self) -> tuple[Tensor, ...]:
+        return ()
+
+    # -- cost per execution --------------------------------------------------------------------
+    def mma_flops(self) -> sympy.Expr:
+        return sympy.Integer(0)
+
+    def ops(self) -> sympy.Expr:
+        return sympy.Integer(0)
+
+    def gmem_bytes(self) -> sympy.Expr:
+        return sympy.Integer(0)
+
+    # -- transforms ----------------------------------------------------------------------------
+    def subs(self, mapping) -> "Stage":
+        return dataclasses.replace(self, **{
+            f.name: _subs(getattr(self, f.name), mapping) for f in dataclasses.fields(self)
+        })
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"kind": type(self).__name__}
+        for f in dataclasses.fields(self):
+            d[f.name] = _enc(getattr(self, f.name))
+        return d
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.describe()}  @{self.level.name.lower()}"
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        return type(self).__name__
+
+
+def stage_from_dict(d: dict[str, Any]) -> Stage:
+    cls = STAGE_KINDS[d["kind"]]
+    kw = {f.name: _dec(d[f.name], f.name) for f in dataclasses.fields(cls) if f.name in d}
+    kw["level"] = Level[kw["level"]] if isinstance(kw["level"], str) else kw["level"]
+    return cls(**kw)
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class Load(Stage):
+    """Copy a tile of a global tensor into the CTA (a TMA load into a shared-memory ring).
+
+    ``ring`` names the mbarrier ring the load travels on: loads of one ring share a full/empty
+    barrier pair (e.g. ``"kv"`` for the stationary K, V tiles, ``"q"`` for the per-q-tile ones).
+    """
+
+    src: Tensor = None
+    out: Tensor = None
+    ring: str = "main"
+
+    @property
+    def inputs(self):
+        return (self.src,)
+
+    @property
+    def outputs(self):
+        return (self.out,)
+
+    def gmem_bytes(self):
+        return self.out.nbytes
+
+    def describe(self):
+        return f"{self.out!r} <- load {self.src.name} (ring {self.ring})"
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class Gemm(Stage):
+    """``out[m, n] = sum_k A'[m, k] * B'[n, k]`` in fp32, where ``A' = a`` (or ``aᵀ`` when
+    ``trans_a``) and ``B' = b`` (or ``bᵀ`` when ``trans_b``).
+
+    Without transposes both operands are K-major, which is what ``mma.sync ... .row.col`` eats
+    directly; a transposed operand is MN-major (``ldmatrix.trans`` from shared memory).
+    ``warp_grid`` names the warp layout the scheduler picks for this output shape; GEMMs with
+    the same name share one layout (their accumulators line up fragment for fragment).
+    """
+
+    a: Tensor = None
+    b: Tensor = None
+    out: Tensor = None
+    trans_a: bool = False
+    trans_b: bool = False
+    warp_grid: str = "mma"
+
+    @property
+    def inputs(self):
+        return (self.a, self.b)
+
+    @property
+    def outputs(self):
+        return (self.out,)
+
+    @property
+    def m(self):
+        return self.a.cols if self.trans_a else self.a.rows
+
+    @property
+    def n(self):
+        return self.b.cols if self.trans_b else self.b.rows
+
+    @property
+    def k(self):
+        return self.a.rows if self.trans_a else self.a.cols
+
+    def mma_flops(self):
+        return 2 * self.m * self.n * self.k
+
+    def describe(self):
+        ta = "ᵀ" if self.trans_a else ""
+        tb = "" if self.trans_b else "ᵀ"
+        return f"{self.out!r} = {self.a.name}{ta}·{self.b.name}{tb}  (grid {self.warp_grid})"
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class Pointwise(Stage):
+    """``out = expr(args)`` elementwise; vector args broadcast along the columns.
+
+    ``expr`` is a sympy expression whose free symbols are the names of ``args`` plus scalar
+    constants (``scale``, ``log2e``); ``exp2`` is an opaque function.
+    """
+
+    expr: sympy.Expr = None
+    args: tuple[Tensor, ...] = ()
+    out: Tensor = None
+
+    def __post_init__(self):
+        if not isinstance(self.expr, sympy.Basic):  # a string, e.g. from JSON
+            local = {t.name: sympy.Symbol(t.name) for t in self.args}
+            object.__setattr__(self, "expr", sym(self.expr, local))
+        names = {t.name for t in self.args}
+        free = {s.name for s in self.expr.free_symbols}
+        scalars = {"scale", "log2e"}
+        if not free <= names | scalars:
+            raise ValueError(f"{self.name}: expression uses {free - names - scalars} not in args")
+
+    @property
+    def inputs(self):
+        return tuple(self.args)
+
+    @property
+    def outputs(self):
+        return (self.out,)
+
+    def ops(self):
+        return sympy.Integer(max(sympy.count_ops(self.expr), 1)) * self.out.numel
+
+    def subs(self, mapping):
+        new = super().subs(mapping)
+        return dataclasses.replace(new, expr=self.expr)  # the expression is over tile names
+
+    def describe(self):
+        return f"{self.out!r} = {self.expr}"
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class RowReduce(Stage):
+    """``out[i] = sum_j src[i, j]`` (fp32)."""
+
+    src: Tensor = None
+    out: Tensor = None
+    op: str = "sum"
+
+    @property
+    def inputs(self):
+        return (self.src,)
+
+    @property
+    def outputs(self):
+        return (self.out,)
+
+    def ops(self):
+        return self.src.numel
+
+    def describe(self):
+        return f"{self.out!r} = row{self.op}({self.src.name})"
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class Accumulate(Stage):
+    """``out += src`` across loop iterations, in registers; ``out`` is live until the epilogue.
+
+    On the tensor cores the add is fused into the producing GEMM's accumulator.
+    """
+
+    src: Tensor = None
+    out: Tensor = None
+
+    @property
+    def inputs(self):
+        return (self.src,)
+
+    @property
+    def outputs(self):
+        return (self.out,)
+
+    def describe(self):
+        return f"{self.out!r} += {self.src.name}  (loop-carried)"
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class AtomicReduce(Stage):
+    """``dst[tile] += src`` across CTAs with fp32 atomics into a global workspace.
+
+    ``dst`` is complete only once the whole grid has finished: a reader of ``dst`` belongs to a
+    later kernel, and ``dst`` must be zeroed by an earlier one.
+    """
+
+    src: Tensor = None
+    dst: Tensor = None
+
+    @property
+    def inputs(self):
+        return (self.src,)
+
+    @property
+    def outputs(self):
+        return (self.dst,)
+
+    def ops(self):
+        return self.src.numel
+
+    def gmem_bytes(self):
+        return self.src.numel * self.dst.dtype.nbytes
+
+    def describe(self):
+        return f"{self.dst!r} += {self.src.name}  (atomic, across CTAs)"
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class Cast(Stage):
+    """``out = dtype(src)``."""
+
+    src: Tensor = None
+    out: Tensor = None
+
+    @property
+    def inputs(self):
+        return (self.src,)
+
+    @property
+    def outputs(self):
+        return (self.out,)
+
+    def ops(self):
+        return self.src.numel
+
+    def describe(self):
+        return f"{self.out!r} = cast({self.src.name})"
+
+
+@_register
+@dataclasses.dataclass(frozen=True, repr=False)
+class Store(Stage):
+    """Write a tile to a global tensor (through a shared-memory staging buffer for TMA)."""
+
+    src: Tensor = None
+    dst: Tensor = None
+
+    @property
+    def inputs(self):
+        return (self.src,)
+
+    @property
+    def outputs(self):
+        return (self.dst,)
+
+    def gmem_bytes(self):
+        return self.src.nbytes
+
+    def describe(self):
+        return f"store {self.src.name} -> {self.dst!r}"
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _subs(v, mapping):
+    if isinstance(v, Tensor):
+        return v.subs(mapping)
+    if isinstance(v, tuple):
+        return tuple(_subs(x, mapping) for x in v)
+    return v
+
+
+def _enc(v):
+    if isinstance(v, Tensor):
+        return {"tensor": v.to_dict()}
+    if isinstance(v, tuple):
+        return [_enc(x) for x in v]
+    if isinstance(v, enum.Enum):
+        return v.name
+    if isinstance(v, sympy.Basic):
+        return {"expr": str(v)}
+    return v
+
+
+def _dec(v, field):
+    if isinstance(v, dict) and "tensor" in v:
+        return Tensor.from_dict(v["tensor"])
+    if isinstance(v, dict) and "expr" in v:
+        return v["expr"]  # parsed by the owning stage, which knows its argument names
+    if isinstance(v, list):
+        return tuple(_dec(x, field) for x in v)
+    return v
+
+
+__all__ = ["Stage", "Load", "Gemm", "Pointwise", "RowReduce", "Accumulate", "AtomicReduce",
+           "Cast", "Store", "STAGE_KINDS", "stage_from_dict", "exp2", "DType", "Space"]

@@ -1,0 +1,40 @@
+"""Target architectures the scheduler plans for: the few numbers it needs from each.
+
+Arch variants are plain records; the docstring of each entry says what differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Arch:
+    """Per-CTA resource limits of one target (one big CTA per SM is assumed)."""
+
+    name: str
+    smem_budget: int = 101_376       # bytes of dynamic shared memory per CTA
+    regs_per_sm: int = 65_536        # 32-bit registers per SM
+    max_regs_per_thread: int = 255
+    max_threads: int = 1024
+    named_barriers: int = 16         # bar.sync ids 0..15; 0 is __syncthreads
+    mma: str = "mma.sync.m16n8k16"
+    note: str = ""
+
+
+ARCHS: dict[str, Arch] = {
+    "sm_120a": Arch("sm_120a", note="GeForce/RTX Blackwell: mma.sync + TMA, 99 KB smem"),
+    "sm_121a": Arch("sm_121a", note="DGX Spark (GB10): same limits as sm_120a"),
+    # The H200 runs SM120-class code; keep the SM120 budget so that a plan tested there is the
+    # plan that ships on SM120 (its own 227 KB would hide overflows).
+    "sm_90a": Arch("sm_90a", note="H100/H200 running SM120-class code; SM120 smem budget kept"),
+}
+
+
+def get_arch(name: str | Arch) -> Arch:
+    if isinstance(name, Arch):
+        return name
+    try:
+        return ARCHS[name]
+    except KeyError:
+        raise ValueError(f"unknown arch {name!r}; supported: {', '.join(ARCHS)}") from None

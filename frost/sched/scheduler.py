@@ -1,0 +1,210 @@
+"""The scheduler: program + arch + tile choice -> :class:`~frost.sched.plan.Plan`.
+
+Nothing here knows about attention. The chain comes from :mod:`frost.sched.partition`, the
+shared-memory map from :mod:`frost.sched.residency` and :mod:`frost.sched.smem`, warp roles and
+grids from :mod:`frost.sched.warps`, barriers from :mod:`frost.sched.barriers`. A choice that
+does not fit (shared memory, registers, warp grids) raises :class:`Infeasible` with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sympy
+
+from frost.ir.program import Program
+from frost.ir.stages import Accumulate, Gemm, Load
+from frost.ir.symbols import Level
+from frost.ir.tensor import Space
+from frost.sched import barriers as bar
+from frost.sched import warps as W
+from frost.sched.arch import Arch, get_arch
+from frost.sched.partition import KernelSpec, partition
+from frost.sched.plan import KernelPlan, PdlAction, PdlEdge, Plan, WarpRole
+from frost.sched.residency import Where, live_ranges, residency, stage_order
+from frost.sched.smem import BufferRequest, allocate, check_no_overlap, place_mbarriers
+
+ROW_KERNEL_THREADS = 128
+
+
+class Infeasible(ValueError):
+    """A tile choice that cannot be planned; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TileChoice:
+    """Everything the scheduler is told rather than derives.
+
+    ``sizes`` binds symbols (tile and head extents) to ints, ``ring_stages`` gives the depth of
+    each loop-refilled load ring, ``held`` names stationary tiles kept in registers.
+    """
+
+    sizes: dict[sympy.Symbol, int]
+    ring_stages: dict[str, int]
+    mma_warps: int
+    held: frozenset[str] = frozenset()
+
+
+def schedule(program: Program, arch: str | Arch, choice: TileChoice,
+             params: dict | None = None) -> Plan:
+    arch = get_arch(arch)
+    specs = partition(program)
+    main = next(k for k in specs if k.role == "main")
+    mkp = _plan_main(main, arch, choice)
+    kernels = []
+    for k in specs:
+        kp = mkp if k is main else _plan_rows(k, mkp)
+        kernels.append(kp)
+    kernels, edges = _pdl(specs, kernels)
+    return Plan(program=program.name, arch=arch.name, params=dict(params or {}),
+                kernels=tuple(kernels), edges=tuple(edges), smem_budget=arch.smem_budget)
+
+
+# -- the loop kernel ----------------------------------------------------------------------------
+def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
+    sym_prog = spec.program
+    prog = sym_prog.subs(ch.sizes)
+    held = frozenset(ch.held)
+    where = residency(prog, held)
+    order = stage_order(prog, held)
+    live = live_ranges(order, where, held)
+    ring_of = {s.out.name: s for s in prog.stages if isinstance(s, Load)}
+
+    reqs = []
+    for s in order:
+        for t in s.outputs:
+            if t.space != Space.TILE or not where.get(t.name, Where.NONE) & Where.SMEM:
+                continue
+            ld = ring_of.get(t.name)
+            stages = ch.ring_stages.get(ld.ring, 1) if ld is not None and ld.level == Level.BODY else 1
+            sym_t = next(x for st in sym_prog.stages for x in st.outputs if x.name == t.name)
+            nstage = sympy.Symbol(f"{ld.ring}_stages") if stages > 1 else 1
+            reqs.append(BufferRequest(t.smem_name, _int(t.rows), _int(t.cols), t.dtype.value,
+                                      t.dtype.nbytes, stages, live[t.name],
+                                      nstage * sym_t.nbytes, async_write=ld is not None))
+    buffers, end, smem_expr = allocate(reqs)
+    check_no_overlap(buffers)
+    mbars, smem = place_mbarriers(end, bar.rings(prog, ch.ring_stages, ch.mma_warps))
+    smem_expr += sum(m.stages for m in mbars) * 8
+    if smem > arch.smem_budget:
+        raise Infeasible(f"shared memory {smem} B > {arch.smem_budget} B budget of {arch.name}")
+
+    groups, r0 = W.roles(arch, ch.mma_warps)
+    mma = next(g for g in groups if g.role == WarpRole.MMA)
+    grid_choice, regs = _grids_and_regs(prog, order, held, ch.mma_warps, mma.max_regs)
+
+    alloc = bar.BarrierAllocator(arch.named_barriers)
+    if any(where[t.name] & Where.SMEM and where[t.name] & Where.REGS
+           for s in prog.at(Level.BODY) if not isinstance(s, Load) for t in s.outputs
+           if t.space == Space.TILE):
+        alloc.add("mma_sync", mma.threads)      # MMA warps exchange tiles through smem
+    if any(s.level == Level.EPILOGUE for s in order if s.outputs and
+           any(where.get(t.name, Where.NONE) & Where.SMEM for t in s.outputs)):
+        alloc.add("epilogue", mma.threads)      # staging buffers filled before the TMA store
+
+    tile = {s.name: int(v) for s, v in ch.sizes.items()}
+    for ring, n in ch.ring_stages.items():
+        tile[f"{ring}_stages"] = n
+    tile["num_mma_warps"] = ch.mma_warps
+    for g, (wm, wn) in grid_choice.items():
+        tile[f"{g}_wm"], tile[f"{g}_wn"] = wm, wn
+    for name in sorted(ch.held):
+        tile[f"{name.lower()}_in_regs"] = 1
+    return KernelPlan(
+        name=spec.name, template=spec.name, threads=sum(g.threads for g in groups),
+        roles=groups, buffers=tuple(buffers), barriers=tuple(alloc.plans), mbarriers=tuple(mbars),
+        smem_bytes=smem, tile=tile, stage_order=tuple(s.name for s in order),
+        reads=spec.reads, writes=spec.writes, pdl=(),
+        params={"launch_regs": r0, "mma_regs_estimate": regs, "smem_expr": str(smem_expr),
+                "held_in_regs": sorted(ch.held), "grid": str(sym_prog.grid),
+                "trips": str(sym_prog.trips)})
+
+
+def _grids_and_regs(prog: Program, order, held, warps: int, budget: int):
+    shapes: dict[str, list[tuple[int, int, int]]] = {}
+    for s in prog.stages:
+        if isinstance(s, Gemm):
+            shapes.setdefault(s.warp_grid, []).append((_int(s.m), _int(s.n), _int(s.k)))
+    held_by = {s.warp_grid: s for s in prog.stages if isinstance(s, Gemm) and s.b.name in held}
+    base = _register_estimate(prog, order, warps)
+    out, regs = {}, base
+    for g, sh in shapes.items():
+        if g in held_by:
+            gemm = held_by[g]
+            def cost(grid, gemm=gemm):
+                elems = _int(gemm.n) // grid[1] * _int(gemm.k)   # B rows of one warp x k
+                return W.regs_for(elems, gemm.b.dtype.nbytes, 32)
+            best = W.best_grid(sh, warps, ok=lambda grid: base + cost(grid) <= budget)
+            if best is not None:
+                regs = base + cost(best)
+        else:
+            best = W.best_grid(sh, warps)
+        if best is None:
+            raise Infeasible(f"no {warps}-warp grid for GEMMs {sh} (grid {g!r}) within "
+                             f"{budget} registers")
+        out[g] = best
+    if regs > budget:
+        raise Infeasible(f"MMA warps need ~{regs} registers > {budget}")
+    return out, regs
+
+
+def _register_estimate(prog: Program, order, warps: int) -> int:
+    """Registers per MMA thread: loop-carried accumulators + the peak of per-iteration tiles."""
+    threads = 32 * warps
+    fused = {s.src.name for s in prog.stages if isinstance(s, Accumulate)}
+    acc = sum(W.regs_for(_int(s.out.numel), 4, threads)
+              for s in prog.stages if isinstance(s, Accumulate) and not s.out.is_vector)
+    body = [s for s in order if s.level == Level.BODY]
+    last = {}
+    for i, s in enumerate(body):
+        for t in s.inputs:
+            last[t.name] = i
+    peak = 0
+    for i in range(len(body)):
+        live = 0
+        for j, s in enumerate(body[: i + 1]):
+            if isinstance(s, (Load, Accumulate)):  # smem / counted in ``acc``
+                continue
+            for t in s.outputs:
+                if (t.space == Space.TILE and not t.is_vector and t.name not in fused
+                        and last.get(t.name, j) >= i):
+                    live += W.regs_for(_int(t.numel), t.dtype.nbytes, threads)
+        peak = max(peak, live)
+    return acc + peak + W.REG_OVERHEAD
+
+
+# -- loop-free kernels ----------------------------------------------------------------------
+def _plan_rows(spec: KernelSpec, main: KernelPlan) -> KernelPlan:
+    """A row kernel (``pre``/``post``): plain threads over rows, no smem plan; it keeps the main
+    kernel's tile keys so that it can read or write the main kernel's layouts."""
+    tile = dict(main.tile)
+    tile["rows_per_cta"] = main.tile.get("tile_m", ROW_KERNEL_THREADS)
+    return KernelPlan(name=spec.name, template=spec.name, threads=ROW_KERNEL_THREADS,
+                      tile=tile, stage_order=tuple(s.name for s in spec.program.topo()),
+                      reads=spec.reads, writes=spec.writes,
+                      params={"zeroes": list(spec.zeroes), "grid": str(spec.program.grid)})
+
+
+def _pdl(specs: list[KernelSpec], kernels: list[KernelPlan]):
+    """Each kernel waits before reading what an earlier kernel of the chain wrote and triggers
+    its dependents; the first kernel only triggers."""
+    edges, out = [], []
+    for i, (spec, kp) in enumerate(zip(specs, kernels)):
+        for t in spec.depends_on:
+            for j in range(i - 1, -1, -1):  # the latest upstream writer
+                if t in specs[j].writes:
+                    edges.append((specs[j].name, spec.name, t))
+                    break
+        pdl = (PdlAction.TRIGGER,) if i == 0 else (PdlAction.WAIT, PdlAction.TRIGGER)
+        out.append(dataclasses.replace(kp, pdl=pdl))
+    merged: dict[tuple[str, str], list[str]] = {}
+    for p, c, t in edges:
+        merged.setdefault((p, c), []).append(t)
+    return out, [PdlEdge(p, c, tuple(ts)) for (p, c), ts in merged.items()]
+
+
+def _int(x) -> int:
+    v = sympy.sympify(x)
+    if not v.is_Integer:
+        raise Infeasible(f"extent {x} is not bound to an integer")
+    return int(v)

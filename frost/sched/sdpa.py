@@ -1,0 +1,118 @@
+"""``plan_sdpa_bwd``: the attention backward planned for one arch, head dim and dtype.
+
+The program is :func:`frost.ir.attention.sdpa_bwd_program`; the chain, roles, smem map and
+barriers all come from the generic :func:`~frost.sched.scheduler.schedule`. This module only
+(1) validates the user's numbers, (2) pads head dims to the 32-element swizzle chunk, (3) walks
+the tile space (``SDPA_BWD_SPACE``) and keeps the cheapest legal plan, and (4) adds the tile
+aliases the templates read: ``d`` (padded d_qk) and ``d_v`` (padded d_v).
+
+Residency rule for V: it stays in shared memory unless no tile of the space fits that way (head
+dims above 224); then it is held in registers (it only feeds ``dP = dO·Vᵀ`` as a B operand),
+which frees its smem for P and dS inside the loop. ``tile={"v_in_regs": 0 or 1}`` forces
+either (and lets the cost model pick among both).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from frost.ir.attention import sdpa_bwd_program
+from frost.ir.symbols import DType, d_qk, d_v, tile_m, tile_n
+from frost.sched.arch import get_arch
+from frost.sched.partition import partition
+from frost.sched.plan import Plan
+from frost.sched.residency import holdable
+from frost.sched.scheduler import Infeasible, TileChoice, schedule
+from frost.sched.tiles import CostModel, candidates, iteration_cost
+
+HEAD_DIM_RANGE = (32, 256)
+PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
+
+SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
+    "tile_m": (32, 64, 128),
+    "tile_n": (64, 128),
+    "q_stages": (2, 1),
+    "num_mma_warps": (8, 4),
+    "v_in_regs": (0, 1),
+}
+
+
+def check_head_dim(d: int, what: str = "head_dim") -> int:
+    if not isinstance(d, int) or isinstance(d, bool):
+        raise ValueError(f"{what} must be an int, got {d!r}")
+    lo, hi = HEAD_DIM_RANGE
+    if d % 8 or not lo <= d <= hi:
+        raise ValueError(f"{what}={d} is not supported: need a multiple of 8 in {lo}..{hi}")
+    return d
+
+
+def pad_head_dim(d: int) -> int:
+    return -(-check_head_dim(d) // PAD) * PAD
+
+
+def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, dtype="bf16",
+                  tile=None, model: CostModel = CostModel()):
+    """All legal plans for the forced part of ``tile``, cheapest first: [(cost, plan)]; and the
+    reasons the others were rejected."""
+    arch = get_arch(arch)
+    dv_raw = head_dim if head_dim_v is None else head_dim_v
+    d, dv = pad_head_dim(head_dim), pad_head_dim(dv_raw)
+    if dv_raw > head_dim:
+        raise ValueError(f"head_dim_v={dv_raw} > head_dim={head_dim} is not supported")
+    io = DType.parse(dtype)
+    if io == DType.FP32:
+        raise ValueError("dtype must be bf16 or fp16")
+    prog = sdpa_bwd_program(io, causal)
+    main_prog = next(k.program for k in partition(prog) if k.role == "main")
+    can_hold = frozenset(holdable(main_prog))
+    params = {"head_dim": head_dim, "head_dim_v": dv_raw, "causal": bool(causal),
+              "dtype": io.value, "arch": arch.name}
+    ranked, rejected = [], []
+    forced = dict(tile or {})
+    for c in candidates(SDPA_BWD_SPACE, forced):
+        sizes = {tile_m: c["tile_m"], tile_n: c["tile_n"], d_qk: d, d_v: dv}
+        held_options = [frozenset(), frozenset({"V"}) & can_hold]
+        if "v_in_regs" in forced:
+            held_options = [held_options[forced["v_in_regs"]]]
+        elif c["v_in_regs"]:
+            continue  # the escalation below covers it
+        for held in held_options:
+            choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held)
+            try:
+                plan = schedule(prog, arch, choice, params)
+            except Infeasible as e:
+                rejected.append((c, str(e)))
+                continue
+            plan = _with_aliases(plan, d, dv, "V" in held)
+            main = plan.kernel(prog.kernel_names["main"])
+            cost = iteration_cost(main_prog.subs(sizes), main, model)
+            ranked.append((cost, plan))
+            break
+    if "v_in_regs" not in forced and any(not _held(p) for _, p in ranked):
+        ranked = [(c, p) for c, p in ranked if not _held(p)]  # hold V only when smem forces it
+    ranked.sort(key=lambda cp: cp[0])
+    return ranked, rejected
+
+
+def _held(plan: Plan) -> bool:
+    return any(k.tile.get("v_in_regs") for k in plan.kernels)
+
+
+def plan_sdpa_bwd(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | None = None,
+                  causal: bool = False, dtype: str = "bf16", tile: dict | None = None) -> Plan:
+    """The cheapest legal plan of the attention backward (or the forced ``tile``)."""
+    ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, tile)
+    if not ranked:
+        why = "; ".join(sorted({r for _, r in rejected}))[:600]
+        raise ValueError(f"no legal sdpa-bwd plan for head_dim={head_dim} tile={tile}: {why}")
+    return ranked[0][1]
+
+
+def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool) -> Plan:
+    kernels = []
+    for k in plan.kernels:
+        t = dict(k.tile)
+        t["d"], t["d_v"] = d, dv
+        t.setdefault("v_in_regs", 1 if v_held else 0)
+        kernels.append(dataclasses.replace(k, tile=t))
+    return dataclasses.replace(plan, kernels=tuple(kernels))

@@ -1,0 +1,129 @@
+"""The shared-memory plan: byte offset, size, swizzle and alias of every buffer.
+
+Buffers are placed in order of first use. A buffer reuses the bytes of an earlier *region* (a
+buffer placed at the end of the map, plus everything later placed inside it) when every
+occupant of that region it would overlap is dead while it is live; it then records
+``alias_of = <region>``. Buffers filled asynchronously by TMA never reuse bytes: the producer
+warp runs ahead of the consumers and would overwrite a tile they still read. Preference: a region of exactly its own shape (so epilogue staging of
+dK lands on K), then the smallest region that fits. Otherwise it is appended at the end.
+
+Swizzled buffers start on 1024-byte boundaries (the 128-byte swizzle repeats every 1024 bytes
+and TMA wants it), others on 128. Mbarriers follow the buffers, 8 bytes each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sympy
+
+from frost.sched.plan import BufferPlan, MbarrierPlan
+from frost.tile_dsl.swizzle import choose_swizzle
+
+SWIZZLE_ALIGN = 1024
+PLAIN_ALIGN = 128
+MBARRIER_BYTES = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class BufferRequest:
+    """A buffer to place: concrete shape plus its symbolic size (for the budget expression)."""
+
+    name: str
+    rows: int
+    cols: int
+    dtype: str
+    elem_bytes: int
+    stages: int
+    live: tuple[int, int]
+    nbytes_expr: sympy.Expr
+    async_write: bool = False  # filled by TMA from the producer warp: never reuses bytes
+
+    @property
+    def nbytes(self) -> int:
+        return self.stages * self.rows * self.cols * self.elem_bytes
+
+    @property
+    def swizzle(self) -> tuple[int, int, int] | None:
+        if self.cols == 1 or self.rows == 1:
+            return None
+        sw, _chunk = choose_swizzle(self.cols, self.elem_bytes)
+        return sw.as_tuple
+
+    @property
+    def align(self) -> int:
+        return SWIZZLE_ALIGN if self.swizzle else PLAIN_ALIGN
+
+
+def align_up(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return not (a[1] < b[0] or b[1] < a[0])
+
+
+def allocate(reqs: list[BufferRequest]) -> tuple[list[BufferPlan], int, sympy.Expr]:
+    """Place ``reqs``; return (buffers, end offset in bytes, symbolic bytes of the regions)."""
+    placed: list[BufferPlan] = []
+    regions: list[BufferPlan] = []   # roots, in address order
+    end = 0
+    expr = sympy.Integer(0)
+    for r in sorted(reqs, key=lambda r: r.live[0]):
+        spot = None if r.async_write else _reuse(r, regions, placed)
+        if spot is not None:
+            off, root = spot
+            placed.append(_plan(r, off, alias_of=root.name))
+            continue
+        off = align_up(end, r.align)
+        bp = _plan(r, off)
+        placed.append(bp)
+        regions.append(bp)
+        end = bp.end
+        expr += r.nbytes_expr
+    return placed, end, expr
+
+
+def _reuse(r: BufferRequest, regions, placed):
+    def score(root):
+        same = (root.rows, root.cols, root.dtype, root.stages) == (r.rows, r.cols, r.dtype, r.stages)
+        return (not same, root.nbytes)
+
+    for root in sorted(regions, key=score):
+        if root.nbytes < r.nbytes:
+            continue
+        occupants = [b for b in placed if b.name == root.name or b.alias_of == root.name]
+        busy = sorted((b.offset, b.end) for b in occupants if _overlap(b.live, r.live))
+        off = align_up(root.offset, r.align)
+        for lo, hi in busy:
+            if off + r.nbytes <= lo:
+                break
+            off = max(off, align_up(hi, r.align))
+        if off + r.nbytes <= root.end:
+            return off, root
+    return None
+
+
+def _plan(r: BufferRequest, offset: int, alias_of: str | None = None) -> BufferPlan:
+    return BufferPlan(name=r.name, offset=offset, nbytes=r.nbytes, rows=r.rows, cols=r.cols,
+                      dtype=r.dtype, stages=r.stages, swizzle=r.swizzle, alias_of=alias_of,
+                      live=r.live)
+
+
+def place_mbarriers(start: int, rings: list[tuple[str, int, int, int]]) -> tuple[list[MbarrierPlan], int]:
+    """``rings``: (name, stages, arrive_count, tx_bytes). Returns plans and the end offset."""
+    off = align_up(start, MBARRIER_BYTES)
+    out = []
+    for name, stages, arrive, tx in rings:
+        out.append(MbarrierPlan(name, off, stages, arrive, tx))
+        off += stages * MBARRIER_BYTES
+    return out, off
+
+
+def check_no_overlap(buffers: list[BufferPlan]) -> None:
+    """Raise if two buffers that are live at the same time share a byte."""
+    for i, a in enumerate(buffers):
+        for b in buffers[i + 1:]:
+            if _overlap(a.live, b.live) and a.offset < b.end and b.offset < a.end:
+                raise AssertionError(f"smem overlap: {a.name} {a.offset}..{a.end} live {a.live} "
+                                     f"and {b.name} {b.offset}..{b.end} live {b.live}")

@@ -1,0 +1,82 @@
+"""Tile chooser: enumerate legal tile choices, rank them with a small cost model.
+
+The cost model estimates, per loop iteration of one CTA (one SM):
+
+* ``t_mma``  = GEMM FLOPs / MMA rate;
+* ``t_smem`` = operand bytes the warps read from shared memory (ldmatrix; held operands are
+  free) / shared-memory bandwidth;
+* ``t_gmem`` = bytes the loop loads + atomically reduces (weighted) / a per-SM L2 bandwidth;
+
+``t = max(t_mma + t_smem, t_gmem)`` when the load ring is double-buffered, else the sum with
+half the load exposed; fewer than 8 MMA warps pay a latency factor, and a register estimate
+above 200 pays a spill-risk factor ``1 + (regs - 200) / 200``. The score is time per FLOP,
+with the prologue and epilogue amortised over a nominal 4096-long loop extent. It ranks; it
+does not predict TFLOP/s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from frost.ir.program import Program
+from frost.ir.stages import AtomicReduce, Gemm, Load, Store
+from frost.ir.symbols import Level
+from frost.sched.plan import KernelPlan
+from frost.sched.residency import Where, residency
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    mma_flops_per_clk: float = 1024.0   # mma.sync bf16 -> fp32, per SM
+    smem_bytes_per_clk: float = 128.0
+    gmem_bytes_per_clk: float = 24.0    # mostly L2 hits (Q/dO are re-read by every KV CTA)
+    atomic_weight: float = 2.0          # an fp32 reduction byte costs this many load bytes
+    few_warps_penalty: float = 1.25     # < 8 MMA warps hide less latency
+    spill_risk_from: int = 200          # register estimates above this pay a growing penalty
+    nominal_extent: int = 4096          # loop extent used to amortise prologue/epilogue
+
+
+def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()) -> float:
+    """Estimated clocks per GEMM FLOP for the concrete main program ``prog`` planned as ``kp``."""
+    tile = kp.tile
+    held = frozenset(kp.params.get("held_in_regs", ()))
+    where = residency(prog, held)
+    flops = smem = gmem = once = 0.0
+    for s in prog.stages:
+        if isinstance(s, Gemm) and s.level == Level.BODY:
+            m, n, k = int(s.m), int(s.n), int(s.k)
+            flops += 2 * m * n * k
+            wm, wn = tile[f"{s.warp_grid}_wm"], tile[f"{s.warp_grid}_wn"]
+            a_b = (wn * m * k if where[s.a.name] & Where.SMEM else 0) + \
+                  (wm * n * k if s.b.name not in held else 0)
+            smem += a_b * 2
+        elif isinstance(s, (Load, Store, AtomicReduce)):
+            b = float(s.gmem_bytes()) * (model.atomic_weight if isinstance(s, AtomicReduce) else 1)
+            if s.level == Level.BODY:
+                gmem += b
+            else:
+                once += b
+    stages = min([v for k, v in tile.items() if k.endswith("_stages") and k != "kv_stages"] or [1])
+    t_mma, t_smem = flops / model.mma_flops_per_clk, smem / model.smem_bytes_per_clk
+    t_gmem = gmem / model.gmem_bytes_per_clk
+    t = max(t_mma + t_smem, t_gmem) if stages >= 2 else t_mma + t_smem + 0.5 * t_gmem
+    if tile["num_mma_warps"] < 8:
+        t *= model.few_warps_penalty
+    regs = kp.params.get("mma_regs_estimate", 0)
+    t *= 1 + max(0, regs - model.spill_risk_from) / model.spill_risk_from
+    trips = model.nominal_extent / max(int(tile.get("tile_m", 1)), 1)
+    t += once / model.gmem_bytes_per_clk / max(trips, 1.0)
+    return t / flops
+
+
+def candidates(space: dict[str, tuple], forced: dict[str, int] | None = None):
+    """All combinations of ``space`` (name -> values), restricted to ``forced`` values."""
+    forced = forced or {}
+    for k in forced:
+        if k not in space:
+            raise ValueError(f"unknown tile key {k!r}; choose from {sorted(space)}")
+    keys = list(space)
+    vals = [(forced[k],) if k in forced else space[k] for k in keys]
+    for combo in itertools.product(*vals):
+        yield dict(zip(keys, combo))

@@ -1,0 +1,85 @@
+"""Warp roles, setmaxnreg budgets, MMA warp grids and the register estimate.
+
+Roles. MMA warps come first (warps ``0..W-1``, whole warpgroups), then one TMA producer warp,
+then idle *donor* warps that pad the producer's warpgroup to 4 warps: ``setmaxnreg`` acts on a
+whole warpgroup, so the producer group shrinks together and gives its registers to the MMA
+warpgroups.
+
+Budgets. Each thread starts with ``R0 = min(255, regs_per_sm / threads)`` rounded down to 8; the
+producer group drops to ``low`` and the MMA warps rise to ``high`` with
+``high * mma_threads + low * producer_threads <= R0 * threads``; ``high`` is capped at 240 and
+``low`` kept in 24..56 (all multiples of 8). For 8 MMA warps this gives 240 / 24.
+
+Warp grids. A GEMM output ``rows x cols`` is split over ``wm x wn`` warps (``wm * wn = W``),
+each warp tile a multiple of 16 rows and 8 columns (mma.sync m16n8k16). Among legal grids the
+one that reads the fewest operand bytes from shared memory wins: ``W * (rows/wm + cols/wn) * k``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from frost.sched.arch import Arch
+from frost.sched.plan import WarpGroupPlan, WarpRole
+
+MMA_M, MMA_N = 16, 8
+WARPGROUP = 4
+MMA_REGS_CAP = 240
+LOW_REGS = (24, 56)
+REG_OVERHEAD = 32  # addresses, loop counters, streamed A/B fragments of the current k-step
+
+
+def grids(rows: int, cols: int, warps: int) -> list[tuple[int, int]]:
+    """Legal (wm, wn) for a rows x cols output on ``warps`` warps."""
+    out = []
+    for wm in range(1, warps + 1):
+        if warps % wm:
+            continue
+        wn = warps // wm
+        if rows % (wm * MMA_M) == 0 and cols % (wn * MMA_N) == 0:
+            out.append((wm, wn))
+    return out
+
+
+def grid_traffic(shapes: list[tuple[int, int, int]], grid: tuple[int, int]) -> int:
+    """Operand elements read from smem by all warps for GEMMs of (rows, cols, k) on ``grid``."""
+    wm, wn = grid
+    return sum(wm * wn * (r // wm + c // wn) * k for r, c, k in shapes)
+
+
+def best_grid(shapes: list[tuple[int, int, int]], warps: int, ok=lambda g: True):
+    """The legal grid (for every shape) with the least operand traffic, or None."""
+    cands = None
+    for r, c, _ in shapes:
+        g = set(grids(r, c, warps))
+        cands = g if cands is None else cands & g
+    cands = [g for g in (cands or ()) if ok(g)]
+    if not cands:
+        return None
+    return min(cands, key=lambda g: (grid_traffic(shapes, g), -g[0]))
+
+
+def roles(arch: Arch, mma_warps: int) -> tuple[tuple[WarpGroupPlan, ...], int]:
+    """(warp groups, launch registers per thread) for ``mma_warps`` MMA warps + producer group."""
+    if mma_warps % WARPGROUP:
+        raise ValueError(f"MMA warps must fill whole warpgroups, got {mma_warps}")
+    total = mma_warps + WARPGROUP
+    threads = 32 * total
+    if threads > arch.max_threads:
+        raise ValueError(f"{threads} threads exceed {arch.max_threads}")
+    r0 = min(arch.max_regs_per_thread, arch.regs_per_sm // threads) // 8 * 8
+    pool = r0 * threads
+    low = LOW_REGS[0]
+    high = min(MMA_REGS_CAP, (pool - low * 32 * WARPGROUP) // (32 * mma_warps) // 8 * 8)
+    low = min(LOW_REGS[1], max(low, (pool - high * 32 * mma_warps) // (32 * WARPGROUP) // 8 * 8))
+    groups = (
+        WarpGroupPlan(WarpRole.MMA, 0, mma_warps, high),
+        WarpGroupPlan(WarpRole.PRODUCER, mma_warps, 1, low),
+        WarpGroupPlan(WarpRole.DONOR, mma_warps + 1, WARPGROUP - 1, low),
+    )
+    return groups, r0
+
+
+def regs_for(elems: int, elem_bytes: int, threads: int) -> int:
+    """32-bit registers per thread to hold ``elems`` elements spread over ``threads``."""
+    return math.ceil(elems * elem_bytes / 4 / threads)

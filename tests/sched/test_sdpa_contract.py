@@ -1,0 +1,83 @@
+"""The names and invariants the SDPA templates code against (see frost.sched.sdpa)."""
+
+import pytest
+
+from frost.sched import PdlAction, WarpRole, plan_sdpa_bwd
+from tests.conftest import ARCHS
+
+HEAD_DIMS = list(range(32, 257, 8))
+
+
+def test_chain_and_edges():
+    p = plan_sdpa_bwd("sm_120a", head_dim=128)
+    assert [k.name for k in p.kernels] == ["rowdot", "bwd_main", "dq_convert"]
+    assert [k.template for k in p.kernels] == ["rowdot", "bwd_main", "dq_convert"]
+    rowdot, main, cvt = p.kernels
+    assert set(rowdot.reads) == {"O", "dO", "LSE"}
+    assert set(rowdot.writes) == {"delta", "lse_log2", "dq_accum"}
+    assert set(main.reads) == {"Q", "K", "V", "dO", "lse_log2", "delta"}
+    assert set(main.writes) == {"dK", "dV", "dq_accum"}
+    assert cvt.reads == ("dq_accum",) and cvt.writes == ("dQ",)
+    edges = {(e.producer, e.consumer): set(e.tensors) for e in p.edges}
+    assert edges == {("rowdot", "bwd_main"): {"delta", "lse_log2", "dq_accum"},
+                     ("bwd_main", "dq_convert"): {"dq_accum"}}
+    assert rowdot.pdl == (PdlAction.TRIGGER,)
+    assert main.pdl == cvt.pdl == (PdlAction.WAIT, PdlAction.TRIGGER)
+    assert p.params == {"head_dim": 128, "head_dim_v": 128, "causal": False, "dtype": "bf16",
+                        "arch": "sm_120a"}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("d", HEAD_DIMS)
+def test_main_kernel_contract(arch, d):
+    p = plan_sdpa_bwd(arch, head_dim=d)
+    k = p.kernel("bwd_main")
+    t = k.tile
+    assert t["d"] % 32 == 0 and t["d"] >= d and t["d_v"] % 32 == 0
+    assert t["tile_m"] in (32, 64, 128) and t["tile_n"] in (64, 128)
+    assert t["q_stages"] in (1, 2) and t["num_mma_warps"] in (4, 8)
+    w = t["num_mma_warps"]
+    for g, (rows, cols) in {"s": (t["tile_m"], t["tile_n"]), "dkv": (t["tile_n"], t["d"]),
+                            "dq": (t["tile_m"], t["d"])}.items():
+        wm, wn = t[f"{g}_wm"], t[f"{g}_wn"]
+        assert wm * wn == w
+        assert rows % (16 * wm) == 0 and cols % (8 * wn) == 0
+    mma, prod = k.role(WarpRole.MMA), k.role(WarpRole.PRODUCER)
+    assert mma.num_warps == w and prod.num_warps == 1
+    assert k.threads == 32 * sum(g.num_warps for g in k.roles)
+    assert sum(g.threads * g.max_regs for g in k.roles) <= 65536
+    assert all(g.max_regs % 8 == 0 for g in k.roles) and mma.max_regs <= 240
+    rows = {"sK": (t["tile_n"], t["d"], 1), "sV": (t["tile_n"], t["d_v"], 1),
+            "sQ": (t["tile_m"], t["d"], t["q_stages"]), "sdO": (t["tile_m"], t["d_v"], t["q_stages"]),
+            "sLSE": (t["tile_m"], 1, t["q_stages"]), "sDelta": (t["tile_m"], 1, t["q_stages"]),
+            "sP": (t["tile_m"], t["tile_n"], 1), "sdS": (t["tile_m"], t["tile_n"], 1),
+            "sdK": (t["tile_n"], t["d"], 1), "sdV": (t["tile_n"], t["d_v"], 1)}
+    for name, (r, c, st) in rows.items():
+        b = k.buffer(name)
+        assert (b.rows, b.cols, b.stages) == (r, c, st), name
+        assert b.offset % (1024 if b.swizzle else 128) == 0, name
+    assert k.buffer("sdK").alias_of == "sK" and k.buffer("sdV").alias_of == "sV"
+    assert k.smem_bytes <= p.smem_budget == 101_376
+    assert all(m.offset + 8 * m.stages <= k.smem_bytes for m in k.mbarriers)
+    kv, qf, qe = k.mbarrier("kv_full"), k.mbarrier("q_full"), k.mbarrier("q_empty")
+    assert (kv.stages, kv.arrive_count) == (1, 1)
+    assert kv.tx_bytes == k.buffer("sK").nbytes + k.buffer("sV").nbytes
+    assert (qf.stages, qf.arrive_count, qe.stages, qe.arrive_count) == \
+        (t["q_stages"], 1, t["q_stages"], w)
+    assert qf.tx_bytes == sum(k.buffer(n).stage_bytes for n in ("sQ", "sdO", "sLSE", "sDelta"))
+    assert k.barrier("mma_sync").threads == k.barrier("epilogue").threads == 32 * w
+
+
+def test_forced_tile():
+    p = plan_sdpa_bwd(head_dim=64, tile={"tile_m": 64, "tile_n": 64, "q_stages": 1,
+                                         "num_mma_warps": 4})
+    t = p.kernel("bwd_main").tile
+    assert (t["tile_m"], t["tile_n"], t["q_stages"], t["num_mma_warps"]) == (64, 64, 1, 4)
+
+
+@pytest.mark.parametrize("bad", [dict(arch="sm_80"), dict(head_dim=100), dict(head_dim=264),
+                                 dict(head_dim=24), dict(tile={"tile_m": 128, "tile_n": 128,
+                                                               "q_stages": 2}, head_dim=256)])
+def test_errors(bad):
+    with pytest.raises(ValueError):
+        plan_sdpa_bwd(**bad)
