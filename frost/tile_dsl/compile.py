@@ -106,19 +106,28 @@ def parse_ptxas_log(log: str) -> list[KernelResources]:
 
 
 @contextlib.contextmanager
-def _capture_fd2():
-    """Redirect file descriptor 2 (native stderr) into a temp file; yields a getter for its text."""
+def _capture_stderr():
+    """Capture both Python's ``sys.stderr`` and file descriptor 2 into one temp file.
+
+    CuTe DSL prints ptxas remarks through ``sys.stderr`` (which pytest replaces with its own
+    capture object), while native tools write to fd 2 directly; capturing both makes the report
+    independent of how the caller set up stderr.
+    """
+    import io
     import sys
 
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as tmp:
         os.dup2(tmp.fileno(), 2)
+        text = io.TextIOWrapper(os.fdopen(os.dup(tmp.fileno()), "wb"), encoding="utf-8", write_through=True)
         box: dict[str, str] = {}
         try:
-            yield box
+            with contextlib.redirect_stderr(text):
+                yield box
         finally:
-            sys.stderr.flush()
+            text.flush()
+            text.close()
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
@@ -136,10 +145,14 @@ def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "", **kwa
     if arch not in SUPPORTED_ARCHS:
         raise ValueError(f"arch must be one of {SUPPORTED_ARCHS}, got {arch!r}")
     opts = f"--gpu-arch {arch} --keep-ptx --keep-cubin remarks{{ptx}} {extra_options}".strip()
-    with _capture_fd2() as box:
+    with _capture_stderr() as box:
         compiled = cute.compile(fn, *args, options=opts, **kwargs)
     log = box["text"]
+    kernels = parse_ptxas_log(log)
+    if not kernels:
+        raise RuntimeError("compile_for: ptxas printed no resource report (remarks{ptx}); "
+                           "cannot check registers or spills")
     ptx = compiled.__ptx__ if isinstance(compiled.__ptx__, str) else ""
     cubin = compiled.__cubin__ if isinstance(compiled.__cubin__, (bytes, bytearray)) else b""
     return CompileReport(arch=arch, compiled=compiled, ptx=ptx, cubin=bytes(cubin), log=log,
-                         kernels=parse_ptxas_log(log))
+                         kernels=kernels)

@@ -1,0 +1,57 @@
+"""frost.tile_dsl.compile: the resource report must be read whatever pytest does with stderr."""
+
+import pytest
+
+from frost.tile_dsl.compile import compile_for, parse_ptxas_log
+from tests.conftest import ARCHS
+
+LOG = """ptxas info    : Compiling entry function 'kern_a' for 'sm_120a'
+ptxas info    : Function properties for kern_a
+ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 96 registers, used 1 barriers, 512 bytes smem
+ptxas info    : Compiling entry function 'kern_b' for 'sm_120a'
+ptxas info    : Function properties for kern_b
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 0 barriers
+"""
+
+
+def test_parse_ptxas_log():
+    a, b = parse_ptxas_log(LOG)
+    assert (a.name, a.registers, a.spills, a.stack_bytes, a.static_smem_bytes, a.barriers) == (
+        "kern_a", 96, 16, 8, 512, 1)
+    assert (b.name, b.registers, b.spills) == ("kern_b", 10, 0)
+
+
+def _kernel_fn():
+    import cutlass
+    import cutlass.cute as cute
+
+    @cute.kernel
+    def scale2(a: cute.Tensor, b: cute.Tensor):
+        tid, _, _ = cute.arch.thread_idx()
+        b[tid] = a[tid] * 2.0
+
+    @cute.jit
+    def launch(a: cute.Tensor, b: cute.Tensor):
+        scale2(a, b).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+    n = cute.sym_int()
+    fake = lambda: cute.runtime.make_fake_compact_tensor(cutlass.Float32, (n,), assumed_align=16)
+    return launch, fake(), fake()
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_report_is_read_under_pytest_capture(arch):
+    fn, a, b = _kernel_fn()
+    rep = compile_for(fn, a, b, arch=arch)
+    assert len(rep.kernels) == 1
+    assert rep.kernels[0].registers > 0
+    assert f".target {arch}" in rep.ptx
+    assert rep.cubin[:4] == b"\x7fELF"
+
+
+def test_rejects_unknown_arch():
+    with pytest.raises(ValueError, match="arch"):
+        compile_for(lambda: None, arch="sm_75")
