@@ -22,6 +22,20 @@ from typing import Any
 
 SUPPORTED_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
 
+_DUMP_DIR: str | None = None
+
+
+def _dump_dir() -> str:
+    """A per-process scratch folder for --keep-ptx/--keep-cubin files (CuTe's default is the CWD)."""
+    global _DUMP_DIR
+    if _DUMP_DIR is None:
+        import atexit
+        import shutil
+
+        _DUMP_DIR = tempfile.mkdtemp(prefix="frost-cute-dump-")
+        atexit.register(shutil.rmtree, _DUMP_DIR, True)
+    return _DUMP_DIR
+
 
 @dataclasses.dataclass(frozen=True)
 class KernelResources:
@@ -144,7 +158,8 @@ def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "", **kwa
 
     if arch not in SUPPORTED_ARCHS:
         raise ValueError(f"arch must be one of {SUPPORTED_ARCHS}, got {arch!r}")
-    opts = f"--gpu-arch {arch} --keep-ptx --keep-cubin remarks{{ptx}} {extra_options}".strip()
+    opts = (f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {_dump_dir()} remarks{{ptx}} "
+            f"{extra_options}").strip()
     with _capture_stderr() as box:
         compiled = cute.compile(fn, *args, options=opts, **kwargs)
     log = box["text"]
