@@ -10,7 +10,8 @@ How
 ``TMA -> swizzled smem -> ldmatrix -> mma.sync m16n8k16 -> fp32 registers -> st.global``:
 
 * warps ``0 .. wm*wn-1`` are MMA warps (a ``wm x wn`` grid, each owning 16 x 16 per MMA tile,
-  :func:`frost.tile_dsl.mma.make_tiled_mma`); the last warp is the TMA producer (lane 0 issues);
+  :func:`frost.tile_dsl.mma.make_tiled_mma`); the last warp is the TMA producer (the whole warp walks the ring, one
+  elected lane arrives and issues);
 * a ring of ``stages`` smem slots, each holding one (BM, BK) tile of A and one (BN, BK) tile of B
   (:func:`frost.tile_dsl.copy.tma_smem_layout`, 128/64/32-byte swizzle by BK);
 * two mbarrier rings (:mod:`frost.tile_dsl.barrier`): ``full[s]`` completes when both TMA loads of
@@ -214,14 +215,13 @@ class Gemm:
         bar.pdl_wait(cfg.use_pdl)  # A and B may be upstream outputs; C may still be read upstream
 
         k_tiles = cute.ceil_div(tA.shape[1], bk)
-        if warp == producer.first_warp:
-            if lane == 0:
-                st = bar.DevicePipelineState.start(cfg.stages, bar.Role.PRODUCER)
-                for kt in range(k_tiles):
-                    bar.mbar_wait(empty, st)
-                    load_a((tile_m, kt), st.index)
-                    load_b((tile_n, kt), st.index)
-                    st.advance()
+        if warp == producer.first_warp:  # the whole warp runs the loop; loads elect one lane
+            st = bar.DevicePipelineState.start(cfg.stages, bar.Role.PRODUCER)
+            for kt in range(k_tiles):
+                bar.mbar_wait(empty, st)
+                load_a((tile_m, kt), st.index)
+                load_b((tile_n, kt), st.index)
+                st.advance()
             bar.pdl_launch_dependents(cfg.use_pdl)
         else:
             acc = mm.make_acc(tiled_mma, tid, (bm, bn))

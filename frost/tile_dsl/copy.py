@@ -13,9 +13,10 @@ Device forms
 * **TMA load** (``cp.async.bulk.tensor ... .mbarrier::complete_tx::bytes``). On the host side,
   inside the ``@cute.jit`` launcher, :func:`make_tma_load` builds the atom with
   ``cpasync.make_tiled_tma_atom(CopyBulkTensorTileG2SOp(), gmem, smem_layout, tile)``. In the kernel,
-  :func:`tma_load_fn` partitions once and returns ``load(tile_coord, stage)``: one elected thread
-  calls it; it does ``mbarrier.arrive.expect_tx(ring[stage], tma_tx_bytes(tile))`` and issues the
-  copy, which completes on the same mbarrier. Each ``load`` is one arrival, so a stage filled by two
+  :func:`tma_load_fn` partitions once and returns ``load(tile_coord, stage)``: one
+  warp calls it (all 32 lanes; one is elected inside); it does
+  ``mbarrier.arrive.expect_tx(ring[stage], tma_tx_bytes(tile))`` and issues the copy, which
+  completes on the same mbarrier. Each ``load`` is one arrival, so a stage filled by two
   loads (A and B) has an arrive count of 2 and an expect-tx total of both tiles.
 * **TMA store** (:func:`make_tma_store`, :func:`tma_store_fn`): smem tile -> global, after a
   ``fence.proxy.async.shared::cta``; followed by a bulk commit/wait group.
@@ -148,7 +149,10 @@ def tma_load_fn(atom, tma_tensor, s_tiles, ring_ptr, tile):
     """Kernel side: ``load(tile_coord, stage)`` for a staged smem tensor ``s_tiles`` (r, c, stages).
 
     The expect-tx count is derived here from ``tile`` and the element type; the load arrives once
-    on ``ring_ptr + stage``. Call ``load`` from one thread only (e.g. lane 0 of the producer warp).
+    on ``ring_ptr + stage``. Call ``load`` from **all 32 lanes of one warp**, converged: one lane
+    (``elect.sync``) arrives with the expect-tx and the TMA copy elects its own issuing lane.
+    Calling it from a single thread (``if tid == 0``) leaves ``elect.sync`` without its warp:
+    undefined behaviour, seen to hang on an H200 (2026-11-30).
     """
     import cutlass.cute as cute
 
@@ -157,7 +161,8 @@ def tma_load_fn(atom, tma_tensor, s_tiles, ring_ptr, tile):
 
     def load(tile_coord, stage):
         bar = ring_ptr + stage
-        cute.arch.mbarrier_arrive_and_expect_tx(bar, tx)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, tx)
         cute.copy(atom, t_g[None, tile_coord[0], tile_coord[1]], t_s[None, stage], tma_bar_ptr=bar)
 
     load.tx_bytes = tx
@@ -165,7 +170,7 @@ def tma_load_fn(atom, tma_tensor, s_tiles, ring_ptr, tile):
 
 
 def tma_store_fn(atom, tma_tensor, s_tiles, tile):
-    """Kernel side: ``store(tile_coord, stage)`` of smem stage -> global box, from one thread.
+    """Kernel side: ``store(tile_coord, stage)`` of smem stage -> global box, from one whole warp.
 
     Writers of the smem tile must have finished (and be ordered by a barrier) before the call;
     the closure fences the generic proxy against the async proxy, issues the copy, and commits.

@@ -66,6 +66,7 @@ THREADS = 128
 def _copy_kernel(atom: cute.CopyAtom, mT: cute.Tensor, satom: cute.CopyAtom, mO: cute.Tensor,
                  g: cute.Tensor, out_tma: cute.Tensor, out_vec: cute.Tensor):
     tid, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, bk, _ = cute.arch.block_idx()
     lay = C.tma_smem_layout(*TILE, g.element_type, stages=2)
     smem = cutlass.memory.SmemAllocator()
@@ -80,7 +81,7 @@ def _copy_kernel(atom: cute.CopyAtom, mT: cute.Tensor, satom: cute.CopyAtom, mO:
     # TMA into stage 0 (rows past M zero-filled by TMA)
     load = C.tma_load_fn(atom, mT, sT, ring, TILE)
     B.check_arrive_count(full, B.arrive_count(B.Agent.ONE), load.tx_bytes)
-    if tid == 0:
+    if warp == 0:  # a whole warp: the closure elects its lane
         load((bm, bk), 0)
     B.mbar_wait(ring, B.DevicePipelineState.start(1, B.Role.CONSUMER))
     # cp.async into stage 1 (rows past M zero-filled by the fallback)
@@ -90,7 +91,7 @@ def _copy_kernel(atom: cute.CopyAtom, mT: cute.Tensor, satom: cute.CopyAtom, mO:
     C.tma_store_fence()
     cute.arch.sync_threads()
     store = C.tma_store_fn(satom, mO, sT, TILE)
-    if tid == 0:
+    if warp == 0:
         store((bm, bk), 0)
         C.tma_store_wait(0)
     C.smem_to_global_fn(out_vec, sT[None, None, 1], TILE, tid, THREADS)((bm, bk))
