@@ -1,0 +1,111 @@
+"""The compiled chain (CPU): variant keys, the compile cache, compile-only checks, the fast
+launcher's ABI against the DSL's own argument marshalling."""
+
+import pytest
+
+from tests.conftest import ARCHS
+from frost.sdpa import api, chain
+
+
+def _key(**kw):
+    base = dict(arch="sm_120a", dtype="bf16", head_dim=64, causal_align="none", deterministic=False,
+                use_pdl=True)
+    return api.VariantKey(**(base | kw))
+
+
+def test_variant_key_ignores_runtime_sizes():
+    mk = lambda **kw: api.Problem(**(dict(b=2, s_q=100, s_kv=300, h_q=8, h_kv=2, d=64, dtype="bf16") | kw))  # noqa: E731
+    k1 = api.variant_key(mk(), "sm_120a", False, "bottom_right", False, True)
+    for p in (mk(b=7), mk(s_q=1), mk(s_kv=4096), mk(h_q=16, h_kv=1)):
+        assert api.variant_key(p, "sm_120a", False, "bottom_right", False, True) == k1
+    # causal_align only matters when causal
+    assert api.variant_key(mk(), "sm_120a", False, "top_left", False, True) == k1
+    distinct = {k1,
+                api.variant_key(mk(), "sm_120a", True, "bottom_right", False, True),
+                api.variant_key(mk(), "sm_120a", True, "top_left", False, True),
+                api.variant_key(mk(d=128), "sm_120a", False, "bottom_right", False, True),
+                api.variant_key(mk(dtype="fp16"), "sm_120a", False, "bottom_right", False, True),
+                api.variant_key(mk(), "sm_121a", False, "bottom_right", False, True),
+                api.variant_key(mk(), "sm_120a", False, "bottom_right", True, True),
+                api.variant_key(mk(), "sm_120a", False, "bottom_right", False, False)}
+    assert len(distinct) == 8
+
+
+def test_cache_builds_once_per_key(monkeypatch):
+    built = []
+    monkeypatch.setattr(api, "build", lambda key: built.append(key) or object())
+    monkeypatch.setattr(api, "_CACHE", {})
+    a, b = _key(), _key(head_dim=128)
+    first = api.get_chain(a)
+    assert api.get_chain(a) is first and api.get_chain(_key()) is first
+    api.get_chain(b)
+    assert built == [a, b]
+    assert api.cache_info()["variants"] == 2
+
+
+def test_set_pdl_is_part_of_the_key():
+    before = api.pdl_enabled()
+    try:
+        api.set_pdl(False)
+        assert not api.pdl_enabled()
+        with pytest.raises(TypeError):
+            api.set_pdl("no")
+    finally:
+        api.set_pdl(before)
+
+
+def test_stopgap_plan_has_the_contract_names():
+    plan = api.make_plan(_key())
+    assert [k.name for k in plan.kernels] == ["rowdot", "bwd_main", "dq_convert"]
+    main = plan.kernel("bwd_main")
+    assert {"tile_m", "tile_n", "d"} <= set(main.tile)
+    assert main.tile["d"] >= 64 and main.tile["d"] % 8 == 0
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_chain_compiles_without_main(arch, tmp_path, monkeypatch):
+    import cutlass
+
+    from frost.tile_dsl.compile import compile_for
+
+    monkeypatch.chdir(tmp_path)
+    key = _key(arch=arch, head_dim=96)
+    plan = api.make_plan(key)
+    from frost.templates.dq_convert import DqConvertConfig
+    from frost.templates.rowdot import RowDotConfig
+    m = plan.kernel("bwd_main")
+    cfg = chain.ChainConfig(cutlass.BFloat16, 96, m.tile["d"], m.tile["tile_m"], m.tile["tile_n"],
+                            RowDotConfig.from_plan(plan, 16, 96), DqConvertConfig.from_plan(plan, 16, 96))
+    rep = compile_for(chain.BwdChain(cfg, None), *chain.compile_args(cutlass.BFloat16), arch=arch)
+    assert len(rep.kernels) == 2, "ptxas report missing: the spill check would be vacuous"
+    assert rep.count("griddepcontrol.wait") == 2 and rep.count("griddepcontrol.launch_dependents") == 2
+    assert rep.count("ld.global.v4") >= 2
+    assert rep.total_spill_bytes == 0
+
+    # the fast launcher packs exactly what the DSL's own marshalling packs
+    vals = [1000 + 16 * i for i in range(len(chain.ADDRS))] + [3, 17, 200, 8, 2, 64, 1]
+    vals += [i + 1 for i in range(len(chain.STRIDES))] + [0.125, 0]
+    got = chain.marshalled_values(rep.compiled, vals)
+    assert got[:-1] == vals[:-1] and not got[-1]
+    assert len(chain.ARG_KINDS) == len(chain.ARG_NAMES) == len(vals)
+
+
+@pytest.mark.compile
+def test_full_chain_compiles_with_main(tmp_path, monkeypatch):
+    """Integration: rowdot -> bwd_main -> dq_convert compile into one host function (sm_120a)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(api, "_STATS", {"compiles": 0})
+    ch = api.build(_key(head_dim=64, causal_align="bottom_right"))
+    assert api._STATS["compiles"] == 1
+    assert ch.cfg.tile_m > 0 and ch.cfg.d_pad >= 64
+
+
+def test_deterministic_is_refused_without_split_support(monkeypatch):
+    from frost.templates.bwd_main import kernel
+
+    if getattr(kernel.BwdMainKernel, "SUPPORTS_DQ_SPLITS", False):
+        pytest.skip("bwd_main supports per-KV-tile dQ splits")
+    key = _key(deterministic=True)
+    with pytest.raises(NotImplementedError, match="deterministic"):
+        api._main_kernel(key, api.make_plan(key))
