@@ -159,3 +159,30 @@ def test_copies_roundtrip_gpu(m, k):
     assert torch.equal(out_tma, ref), "TMA load + TMA store (OOB rows must be zero)"
     assert torch.equal(out_vec[:m], ref[:m]), "cp.async + vector store"
     assert torch.isnan(out_vec[m:].float()).all(), "vector store must skip rows past M"
+
+
+# ---- the TMA smem layout is SwizzledTile's map, with the swizzle moved to byte addresses ------
+
+@cute.jit
+def _tma_layout_image(rows: cutlass.Constexpr, cols: cutlass.Constexpr, out: cutlass.Constexpr):
+    lay = C.tma_smem_layout(rows, cols, cutlass.BFloat16)
+    out.append(str(lay.inner))
+    for r in cutlass.range_constexpr(rows):
+        for c in cutlass.range_constexpr(cols):
+            out.append(lay.outer((r, c)))
+
+
+@pytest.mark.filterwarnings("ignore:This static loop")
+@pytest.mark.parametrize("rows,cols", [(16, 64), (8, 32), (8, 128), (16, 16)])
+def test_tma_smem_layout_matches_swizzled_tile_model(rows, cols):
+    from frost.tile_dsl.swizzle import Swizzle, SwizzledTile
+
+    out = []
+    _tma_layout_image(rows, cols, out)
+    model = SwizzledTile.for_shape(rows, cols, 2)
+    sw_bytes = model.swizzle.in_bytes(2)
+    assert out[0].replace(" ", "") == f"S<{sw_bytes.bits},{sw_bytes.base},{sw_bytes.shift}>"
+    linear = np.array(out[1:]).reshape(rows, cols)
+    byte_addr = Swizzle(*sw_bytes.as_tuple)(2 * linear)  # what the pointer swizzle does
+    want = np.array([[2 * model.offset(r, c) for c in range(cols)] for r in range(rows)])
+    assert np.array_equal(byte_addr, want)
