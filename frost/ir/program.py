@@ -22,7 +22,7 @@ import sympy
 
 from frost.ir.stages import Stage, stage_from_dict
 from frost.ir.symbols import Level, sym
-from frost.ir.tensor import Space, Tensor
+from frost.ir.tensor import Space, Tensor, subs_expr
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +118,7 @@ class Program:
     def subs(self, mapping) -> "Program":
         return dataclasses.replace(
             self, stages=tuple(s.subs(mapping) for s in self.stages),
-            grid=self.grid.subs(mapping), trips=self.trips.subs(mapping))
+            grid=subs_expr(self.grid, mapping), trips=subs_expr(self.trips, mapping))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "grid": str(self.grid), "trips": str(self.trips),

@@ -16,6 +16,7 @@ Two rules, both read off the DAG:
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import networkx as nx
 import sympy
@@ -44,7 +45,17 @@ class KernelSpec:
         return tuple(dict.fromkeys(self.reads + self.atomics))
 
 
+@functools.lru_cache(maxsize=64)
+def _partition_cached(prog: Program) -> tuple[KernelSpec, ...]:
+    return tuple(_partition(prog))
+
+
 def partition(prog: Program) -> list[KernelSpec]:
+    """The kernel chain of ``prog``: [pre?] main [post?] (cached per program)."""
+    return list(_partition_cached(prog))
+
+
+def _partition(prog: Program) -> list[KernelSpec]:
     g = prog.graph
     tile_g = nx.DiGraph([(u, v) for u, v, d in g.edges(data=True) if d["space"] == Space.TILE])
     tile_g.add_nodes_from(g.nodes)
@@ -129,7 +140,7 @@ def _row_grid(stages) -> sympy.Expr:
     """CTAs of a loop-free kernel: one per tile of its first load."""
     for s in stages:
         if isinstance(s, Load):
-            return sympy.simplify(s.src.numel / s.out.numel)
+            return sympy.cancel(s.src.numel / s.out.numel)
     return sympy.Integer(1)
 
 

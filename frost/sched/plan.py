@@ -169,6 +169,43 @@ class Plan:
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(), **kw)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Plan":
+        """Inverse of :meth:`to_dict` (enums by name, lists back to tuples)."""
+        kernels = tuple(_kernel_from_dict(k) for k in d["kernels"])
+        edges = tuple(PdlEdge(e["producer"], e["consumer"], tuple(e["tensors"]))
+                      for e in d.get("edges", ()))
+        return cls(d["program"], d["arch"], dict(d["params"]), kernels, edges,
+                   d.get("smem_budget", 101_376))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Plan":
+        return cls.from_dict(json.loads(text))
+
+    @property
+    def edges_into(self) -> dict[str, tuple[PdlEdge, ...]]:
+        """PDL edges by consumer kernel name."""
+        return {k.name: tuple(e for e in self.edges if e.consumer == k.name) for k in self.kernels}
+
+
+def _kernel_from_dict(k: dict[str, Any]) -> KernelPlan:
+    def tup(x):
+        return tuple(x) if isinstance(x, list) else x
+
+    return KernelPlan(
+        name=k["name"], template=k["template"], threads=k["threads"],
+        roles=tuple(WarpGroupPlan(WarpRole[r["role"]], r["first_warp"], r["num_warps"],
+                                  r.get("max_regs")) for r in k.get("roles", ())),
+        buffers=tuple(BufferPlan(**{**b, "swizzle": tup(b.get("swizzle")),
+                                    "live": tup(b.get("live", (0, 0)))})
+                      for b in k.get("buffers", ())),
+        barriers=tuple(NamedBarrierPlan(**b) for b in k.get("barriers", ())),
+        mbarriers=tuple(MbarrierPlan(**m) for m in k.get("mbarriers", ())),
+        smem_bytes=k.get("smem_bytes", 0), tile=dict(k.get("tile", {})),
+        stage_order=tuple(k.get("stage_order", ())), reads=tuple(k.get("reads", ())),
+        writes=tuple(k.get("writes", ())), pdl=tuple(PdlAction[a] for a in k.get("pdl", ())),
+        params=dict(k.get("params", {})))
+
 
 def _by_name(items, name, what):
     for it in items:

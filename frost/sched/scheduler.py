@@ -78,7 +78,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
             ld = ring_of.get(t.name)
             stages = ch.ring_stages.get(ld.ring, 1) if ld is not None and ld.level == Level.BODY else 1
             sym_t = next(x for st in sym_prog.stages for x in st.outputs if x.name == t.name)
-            nstage = sympy.Symbol(f"{ld.ring}_stages") if stages > 1 else 1
+            refilled = ld is not None and ld.level == Level.BODY
+            nstage = sympy.Symbol(f"{ld.ring}_stages", positive=True, integer=True) if refilled else 1
             reqs.append(BufferRequest(t.smem_name, _int(t.rows), _int(t.cols), t.dtype.value,
                                       t.dtype.nbytes, stages, live[t.name],
                                       nstage * sym_t.nbytes, async_write=ld is not None))

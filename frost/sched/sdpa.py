@@ -14,7 +14,9 @@ either (and lets the cost model pick among both).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 
 from frost.ir.attention import sdpa_bwd_program
 from frost.ir.symbols import DType, d_qk, d_v, tile_m, tile_n
@@ -100,11 +102,24 @@ def _held(plan: Plan) -> bool:
 
 def plan_sdpa_bwd(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | None = None,
                   causal: bool = False, dtype: str = "bf16", tile: dict | None = None) -> Plan:
-    """The cheapest legal plan of the attention backward (or the forced ``tile``)."""
-    ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, tile)
+    """The cheapest legal plan of the attention backward (or of the forced ``tile`` keys:
+    any of ``tile_m``, ``tile_n``, ``q_stages``, ``num_mma_warps``, ``v_in_regs``).
+
+    Raises ValueError for an unknown arch, an unsupported head dim or a tile that cannot fit.
+    Plans are cached; each call returns a fresh copy.
+    """
+    key = (str(arch), head_dim, head_dim_v, bool(causal), str(dtype),
+           tuple(sorted((tile or {}).items())))
+    return copy.deepcopy(_best(key))
+
+
+@functools.lru_cache(maxsize=256)
+def _best(key) -> Plan:
+    arch, head_dim, head_dim_v, causal, dtype, tile = key
+    ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, dict(tile))
     if not ranked:
         why = "; ".join(sorted({r for _, r in rejected}))[:600]
-        raise ValueError(f"no legal sdpa-bwd plan for head_dim={head_dim} tile={tile}: {why}")
+        raise ValueError(f"no legal sdpa-bwd plan for head_dim={head_dim} tile={dict(tile)}: {why}")
     return ranked[0][1]
 
 

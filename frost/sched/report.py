@@ -1,0 +1,87 @@
+"""A plan as human-readable text: the chain, PDL edges, warp roles, the shared-memory map,
+barriers, mbarriers and the budget check. Used by ``frost plan``; handy in notebooks."""
+
+from __future__ import annotations
+
+from frost.sched.plan import KernelPlan, Plan
+
+
+def table(headers: list[str], rows: list[list], indent: str = "  ") -> str:
+    """Left-aligned text columns (numbers right-aligned)."""
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    num = [all(isinstance(r[i], (int, float)) for r in rows) and rows for i in range(len(headers))]
+
+    def line(r):
+        return indent + "  ".join(c.rjust(w) if n else c.ljust(w)
+                                  for c, w, n in zip(r, widths, num)).rstrip()
+
+    sep = indent + "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def _fmt(c) -> str:
+    if isinstance(c, bool):
+        return "yes" if c else "-"
+    if isinstance(c, int):
+        return f"{c:,}"
+    if c is None:
+        return "-"
+    if isinstance(c, (tuple, list)):
+        return ",".join(str(x) for x in c) if c else "-"
+    return str(c)
+
+
+def budget_line(plan: Plan, k: KernelPlan) -> str:
+    ok = k.smem_bytes <= plan.smem_budget
+    pct = 100.0 * k.smem_bytes / plan.smem_budget
+    return (f"Budget: {k.name} uses {k.smem_bytes:,} B of {plan.smem_budget:,} B shared memory "
+            f"({pct:.1f}%) on {plan.arch}: {'OK' if ok else 'OVER BUDGET'}")
+
+
+def format_plan(plan: Plan) -> str:
+    p = plan.params
+    head = f"frost plan: {plan.program} on {plan.arch}"
+    if p:
+        head += "  (" + ", ".join(f"{k}={v}" for k, v in p.items() if k != "arch") + ")"
+    out = [head, "", "Kernel chain (PDL-linked, in launch order)"]
+    out.append(table(["#", "kernel", "template", "threads", "smem B", "pdl", "reads", "writes"], [
+        [i, k.name, k.template, k.threads, k.smem_bytes, "+".join(a.name for a in k.pdl),
+         k.reads, k.writes] for i, k in enumerate(plan.kernels)]))
+    out += ["", "PDL edges (the consumer waits before its first read of these)"]
+    out.append(table(["producer", "consumer", "tensors"],
+                     [[e.producer, e.consumer, e.tensors] for e in plan.edges]))
+    for k in plan.kernels:
+        out += ["", f"== {k.name} =="]
+        out.append("  tile: " + ", ".join(f"{a}={b}" for a, b in k.tile.items()))
+        if k.roles:
+            out += ["", "  Warp roles"]
+            out.append(table(["role", "warps", "threads", "setmaxnreg"], [
+                [g.role.name, f"{g.first_warp}..{g.first_warp + g.num_warps - 1}", g.threads,
+                 g.max_regs] for g in k.roles]))
+            est = k.params.get("mma_regs_estimate")
+            if est is not None:
+                out.append(f"  MMA register estimate: ~{est} per thread "
+                           f"(launch {k.params.get('launch_regs')})")
+        if k.buffers:
+            out += ["", "  Shared-memory map"]
+            out.append(table(["buffer", "offset", "end", "bytes", "rows x cols", "dtype", "stages",
+                              "swizzle", "alias of", "live"], [
+                [b.name, b.offset, b.end, b.nbytes, f"{b.rows} x {b.cols}", b.dtype, b.stages,
+                 f"S<{','.join(map(str, b.swizzle))}>" if b.swizzle else None, b.alias_of,
+                 f"{b.live[0]}..{b.live[1]}"] for b in k.buffers]))
+        if k.mbarriers:
+            out += ["", "  Mbarriers"]
+            out.append(table(["name", "offset", "stages", "arrive", "tx bytes"], [
+                [m.name, m.offset, m.stages, m.arrive_count, m.tx_bytes] for m in k.mbarriers]))
+        if k.barriers:
+            out += ["", "  Named barriers"]
+            out.append(table(["name", "id", "threads"],
+                             [[b.name, b.id, b.threads] for b in k.barriers]))
+        if k.stage_order:
+            out += ["", "  Stage order: " + " > ".join(k.stage_order)]
+        if k.buffers or k.mbarriers:
+            if "smem_expr" in k.params:
+                out.append(f"  smem (symbolic, before alignment): {k.params['smem_expr']}")
+            out.append("  " + budget_line(plan, k))
+    return "\n".join(out)

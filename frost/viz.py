@@ -1,0 +1,111 @@
+"""Drawings of frost objects with matplotlib (Agg backend: no display needed).
+
+Sections, each self-contained so that more can be added beside them:
+
+* plans and programs (this part): :func:`draw_program`, :func:`draw_chain`,
+  :func:`draw_smem_map` and :func:`save_plan_figure` (all three on one PNG, for
+  ``frost plan ... --graph out.png``).
+
+Every ``draw_*`` takes an ``ax`` to draw into and returns it.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import networkx as nx  # noqa: E402
+
+# ---------------------------------------------------------------------------------------------
+# Plans and programs
+# ---------------------------------------------------------------------------------------------
+LEVEL_COLORS = {"PROLOGUE": "#9ecae1", "BODY": "#fdd0a2", "EPILOGUE": "#c7e9c0"}
+KERNEL_COLORS = ["#6baed6", "#fd8d3c", "#74c476", "#9e9ac8", "#fb6a4a", "#969696"]
+
+
+def draw_program(program, ax=None, kernel_of: dict[str, str] | None = None):
+    """The stage DAG, one column per topological generation, coloured by loop level (or by
+    kernel when ``kernel_of`` maps stage name -> kernel name)."""
+    ax = ax or plt.gca()
+    g = program.graph
+    for i, gen in enumerate(nx.topological_generations(g)):
+        for n in gen:
+            g.nodes[n]["layer"] = i
+    pos = nx.multipartite_layout(g, subset_key="layer")
+    kernels = list(dict.fromkeys((kernel_of or {}).values()))  # chain order
+    colors = []
+    for n in g.nodes:
+        if kernel_of and n in kernel_of:
+            colors.append(KERNEL_COLORS[kernels.index(kernel_of[n]) % len(KERNEL_COLORS)])
+        else:
+            colors.append(LEVEL_COLORS.get(program.stage(n).level.name, "#dddddd"))
+    nx.draw_networkx_edges(g, pos, ax=ax, arrows=True, arrowsize=8, edge_color="#777777",
+                           node_size=900)
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=900, edgecolors="#333333")
+    nx.draw_networkx_labels(g, pos, ax=ax, font_size=6)
+    ax.set_title(f"{program.name}: stage DAG" + (" (colour = kernel)" if kernel_of else ""))
+    ax.axis("off")
+    return ax
+
+
+def draw_chain(plan, ax=None):
+    """Kernels left to right with their PDL edges and the tensors each edge carries."""
+    ax = ax or plt.gca()
+    n = len(plan.kernels)
+    for i, k in enumerate(plan.kernels):
+        ax.add_patch(plt.Rectangle((i * 3, 0), 2, 1, color=KERNEL_COLORS[i % len(KERNEL_COLORS)],
+                                   alpha=0.8))
+        ax.text(i * 3 + 1, 0.62, k.name, ha="center", va="center", fontsize=9, weight="bold")
+        ax.text(i * 3 + 1, 0.3, f"{k.threads} thr, {k.smem_bytes:,} B\n"
+                + "+".join(a.name for a in k.pdl), ha="center", va="center", fontsize=6)
+    index = {k.name: i for i, k in enumerate(plan.kernels)}
+    for e in plan.edges:
+        a, b = index[e.producer], index[e.consumer]
+        ax.annotate("", xy=(b * 3, 0.5), xytext=(a * 3 + 2, 0.5),
+                    arrowprops=dict(arrowstyle="->", lw=1.5))
+        ax.text((a * 3 + 2 + b * 3) / 2, 1.15 + 0.25 * (b - a - 1), ", ".join(e.tensors),
+                ha="center", fontsize=6)
+    ax.set_xlim(-0.5, 3 * n - 0.5)
+    ax.set_ylim(-0.3, 1.8)
+    ax.set_title(f"kernel chain on {plan.arch} (PDL edges)")
+    ax.axis("off")
+    return ax
+
+
+def draw_smem_map(kernel, budget: int, ax=None):
+    """Buffers as bars: x = byte range, y = live range in stage order; aliases hatched."""
+    ax = ax or plt.gca()
+    for i, b in enumerate(kernel.buffers):
+        ax.add_patch(plt.Rectangle((b.offset, b.live[0] - 0.4), b.nbytes,
+                                   b.live[1] - b.live[0] + 0.8,
+                                   facecolor=KERNEL_COLORS[i % len(KERNEL_COLORS)], alpha=0.6,
+                                   edgecolor="black", hatch="//" if b.alias_of else None))
+        ax.text(b.offset + b.nbytes / 2, (b.live[0] + b.live[1]) / 2, b.name, ha="center",
+                va="center", fontsize=7)
+    for m in kernel.mbarriers:
+        ax.axvline(m.offset, color="#555555", lw=0.5)
+    ax.axvline(budget, color="red", ls="--", lw=1)
+    ax.text(budget, -0.8, f"budget {budget:,} B", color="red", fontsize=7, ha="right")
+    ax.set_xlim(0, max(budget, kernel.smem_bytes) * 1.02)
+    ax.set_ylim(-1, max([b.live[1] for b in kernel.buffers] or [1]) + 1)
+    ax.invert_yaxis()
+    ax.set_xlabel("shared-memory byte offset")
+    ax.set_ylabel("stage index (live range)")
+    ax.set_title(f"{kernel.name}: shared-memory map, {kernel.smem_bytes:,} B")
+    return ax
+
+
+def save_plan_figure(plan, program, path, kernel_of: dict[str, str] | None = None) -> str:
+    """DAG + chain + smem map of the kernel with the most shared memory, written to ``path``."""
+    fig = plt.figure(figsize=(14, 11))
+    grid = fig.add_gridspec(3, 1, height_ratios=[3, 1, 2])
+    draw_program(program, fig.add_subplot(grid[0]), kernel_of)
+    draw_chain(plan, fig.add_subplot(grid[1]))
+    main = max(plan.kernels, key=lambda k: k.smem_bytes)
+    draw_smem_map(main, plan.smem_budget, fig.add_subplot(grid[2]))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
