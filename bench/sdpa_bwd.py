@@ -1,0 +1,268 @@
+"""Benchmark: frost.sdpa.backward against its peers, in one process, on one GPU.
+
+Peers (each guarded: a failing peer is recorded in the JSON, the run goes on):
+
+* ``frost``       this repo's chain (rowdot -> bwd_main -> dq_convert, PDL on);
+* ``frost_sm120`` FROST, nvidia-cudnn-frontend's ``sdpa_bwd_wrapper_dsl_sm120`` (capability
+  patched to (12, 0) before its import);
+* ``fa4_sm120``   FlashAttention-4 CuTe backward with ``FLASH_ATTENTION_ARCH=120``;
+* ``torch_flash`` / ``torch_cudnn``  torch SDPA backward (autograd) with that backend.
+
+Timing: CUDA events around each call, median of ``--iters`` (>= 20) runs after ``--warmup``
+runs, rotating over ``--sets`` (>= 3) independent input sets so repeated runs do not hit L2.
+TFLOP/s uses backward FLOPs = 10 * B * H * S_q * S_kv * D, halved for causal.
+
+Usage (on the GPU host)::
+
+    python3 bench/sdpa_bwd.py [--quick] [--check] [--out DIR] [--commit SHA]
+
+Writes ``sdpa_bwd.json`` and ``sdpa_bwd.png`` to ``--out`` (default ``$OUT`` when set, else
+``bench/out``). The commit comes from ``--commit``, ``$FROST_COMMIT`` or ``git rev-parse HEAD``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import traceback
+
+# Both peers read their arch switches at import time: set them before anything imports them.
+os.environ.setdefault("FLASH_ATTENTION_ARCH", "120")
+
+SHAPES = [  # (B, H, S, D, causal)
+    (4, 16, 4096, 64, False), (4, 16, 4096, 64, True), (4, 16, 4096, 128, False),
+    (4, 16, 4096, 128, True), (2, 16, 8192, 128, True), (16, 16, 1024, 128, False),
+    (2, 8, 4096, 256, False),
+]
+QUICK = [(4, 16, 4096, 128, True)]
+SM120_PEERS = ("frost_sm120", "fa4_sm120")
+
+
+def flops(b, h, s, d, causal):
+    f = 10.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def make_set(torch, b, h, s, d, causal, dtype, seed):
+    """q, k, v, do in (B, S, H, D); o and lse (B, H, S, natural log) from torch's flash forward."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=dtype, generator=g) for _ in range(4))
+    out = torch.ops.aten._scaled_dot_product_flash_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, causal)
+    o = out[0].transpose(1, 2).contiguous()
+    lse = out[1].float().contiguous()
+    return dict(q=q, k=k, v=v, o=o, do=do, lse=lse)
+
+
+# ----------------------------------------------------------------------------------- peers
+def peer_frost(torch, causal):
+    import frost.sdpa
+
+    def run(t):
+        return frost.sdpa.backward(t["q"], t["k"], t["v"], t["o"], t["do"], t["lse"], causal=causal)
+    return run
+
+
+def peer_frost_sm120(torch, causal):
+    real = torch.cuda.get_device_capability
+    torch.cuda.get_device_capability = lambda *a, **k: (12, 0)
+    try:
+        from cudnn.sdpa.bwd.api_dsl import sdpa_bwd_wrapper_dsl_sm120
+    finally:
+        torch.cuda.get_device_capability = real
+
+    def run(t):
+        bh = lambda x: x.transpose(1, 2)  # noqa: E731  logical (B, H, S, D) of BSHD storage
+        r = sdpa_bwd_wrapper_dsl_sm120(bh(t["q"]), bh(t["k"]), bh(t["v"]), bh(t["o"]), bh(t["do"]),
+                                       t["lse"][..., None], is_causal=causal, causal_bottom_right=True)
+        return bh(r["dq_tensor"]), bh(r["dk_tensor"]), bh(r["dv_tensor"])
+    return run
+
+
+def peer_fa4_sm120(torch, causal):
+    from flash_attn.cute.interface import _flash_attn_bwd
+
+    def run(t):
+        r = _flash_attn_bwd(t["q"], t["k"], t["v"], t["o"], t["do"], t["lse"], causal=causal)
+        return r[0], r[1], r[2]
+    return run
+
+
+def _torch_sdpa(backend_name):
+    def make(torch, causal):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, backend_name)
+        graphs = {}
+
+        def run(t):
+            key = id(t)
+            if key not in graphs:  # one forward graph per input set, reused by every timed backward
+                q, k, v = (t[n].transpose(1, 2).detach().requires_grad_() for n in ("q", "k", "v"))
+                with sdpa_kernel(backend):
+                    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                graphs[key] = (out, (q, k, v), t["do"].transpose(1, 2))
+            out, leaves, do = graphs[key]
+            with sdpa_kernel(backend):
+                g = torch.autograd.grad(out, leaves, do, retain_graph=True)
+            return tuple(x.transpose(1, 2) for x in g)
+        return run
+    return make
+
+
+PEERS = {"frost": peer_frost, "frost_sm120": peer_frost_sm120, "fa4_sm120": peer_fa4_sm120,
+         "torch_flash": _torch_sdpa("FLASH_ATTENTION"), "torch_cudnn": _torch_sdpa("CUDNN_ATTENTION")}
+
+
+# ---------------------------------------------------------------------------------- timing
+def time_ms(torch, fn, sets, warmup, iters):
+    for i in range(warmup):
+        fn(sets[i % len(sets)])
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        t = sets[i % len(sets)]
+        starts[i].record()
+        fn(t)
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def rel_err(torch, a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def commit_id(arg):
+    if arg:
+        return arg
+    if os.environ.get("FROST_COMMIT"):
+        return os.environ["FROST_COMMIT"]
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        return subprocess.check_output(["git", "-C", here, "rev-parse", "HEAD"], text=True,
+                                       stderr=subprocess.DEVNULL).strip()
+    except Exception:
+        return "unknown"
+
+
+def bench_shape(torch, shape, args, dtype):
+    b, h, s, d, causal = shape
+    sets = [make_set(torch, b, h, s, d, causal, dtype, seed=i) for i in range(args.sets)]
+    row = dict(shape=dict(B=b, H=h, S=s, D=d, causal=causal), tflops={}, ms={}, errors={}, check={})
+    fl = flops(b, h, s, d, causal)
+    runners = {}
+    for name in args.peers:
+        try:
+            runners[name] = PEERS[name](torch, causal)
+        except Exception as e:  # noqa: BLE001
+            row["errors"][name] = f"setup: {type(e).__name__}: {e}"
+    if args.check and "frost" in runners:
+        ref_name = next((n for n in ("fa4_sm120", "torch_flash", "frost_sm120") if n in runners), None)
+        try:
+            mine = runners["frost"](sets[0])
+            ref = runners[ref_name](sets[0])
+            torch.cuda.synchronize()
+            row["check"] = {"against": ref_name,
+                            **{n: rel_err(torch, x, y) for n, x, y in zip(("dq", "dk", "dv"), mine, ref)}}
+        except Exception as e:  # noqa: BLE001
+            row["check"] = {"error": f"{type(e).__name__}: {e}"}
+    for name, fn in runners.items():
+        try:
+            ms = time_ms(torch, fn, sets, args.warmup, args.iters)
+            row["ms"][name] = ms
+            row["tflops"][name] = fl / (ms * 1e-3) / 1e12
+        except Exception as e:  # noqa: BLE001
+            row["errors"][name] = f"{type(e).__name__}: {e}"
+            traceback.print_exc(limit=3)
+    best = max((row["tflops"][p] for p in SM120_PEERS if p in row["tflops"]), default=None)
+    if best and "frost" in row["tflops"]:
+        row["frost_vs_best_sm120"] = row["tflops"]["frost"] / best
+    del sets
+    torch.cuda.empty_cache()
+    return row
+
+
+def print_table(rows, peers):
+    head = f"{'B,H,S,D,causal':<22}" + "".join(f"{p:>13}" for p in peers) + f"{'frost/best120':>15}"
+    print(head)
+    for r in rows:
+        sh = r["shape"]
+        lab = f"{sh['B']},{sh['H']},{sh['S']},{sh['D']},{'T' if sh['causal'] else 'F'}"
+        cells = "".join(f"{r['tflops'][p]:>13.1f}" if p in r["tflops"] else f"{'err':>13}" for p in peers)
+        ratio = r.get("frost_vs_best_sm120")
+        print(f"{lab:<22}{cells}{(f'{ratio:.2f}' if ratio else '-'):>15}")
+
+
+def plot(rows, peers, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
+    w = 0.8 / max(1, len(peers))
+    for i, p in enumerate(peers):
+        ax.bar([x + i * w for x in range(len(rows))], [r["tflops"].get(p, 0) for r in rows], w, label=p)
+    ax.set_xticks([x + 0.4 - w / 2 for x in range(len(rows))])
+    ax.set_xticklabels([f"{r['shape']['B']},{r['shape']['H']},{r['shape']['S']},{r['shape']['D']}"
+                        f"{',c' if r['shape']['causal'] else ''}" for r in rows], fontsize=8)
+    ax.set_ylabel("TFLOP/s (backward)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one shape only")
+    ap.add_argument("--check", action="store_true", help="verify frost against a peer before timing")
+    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--sets", type=int, default=3)
+    ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(os.path.dirname(__file__), "out"))
+    ap.add_argument("--commit", default=None)
+    args = ap.parse_args(argv)
+    args.peers = [p for p in args.peers.split(",") if p]
+    if args.iters < 20 or args.sets < 3:
+        ap.error("--iters must be >= 20 and --sets >= 3")
+
+    import torch
+
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    rows = [bench_shape(torch, sh, args, dtype) for sh in (QUICK if args.quick else SHAPES)]
+    meta = dict(gpu=torch.cuda.get_device_name(), date=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                commit=commit_id(args.commit), dtype=args.dtype, iters=args.iters, warmup=args.warmup,
+                sets=args.sets, torch=torch.__version__)
+    try:
+        from frost.sdpa import api
+        meta["frost_compiles"] = api.cache_info()["compiles"]
+    except Exception:  # noqa: BLE001
+        pass
+    print(f"# {meta['gpu']}  {meta['date']}  commit {meta['commit'][:12]}  {args.dtype}")
+    print_table(rows, args.peers)
+    for r in rows:
+        if r["errors"]:
+            print("errors", r["shape"], {k: v[:200] for k, v in r["errors"].items()})
+        if r["check"]:
+            print("check", r["shape"], r["check"])
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "sdpa_bwd.json"), "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    try:
+        plot(rows, args.peers, os.path.join(args.out, "sdpa_bwd.png"))
+    except Exception as e:  # noqa: BLE001
+        print("plot failed:", e, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
