@@ -19,6 +19,10 @@ deterministic, PDL); B, H, S and every stride are runtime scalars. Compiled chai
 in-process cache (:func:`cache_info`, :func:`clear_cache`). PDL is on by default; turn it off with
 :func:`set_pdl` (results are identical either way).
 
+Deterministic mode: dK / dV are bitwise reproducible in the fused chain (KV-stationary); dQ comes
+from per-KV-tile partials summed in order when ``bwd_main`` supports it, else from the slower
+Q-stationary :mod:`frost.sdpa.deterministic` fallback.
+
 Launch path: the compiled chain (:mod:`frost.sdpa.chain`) takes only scalars, passed through
 :class:`~frost.sdpa.chain.FastLauncher`, on ``torch.cuda.current_stream()``.
 """
@@ -199,14 +203,21 @@ def make_plan(key: VariantKey):
                 kernels, edges)
 
 
+def main_supports_dq_splits() -> bool:
+    """Whether ``bwd_main`` can write per-KV-tile dQ partials (the fused deterministic mode)."""
+    from frost.templates.bwd_main.kernel import BwdMainKernel
+
+    return bool(getattr(BwdMainKernel, "SUPPORTS_DQ_SPLITS", False))
+
+
 def _main_kernel(key: VariantKey, plan):
     """The main kernel (:mod:`frost.templates.bwd_main`) for this variant."""
     from frost.templates.bwd_main.kernel import BwdMainKernel
 
-    if key.deterministic and not getattr(BwdMainKernel, "SUPPORTS_DQ_SPLITS", False):
+    if key.deterministic and not main_supports_dq_splits():
         raise NotImplementedError(
-            "frost.sdpa.backward(deterministic=True): the bwd_main kernel accumulates dQ with "
-            "atomics and has no per-KV-tile dQ split mode yet; dK/dV are deterministic, dQ is not")
+            "a deterministic chain variant needs bwd_main's per-KV-tile dQ split mode; "
+            "frost.sdpa.backward(deterministic=True) uses frost.sdpa.deterministic.dq instead")
     causal = key.causal_align != "none"
     kw = dict(dtype=key.dtype, causal=causal, causal_align=key.causal_align if causal else None,
               use_pdl=key.use_pdl)
@@ -285,13 +296,20 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
         return (torch.zeros(shape_q, dtype=q.dtype, device=q.device),
                 torch.zeros(shape_kv, dtype=q.dtype, device=q.device),
                 torch.zeros(shape_kv, dtype=q.dtype, device=q.device))
-    key = variant_key(p, device_arch(q.device), causal, causal_align, deterministic, _PDL["enabled"])
+    # deterministic: dK/dV are reproducible in the fused chain; dQ needs the split mode of bwd_main,
+    # else it is recomputed by the (slower) Q-stationary fallback below
+    fused_det = deterministic and main_supports_dq_splits()
+    key = variant_key(p, device_arch(q.device), causal, causal_align, fused_det, _PDL["enabled"])
     ch = get_chain(key)
     dq = torch.empty(shape_q, dtype=q.dtype, device=q.device)
     dk = torch.empty(shape_kv, dtype=q.dtype, device=q.device)
     dv = torch.empty(shape_kv, dtype=q.dtype, device=q.device)
-    ws, vals = launch_values(ch.cfg, p, q, k, v, o, do, lse, dq, dk, dv, scale, deterministic)
+    ws, vals = launch_values(ch.cfg, p, q, k, v, o, do, lse, dq, dk, dv, scale, fused_det)
     ch.launch(vals)
+    if deterministic and not fused_det:
+        from frost.sdpa import deterministic as _det
+
+        dq = _det.dq(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale)
     return dq, dk, dv
 
 

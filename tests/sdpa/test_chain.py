@@ -107,5 +107,6 @@ def test_deterministic_is_refused_without_split_support(monkeypatch):
     if getattr(kernel.BwdMainKernel, "SUPPORTS_DQ_SPLITS", False):
         pytest.skip("bwd_main supports per-KV-tile dQ splits")
     key = _key(deterministic=True)
+    assert not api.main_supports_dq_splits()
     with pytest.raises(NotImplementedError, match="deterministic"):
         api._main_kernel(key, api.make_plan(key))
