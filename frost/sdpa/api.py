@@ -284,32 +284,91 @@ def clear_cache() -> None:
 
 
 # -------------------------------------------------------------------------------- the call
+@dataclasses.dataclass
+class _Prepared:
+    """Everything about a call that its tensor signature fixes (cached per signature)."""
+
+    p: Problem
+    scale: float
+    fused_det: bool
+    causal: bool
+    causal_align: str
+    strides: list
+    chains: dict = dataclasses.field(default_factory=dict)  # use_pdl -> CompiledChain
+
+
+_SIGS: dict = {}
+_MAX_SIGS = 1024
+
+
+def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic):
+    return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
+            do.shape, do.stride(), lse.shape, lse.stride(), q.dtype, k.dtype, v.dtype, o.dtype,
+            do.dtype, lse.dtype, q.device, k.device, v.device, o.device, do.device, lse.device,
+            causal, type(causal), causal_align, scale, type(scale), deterministic, type(deterministic))
+
+
+def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) -> _Prepared:
+    p = validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
+                 deterministic=deterministic)
+    strides = []
+    for t in (q, k, v, o, do):
+        strides += [s // _ALIGN_ELEMS if n > 1 else 0 for s, n in zip(t.stride()[:3], t.shape[:3])]
+    strides += lse.stride()
+    # deterministic: dK/dV are reproducible in the fused chain; dQ needs bwd_main's split mode,
+    # else it is recomputed by the (slower) Q-stationary fallback
+    fused_det = deterministic and main_supports_dq_splits()
+    return _Prepared(p, 1.0 / math.sqrt(p.d) if scale is None else float(scale), fused_det, causal,
+                     causal_align, strides)
+
+
 def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
              deterministic=False):
     """dQ, dK, dV of softmax(q k^T * scale) v (see the module docstring for the contract)."""
-    p = validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
-                 deterministic=deterministic)
+    try:
+        sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)
+        prep = _SIGS.get(sig)
+    except (AttributeError, TypeError):  # not tensors / unhashable option: the slow path names it
+        sig, prep = None, None
+    if prep is None:
+        prep = _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)
+        if sig is not None:
+            if len(_SIGS) >= _MAX_SIGS:
+                _SIGS.clear()
+            _SIGS[sig] = prep
+    ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), do.data_ptr())
+    if (ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3] | ptrs[4]) % _ALIGN_BYTES:
+        validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
+                 deterministic=deterministic)  # raises, naming the misaligned argument
+    p = prep.p
     torch = _torch()
-    scale = 1.0 / math.sqrt(p.d) if scale is None else float(scale)
+    dev, dt = q.device, q.dtype
     shape_q, shape_kv = (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d)
     if p.b * p.s_q * p.h_q == 0 or p.s_kv == 0:  # nothing to launch
-        return (torch.zeros(shape_q, dtype=q.dtype, device=q.device),
-                torch.zeros(shape_kv, dtype=q.dtype, device=q.device),
-                torch.zeros(shape_kv, dtype=q.dtype, device=q.device))
-    # deterministic: dK/dV are reproducible in the fused chain; dQ needs the split mode of bwd_main,
-    # else it is recomputed by the (slower) Q-stationary fallback below
-    fused_det = deterministic and main_supports_dq_splits()
-    key = variant_key(p, device_arch(q.device), causal, causal_align, fused_det, _PDL["enabled"])
-    ch = get_chain(key)
-    dq = torch.empty(shape_q, dtype=q.dtype, device=q.device)
-    dk = torch.empty(shape_kv, dtype=q.dtype, device=q.device)
-    dv = torch.empty(shape_kv, dtype=q.dtype, device=q.device)
-    ws, vals = launch_values(ch.cfg, p, q, k, v, o, do, lse, dq, dk, dv, scale, fused_det)
+        return (torch.zeros(shape_q, dtype=dt, device=dev), torch.zeros(shape_kv, dtype=dt, device=dev),
+                torch.zeros(shape_kv, dtype=dt, device=dev))
+    use_pdl = _PDL["enabled"]
+    ch = prep.chains.get(use_pdl)
+    if ch is None:
+        key = variant_key(p, device_arch(dev), causal, causal_align, prep.fused_det, use_pdl)
+        ch = prep.chains[use_pdl] = get_chain(key)
+    cfg = ch.cfg
+    s_pad = -(-p.s_q // cfg.tile_m) * cfg.tile_m
+    n_splits = -(-p.s_kv // cfg.tile_n) if prep.fused_det else 1
+    rows = p.b * p.h_q * s_pad  # a multiple of 32: every workspace region stays 128-byte aligned
+    dq = torch.empty(shape_q, dtype=dt, device=dev)
+    dk = torch.empty(shape_kv, dtype=dt, device=dev)
+    dv = torch.empty(shape_kv, dtype=dt, device=dev)
+    ws = torch.empty(2 * rows + n_splits * rows * cfg.d_pad, dtype=torch.float32, device=dev)
+    a = ws.data_ptr()
+    vals = [*ptrs, lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows,
+            a + 8 * rows, p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *prep.strides,
+            prep.scale, torch.cuda.current_stream(dev).cuda_stream]
     ch.launch(vals)
-    if deterministic and not fused_det:
+    if deterministic and not prep.fused_det:
         from frost.sdpa import deterministic as _det
 
-        dq = _det.dq(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale)
+        dq = _det.dq(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=prep.scale)
     return dq, dk, dv
 
 
