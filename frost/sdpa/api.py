@@ -42,6 +42,7 @@ _ALIGN_BYTES = 16
 
 _state = threading.local()
 _PDL = {"enabled": True}
+_FAST = {"enabled": True}  # FastLauncher (True) or the DSL's own argument marshalling (False)
 _CACHE: dict = {}
 _STATS = {"compiles": 0}
 
@@ -51,6 +52,12 @@ def set_pdl(enabled: bool) -> None:
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
     _PDL["enabled"] = enabled
+
+
+def set_fast_launch(enabled: bool) -> None:
+    """Use the zero-marshalling :class:`~frost.sdpa.chain.FastLauncher` (default) or the DSL's
+    own call path (slower; same kernels, same results)."""
+    _FAST["enabled"] = bool(enabled)
 
 
 def pdl_enabled() -> bool:
@@ -234,6 +241,8 @@ class CompiledChain:
     launcher: object = None
 
     def launch(self, values) -> None:
+        if not _FAST["enabled"]:
+            return self._slow(values)
         if self.launcher is None:
             self.launcher = _chain.FastLauncher.create(self.compiled) or self._slow
         self.launcher(values)

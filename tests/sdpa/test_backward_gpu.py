@@ -99,6 +99,19 @@ def test_dkdv_bitwise_repeatable_and_pdl_on_off():
         assert R.rel_err(r[0], runs[0][0]) <= 1e-5
 
 
+def test_fast_launcher_matches_dsl_call_path():
+    g = torch.Generator().manual_seed(11)
+    args = R.make_inputs(2, 200, 150, 4, 1, 64, device="cuda", generator=g)
+    fast = sdpa.backward(*args)
+    api.set_fast_launch(False)
+    try:
+        slow = sdpa.backward(*args)
+    finally:
+        api.set_fast_launch(True)
+    assert torch.equal(fast[1], slow[1]) and torch.equal(fast[2], slow[2])
+    assert R.rel_err(fast[0], slow[0]) <= 1e-5
+
+
 def test_deterministic_mode():
     g = torch.Generator().manual_seed(9)
     args = R.make_inputs(1, 257, 333, 4, 2, 64, device="cuda", generator=g)
