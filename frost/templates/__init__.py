@@ -1,1 +1,10 @@
-"""frost.templates"""
+"""frost.templates: CuTe DSL kernels that take every structural decision from a Plan.
+
+The SDPA backward chain (``frost.sdpa.chain`` launches them in this order, PDL-linked):
+
+* :mod:`frost.templates.rowdot`     delta = rowsum(dO * O), lse_log2, zeroes the dQ workspace;
+* :mod:`frost.templates.bwd_main`   the KV-stationary fused backward (dK, dV, dQ partials);
+* :mod:`frost.templates.dq_convert` dQ = scale * sum of the fp32 partials, cast to the io dtype.
+
+Modules are imported on demand (importing them pulls in CuTe DSL).
+"""
