@@ -1,0 +1,42 @@
+"""A second program of another kind, planned by the same scheduler with no special case."""
+
+import pytest
+
+from frost.ir.examples import gemm_rowsum_program
+from frost.ir.symbols import tile_k, tile_m, tile_n
+from frost.sched import Infeasible, PdlAction, TileChoice, WarpRole, schedule
+from tests.sched.test_plan_invariants import check_plan
+
+
+def plan(tm=128, tn=128, tk=64, stages=3, warps=8, arch="sm_120a"):
+    return schedule(gemm_rowsum_program(), arch,
+                    TileChoice({tile_m: tm, tile_n: tn, tile_k: tk}, {"ab": stages}, warps))
+
+
+@pytest.mark.parametrize("tm,tn,tk,stages,warps", [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4),
+                                                   (128, 64, 32, 2, 8)])
+def test_gemm_rowsum_plan(tm, tn, tk, stages, warps):
+    p = plan(tm, tn, tk, stages, warps)
+    check_plan(p)
+    assert [k.name for k in p.kernels] == ["zero_rowsum", "gemm_rowsum"]
+    zero, main = p.kernels
+    assert zero.params["zeroes"] == ["r"] and zero.pdl == (PdlAction.TRIGGER,)
+    assert main.pdl[0] == PdlAction.WAIT
+    assert [(e.producer, e.consumer, e.tensors) for e in p.edges] == \
+        [("zero_rowsum", "gemm_rowsum", ("r",))]
+    sA, sB, sC = main.buffer("sA"), main.buffer("sB"), main.buffer("sC")
+    assert (sA.rows, sA.cols, sA.stages) == (tm, tk, stages)
+    assert (sB.rows, sB.cols, sB.stages) == (tn, tk, stages)
+    assert sC.alias_of is not None  # the epilogue staging reuses the dead operand ring
+    full, empty = main.mbarrier("ab_full"), main.mbarrier("ab_empty")
+    assert full.tx_bytes == sA.stage_bytes + sB.stage_bytes and full.stages == stages
+    assert empty.arrive_count == warps
+    assert main.role(WarpRole.MMA).num_warps == warps
+    wm, wn = main.tile["c_wm"], main.tile["c_wn"]
+    assert wm * wn == warps and tm % (16 * wm) == 0 and tn % (8 * wn) == 0
+    assert [b.name for b in main.barriers] == ["epilogue"]  # nothing exchanged in the loop
+
+
+def test_gemm_rowsum_too_big():
+    with pytest.raises(Infeasible, match="shared memory"):
+        plan(128, 128, 128, 4, 8)

@@ -1,0 +1,58 @@
+"""The shared-memory allocator on small hand-made cases."""
+
+import pytest
+import sympy
+
+from frost.sched.plan import BufferPlan
+from frost.sched.smem import BufferRequest, allocate, check_no_overlap, place_mbarriers
+
+
+def req(name, rows, cols, live, stages=1, elem=2, async_write=False):
+    return BufferRequest(name, rows, cols, "bf16" if elem == 2 else "fp32", elem, stages, live,
+                         sympy.Integer(rows * cols * elem * stages), async_write)
+
+
+def test_disjoint_lives_share_bytes_and_exact_shape_wins():
+    bufs, end, _ = allocate([
+        req("a", 64, 64, (0, 5)), req("b", 64, 128, (0, 5)),
+        req("c", 64, 64, (6, 7)),  # fits in both; same shape as a -> a
+    ])
+    by = {b.name: b for b in bufs}
+    assert by["c"].alias_of == "a" and by["c"].offset == by["a"].offset
+    assert end == by["b"].end
+    check_no_overlap(bufs)
+
+
+def test_two_live_buffers_pack_inside_one_dead_region():
+    bufs, _, _ = allocate([req("big", 64, 256, (0, 1)), req("p", 32, 64, (2, 9)),
+                           req("q", 32, 64, (2, 9))])
+    by = {b.name: b for b in bufs}
+    assert by["p"].alias_of == by["q"].alias_of == "big"
+    assert by["p"].end <= by["q"].offset or by["q"].end <= by["p"].offset
+    check_no_overlap(bufs)
+
+
+def test_async_buffers_never_alias():
+    bufs, _, _ = allocate([req("big", 64, 256, (0, 1)), req("ring", 32, 64, (2, 9), stages=2,
+                                                            async_write=True)])
+    assert bufs[1].alias_of is None and bufs[1].offset >= bufs[0].end
+
+
+def test_alignment_and_swizzle():
+    bufs, _, _ = allocate([req("vec", 33, 1, (0, 9), elem=4), req("t", 64, 96, (0, 9))])
+    vec, t = bufs
+    assert vec.swizzle is None and vec.offset % 128 == 0
+    assert t.swizzle == (2, 3, 3) and t.offset % 1024 == 0  # 96 cols: 64-byte swizzle
+
+
+def test_overlap_checker_catches_a_clash():
+    a = BufferPlan("a", 0, 1024, 8, 64, "bf16", live=(0, 3))
+    b = BufferPlan("b", 512, 1024, 8, 64, "bf16", live=(3, 4))
+    with pytest.raises(AssertionError):
+        check_no_overlap([a, b])
+    check_no_overlap([a, BufferPlan("c", 512, 1024, 8, 64, "bf16", live=(4, 5))])
+
+
+def test_mbarriers_are_8_byte_aligned_after_buffers():
+    mbs, end = place_mbarriers(1001, [("x_full", 2, 1, 64), ("x_empty", 2, 4, 0)])
+    assert [m.offset for m in mbs] == [1008, 1024] and end == 1040
