@@ -4,7 +4,14 @@ Ids come from :class:`BarrierAllocator`, starting at 1 (0 is ``__syncthreads``) 
 the arch's 16 hardware barriers; thread counts must be whole warps. Mbarrier rings are derived
 from the loads: one ``<ring>_full`` barrier per stage (one arrive from the producer's
 ``arrive.expect_tx`` plus the TMA bytes), and for rings refilled inside the loop one
-``<ring>_empty`` per stage that every consumer warp arrives on once.
+``<ring>_empty`` per stage that every consumer warp arrives on once (one elected lane per warp,
+after ``__syncwarp``), so ``arrive_count`` = number of consumer warps.
+
+Copy method (:func:`copy_method`): 2-D tiles travel by TMA and count in ``tx_bytes``. Per-row
+vectors (``(rows,)`` tiles such as LSE and delta) are written by the producer warp's lanes
+(generic proxy, ordered by ``__syncwarp`` before the lane-0 ``arrive.expect_tx``): a TMA box
+would zero-fill rows past the sequence end, while a row statistic needs its own neutral value
+there (+inf for the log-sum-exp, so that P = 0). They do not count in ``tx_bytes``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,11 @@ class BarrierAllocator:
         return p
 
 
+def copy_method(load: Load) -> str:
+    """``"tma"`` for 2-D tiles, ``"lanes"`` for per-row vectors (see the module docstring)."""
+    return "lanes" if load.out.is_vector else "tma"
+
+
 def rings(prog: Program, ring_stages: dict[str, int], consumers: int):
     """(name, stages, arrive_count, tx_bytes) per mbarrier ring of a concrete program."""
     by_ring: dict[str, list[Load]] = {}
@@ -45,7 +57,7 @@ def rings(prog: Program, ring_stages: dict[str, int], consumers: int):
     for ring, loads in by_ring.items():
         refilled = any(ld.level == Level.BODY for ld in loads)
         stages = ring_stages.get(ring, 1) if refilled else 1
-        tx = sum(int(ld.out.nbytes) for ld in loads)
+        tx = sum(int(ld.out.nbytes) for ld in loads if copy_method(ld) == "tma")
         out.append((f"{ring}_full", stages, 1, tx))
         if refilled:
             out.append((f"{ring}_empty", stages, consumers, 0))

@@ -118,6 +118,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         reads=spec.reads, writes=spec.writes, pdl=(),
         params={"launch_regs": r0, "mma_regs_estimate": regs, "smem_expr": str(smem_expr),
                 "held_in_regs": sorted(ch.held), "grid": str(sym_prog.grid),
+                "copy": {t.smem_name: bar.copy_method(s) for s in prog.stages
+                         if isinstance(s, Load) for t in s.outputs},
                 "trips": str(sym_prog.trips)})
 
 

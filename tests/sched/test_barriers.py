@@ -34,6 +34,6 @@ def test_rings_of_the_backward():
     prog = main.subs({tile_m: 64, tile_n: 128, d_qk: 96, d_v: 64})
     got = {name: (st, arrive, tx) for name, st, arrive, tx in rings(prog, {"q": 2}, 8)}
     assert got["kv_full"] == (1, 1, 128 * 96 * 2 + 128 * 64 * 2)
-    assert got["q_full"] == (2, 1, 64 * 96 * 2 + 64 * 64 * 2 + 64 * 4 + 64 * 4)
+    assert got["q_full"] == (2, 1, 64 * 96 * 2 + 64 * 64 * 2)  # LSE, delta: lanes, not TMA
     assert got["q_empty"] == (2, 8, 0)
     assert "kv_empty" not in got  # loaded once, never refilled

@@ -64,7 +64,10 @@ def test_main_kernel_contract(arch, d):
     assert kv.tx_bytes == k.buffer("sK").nbytes + k.buffer("sV").nbytes
     assert (qf.stages, qf.arrive_count, qe.stages, qe.arrive_count) == \
         (t["q_stages"], 1, t["q_stages"], w)
-    assert qf.tx_bytes == sum(k.buffer(n).stage_bytes for n in ("sQ", "sdO", "sLSE", "sDelta"))
+    # Q, dO by TMA; the row statistics by the producer's lanes (they need a +inf / 0 fill)
+    assert qf.tx_bytes == k.buffer("sQ").stage_bytes + k.buffer("sdO").stage_bytes
+    assert k.params["copy"] == {"sK": "tma", "sV": "tma", "sQ": "tma", "sdO": "tma",
+                                "sLSE": "lanes", "sDelta": "lanes"}
     assert k.barrier("mma_sync").threads == k.barrier("epilogue").threads == 32 * w
 
 
