@@ -56,13 +56,12 @@ def format_plan(plan: Plan) -> str:
         out.append("  tile: " + ", ".join(f"{a}={b}" for a, b in k.tile.items()))
         if k.roles:
             out += ["", "  Warp roles"]
-            out.append(table(["role", "warps", "threads", "setmaxnreg"], [
+            est = k.params.get("regs_estimate", {})
+            out.append(table(["role", "warps", "threads", "setmaxnreg", "est. regs"], [
                 [g.role.name, f"{g.first_warp}..{g.first_warp + g.num_warps - 1}", g.threads,
-                 g.max_regs] for g in k.roles]))
-            est = k.params.get("mma_regs_estimate")
-            if est is not None:
-                out.append(f"  MMA register estimate: ~{est} per thread "
-                           f"(launch {k.params.get('launch_regs')})")
+                 g.max_regs, est.get(g.role.name)] for g in k.roles]))
+            out.append(f"  launch: {k.params.get('launch_regs')} registers per thread; "
+                       f"{k.threads} threads")
         if k.buffers:
             out += ["", "  Shared-memory map"]
             out.append(table(["buffer", "offset", "end", "bytes", "rows x cols", "dtype", "stages",

@@ -91,6 +91,9 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         raise Infeasible(f"shared memory {smem} B > {arch.smem_budget} B budget of {arch.name}")
 
     groups, r0 = W.roles(arch, ch.mma_warps)
+    low = min(g.max_regs for g in groups if g.role != WarpRole.MMA)
+    if W.PRODUCER_REGS > low:
+        raise Infeasible(f"producer needs ~{W.PRODUCER_REGS} registers > {low}")
     mma = next(g for g in groups if g.role == WarpRole.MMA)
     grid_choice, regs = _grids_and_regs(prog, order, held, ch.mma_warps, mma.max_regs)
 
@@ -116,7 +119,10 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         roles=groups, buffers=tuple(buffers), barriers=tuple(alloc.plans), mbarriers=tuple(mbars),
         smem_bytes=smem, tile=tile, stage_order=tuple(s.name for s in order),
         reads=spec.reads, writes=spec.writes, pdl=(),
-        params={"launch_regs": r0, "mma_regs_estimate": regs, "smem_expr": str(smem_expr),
+        params={"launch_regs": r0, "mma_regs_estimate": regs,
+                "regs_estimate": {WarpRole.MMA.name: regs,
+                                  WarpRole.PRODUCER.name: W.PRODUCER_REGS,
+                                  WarpRole.DONOR.name: W.DONOR_REGS}, "smem_expr": str(smem_expr),
                 "held_in_regs": sorted(ch.held), "grid": str(sym_prog.grid),
                 "copy": {t.smem_name: bar.copy_method(s) for s in prog.stages
                          if isinstance(s, Load) for t in s.outputs},

@@ -33,6 +33,7 @@ class CostModel:
     gmem_bytes_per_clk: float = 24.0    # mostly L2 hits (Q/dO are re-read by every KV CTA)
     atomic_weight: float = 2.0          # an fp32 reduction byte costs this many load bytes
     few_warps_penalty: float = 1.25     # < 8 MMA warps hide less latency
+    narrow_warp_tile: float = 1.25      # smem cost factor when a warp tile is 8 (mod 16) wide
     spill_risk_from: int = 200          # register estimates above this pay a growing penalty
     nominal_extent: int = 4096          # loop extent used to amortise prologue/epilogue
 
@@ -50,7 +51,8 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
             wm, wn = tile[f"{s.warp_grid}_wm"], tile[f"{s.warp_grid}_wn"]
             a_b = (wn * m * k if where[s.a.name] & Where.SMEM else 0) + \
                   (wm * n * k if s.b.name not in held else 0)
-            smem += a_b * 2
+            narrow = (n // wn) % 16 != 0  # B fed by ldmatrix.x2: half-width loads
+            smem += a_b * 2 * (model.narrow_warp_tile if narrow else 1.0)
         elif isinstance(s, (Load, Store, AtomicReduce)):
             b = float(s.gmem_bytes()) * (model.atomic_weight if isinstance(s, AtomicReduce) else 1)
             if s.level == Level.BODY:

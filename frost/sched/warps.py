@@ -12,7 +12,9 @@ producer group drops to ``low`` and the MMA warps rise to ``high`` with
 
 Warp grids. A GEMM output ``rows x cols`` is split over ``wm x wn`` warps (``wm * wn = W``),
 each warp tile a multiple of 16 rows and 8 columns (mma.sync m16n8k16). Among legal grids the
-one that reads the fewest operand bytes from shared memory wins: ``W * (rows/wm + cols/wn) * k``.
+one whose warp tiles are a multiple of 16 columns wide (an ``ldmatrix.x4`` of B feeds two n8
+MMAs) and then reads the fewest operand bytes from shared memory wins:
+``W * (rows/wm + cols/wn) * k``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ WARPGROUP = 4
 MMA_REGS_CAP = 240
 LOW_REGS = (24, 56)
 REG_OVERHEAD = 32  # addresses, loop counters, streamed A/B fragments of the current k-step
+PRODUCER_REGS = 24  # TMA coordinates, ring stage/phase, barrier addresses, one row value
+DONOR_REGS = 0      # idle: only what setmaxnreg's floor keeps
 
 
 def grids(rows: int, cols: int, warps: int) -> list[tuple[int, int]]:
@@ -56,7 +60,9 @@ def best_grid(shapes: list[tuple[int, int, int]], warps: int, ok=lambda g: True)
     cands = [g for g in (cands or ()) if ok(g)]
     if not cands:
         return None
-    return min(cands, key=lambda g: (grid_traffic(shapes, g), -g[0]))
+    # Prefer warp tiles 16 columns wide (one ldmatrix.x4 feeds two n8 MMAs), then least traffic.
+    return min(cands, key=lambda g: (any((c // g[1]) % 16 for _, c, _ in shapes),
+                                     grid_traffic(shapes, g), -g[0]))
 
 
 def roles(arch: Arch, mma_warps: int) -> tuple[tuple[WarpGroupPlan, ...], int]:
