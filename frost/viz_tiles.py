@@ -23,6 +23,7 @@ from matplotlib import colormaps
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
+from frost.ir.symbols import sym
 from frost.tile_dsl import mma as mm
 from frost.tile_dsl.swizzle import (BANK_BYTES, BANKS, PHASE_BYTES, BankReport, Swizzle,
                                     SwizzledTile, WarpAccess, bank_conflicts,
@@ -124,7 +125,7 @@ def conflict_bars(tiles: Mapping[str, SwizzledTile], ax=None) -> Figure:
     rows = conflict_table(tiles)
     accesses = [a for a in ACCESSES if any(r["access"] == a for r in rows)]
     names = list(tiles)
-    fig, axs = _axes(ax, (max(6.0, 1.6 * len(accesses) * max(1, len(names)) / 2), 3.6))
+    fig, axs = _axes(ax, (min(14.0, max(6.0, 0.8 * len(accesses) * len(names))), 3.6))
     a = axs[0, 0]
     width = 0.8 / len(names)
     for i, name in enumerate(names):
@@ -276,7 +277,7 @@ def ldmatrix_figure(tile: SwizzledTile, operand: mm.Operand = mm.Operand.A,
 # ---- shared-memory budget and stage costs ------------------------------------------------------
 def _bind(expr, values: Mapping) -> sympy.Expr:
     """``expr`` with symbols bound by name (keys may be names or symbols)."""
-    expr = sympy.sympify(expr)
+    expr = sym(expr) if isinstance(expr, str) else sympy.sympify(expr)
     by_name = {s.name: s for s in expr.free_symbols}
     return expr.xreplace({by_name[str(k)]: v for k, v in values.items() if str(k) in by_name})
 
@@ -301,7 +302,7 @@ def smem_budget(expr, var: str | Sequence[str], values: Sequence[int],
     a.set_xlabel(" = ".join(names))
     a.set_ylabel("shared memory (bytes)")
     a.legend(fontsize=7)
-    a.set_title(f"shared memory = {sympy.sympify(expr)}", fontsize=8)
+    a.set_title(f"shared memory = {expr}", fontsize=8)
     return fig
 
 
