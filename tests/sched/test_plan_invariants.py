@@ -109,3 +109,20 @@ def test_v_held_in_registers_only_when_forced_by_smem():
     k = plan_sdpa_bwd(head_dim=64, tile={"v_in_regs": 1}).kernel("bwd_main")
     assert k.tile["v_in_regs"] == 1
     assert "sV" in {k.buffer("sP").alias_of, k.buffer("sdS").alias_of}
+
+
+@pytest.mark.parametrize("d", [32, 72, 128, 200, 256])
+def test_symbolic_smem_matches_the_map(d):
+    import sympy
+
+    from frost.ir.symbols import sym
+
+    k = plan_sdpa_bwd(head_dim=d).kernel("bwd_main")
+    t = k.tile
+    expr = sym(k.params["smem_expr"], {"q_stages": sympy.Symbol("q_stages", positive=True,
+                                                                integer=True)})
+    values = {"tile_m": t["tile_m"], "tile_n": t["tile_n"], "d_qk": t["d"], "d_v": t["d_v"],
+              "q_stages": t["q_stages"]}
+    n = int(expr.subs({s: values[s.name] for s in expr.free_symbols}))
+    # the same bytes, before alignment padding (at most one 1 KB gap per region)
+    assert n <= k.smem_bytes <= n + 1024 * len([b for b in k.buffers if not b.alias_of])
