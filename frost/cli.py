@@ -1,7 +1,9 @@
 """The ``frost`` command line.
 
     frost plan sdpa-bwd --arch sm_120a --head-dim 128 [--causal] [--json] [--graph out.png]
-    frost compile sdpa-bwd --arch sm_120a --head-dim 128     # compile-only resource report
+    frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...]
+
+Sub-commands live in :mod:`frost.cli_commands` (one ``register`` function each).
 """
 
 from __future__ import annotations
