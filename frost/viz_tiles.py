@@ -271,6 +271,8 @@ def ldmatrix_figure(tile: SwizzledTile, operand: mm.Operand = mm.Operand.A,
     trans = ".trans" if major == mm.Major.MN else ""
     a_dst.set_title(f"ldmatrix.x4{trans}: lane, register of each element ({operand.name}, "
                     f"{major.name}-major)")
+    a_dst.set_xlabel(f"block column (tile column - {col0})")
+    a_dst.set_ylabel(f"block row (tile row - {row0})")
     return fig
 
 

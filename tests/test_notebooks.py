@@ -8,12 +8,12 @@ not depend on a ``python3`` kernelspec being installed or on which ``python`` is
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
 
 NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -36,9 +36,12 @@ def kernel_name(tmp_path_factory):
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (frost tests)"})
     mp = pytest.MonkeyPatch()
-    old = [p for p in __import__("os").environ.get("JUPYTER_PATH", "").split(":") if p]
-    mp.setenv("JUPYTER_PATH", ":".join([str(root), *old]))
+    old = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    mp.setenv("JUPYTER_PATH", os.pathsep.join([str(root), *old]))
     mp.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    assert KernelSpecManager().get_kernel_spec("python3").argv[0] == sys.executable
     yield "python3"
     mp.undo()
 
