@@ -99,7 +99,8 @@ def _copy_kernel(atom: cute.CopyAtom, mT: cute.Tensor, satom: cute.CopyAtom, mO:
 
 @cute.jit
 def copy_roundtrip(g: cute.Tensor, out_tma: cute.Tensor, out_vec: cute.Tensor):
-    """g (M, K) -> out_tma, out_vec (M_pad, K), M_pad = M rounded up to the tile."""
+    """g (M, K) -> out_tma (M_pad, K) via TMA, out_vec (M, K) via cp.async + 16-byte stores;
+    M_pad = M rounded up to the tile (TMA store writes whole boxes: the zero-filled rows)."""
     one = cute.slice_(C.tma_smem_layout(*TILE, g.element_type, stages=2), (None, None, 0))
     atom, mT = C.make_tma_load(g, one, TILE)
     satom, mO = C.make_tma_store(out_tma, one, TILE)
@@ -149,7 +150,9 @@ def test_copies_roundtrip_gpu(m, k):
     m_pad = -(-m // TILE[0]) * TILE[0]
     k_pad = k  # whole column tiles: the cp.async fallback predicates rows only
     out_tma = torch.full((m_pad, k_pad), float("nan"), device="cuda", dtype=torch.bfloat16)
-    out_vec = torch.full((m_pad, k_pad), float("nan"), device="cuda", dtype=torch.bfloat16)
+    # out_vec is the first M rows of a NaN-poisoned (M_pad, K) buffer: rows past M must stay NaN
+    vec_buf = torch.full((m_pad, k_pad), float("nan"), device="cuda", dtype=torch.bfloat16)
+    out_vec = vec_buf[:m]
     compiled = cute.compile(copy_roundtrip, dyn(g), dyn(out_tma), dyn(out_vec),
                             options="--gpu-arch sm_90a")
     compiled(dyn(g), dyn(out_tma), dyn(out_vec))
@@ -157,8 +160,8 @@ def test_copies_roundtrip_gpu(m, k):
     ref = torch.zeros(m_pad, k_pad, dtype=torch.bfloat16, device="cuda")
     ref[:m, :k] = g
     assert torch.equal(out_tma, ref), "TMA load + TMA store (OOB rows must be zero)"
-    assert torch.equal(out_vec[:m], ref[:m]), "cp.async + vector store"
-    assert torch.isnan(out_vec[m:].float()).all(), "vector store must skip rows past M"
+    assert torch.equal(vec_buf[:m], ref[:m]), "cp.async + vector store"
+    assert torch.isnan(vec_buf[m:].float()).all(), "vector store must skip rows past M"
 
 
 # ---- the TMA smem layout is SwizzledTile's map, with the swizzle moved to byte addresses ------
