@@ -1,0 +1,268 @@
+"""``bwd_main``: the KV-stationary fused attention-backward kernel (SM120 class, mma.sync + TMA).
+
+Public interface (stable)::
+
+    kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
+                         use_pdl=False)
+    report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
+    kern(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)   # torch tensors
+
+Tensors (torch, CUDA):
+
+* q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
+* lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q; lse_log2 = LSE·log2(e) with −inf
+  already mapped to +inf; delta = rowsum(dO∘O);
+* dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
+  (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``;
+* dk, dv: outputs (B, S_kv, H_kv, D) io dtype, fully overwritten (dk already × scale).
+
+H_q must be a multiple of H_kv (GQA/MQA: one CTA loops over the whole q-head group). B, H, S are
+runtime values: one compile per (dtype, head dim, causal + alignment, plan, use_pdl).
+
+How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the plan: MMA warps
+(``mma.py``), one TMA producer warp (``load.py``) and register donors in its warpgroup;
+``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
+``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
+
+PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
+before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
+dq_accum is zeroed upstream); ``launch_dependents`` after each role's main loop.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync
+
+from frost.sched.plan import KernelPlan, WarpRole
+
+from . import masks, smem
+from .epilogue import EpilogueRole
+from .load import ProducerRole
+from .mma import MmaRole
+
+_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+LOG2E = math.log2(math.e)
+
+
+def _seq_major(t):
+    """(B, S, H, D) → (S, D, H, B) view: the TMA box is (rows of S) x (D)."""
+    return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
+
+
+class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
+    """KV-stationary attention backward main kernel; see the module docstring."""
+
+    MMA = WarpRole.MMA
+    PRODUCER = WarpRole.PRODUCER
+
+    def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
+                 causal_align: str | masks.CausalAlign | None = "bottom_right",
+                 use_pdl: bool = False):
+        self.kp = kplan
+        self.dtype_name = dtype
+        self.dtype = _DTYPES[dtype]
+        self.align = masks.CausalAlign.parse(causal, causal_align)
+        self.use_pdl = bool(use_pdl)
+        self.can_implement(kplan)
+        self._compiled = None
+
+    @staticmethod
+    def can_implement(kp: KernelPlan) -> None:
+        tl = kp.tile
+        if kp.smem_bytes > 101_376:
+            raise ValueError(f"bwd_main plan needs {kp.smem_bytes} B smem > 101,376")
+        mma = kp.role(WarpRole.MMA)
+        if mma.first_warp != 0 or mma.num_warps != tl["num_mma_warps"]:
+            raise ValueError("bwd_main expects the MMA warps first, num_mma_warps of them")
+        for wm, wn, rows, cols in (("s_wm", "s_wn", "tile_m", "tile_n"),
+                                   ("dkv_wm", "dkv_wn", "tile_n", "d"),
+                                   ("dkv_wm", "dkv_wn", "tile_n", "d_v"),
+                                   ("dq_wm", "dq_wn", "tile_m", "d")):
+            if tl[wm] * tl[wn] != tl["num_mma_warps"] or tl[rows] % (16 * tl[wm]) \
+                    or tl[cols] % (16 * tl[wn]):
+                raise ValueError(f"warp grid {wm}/{wn} does not tile {rows} x {cols}")
+
+    # ------------------------------------------------------------------ host (jit)
+    @cute.jit
+    def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mdO: cute.Tensor,
+                 mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
+                 mdK: cute.Tensor, mdV: cute.Tensor, scale: cutlass.Float32, stream):
+        kp = self.kp
+        tl = kp.tile
+        t_m, t_n, d, dv = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"]
+        g2s = cpasync.CopyBulkTensorTileG2SOp()
+        s2g = cpasync.CopyBulkTensorTileS2GOp()
+
+        def atom(op, t, buf, rows, cols):
+            return cpasync.make_tiled_tma_atom(op, _seq_major(t),
+                                               smem.composed_layout(kp.buffer(buf)), (rows, cols))
+
+        tma_q, mQ_t = atom(g2s, mQ, "sQ", t_m, d)
+        tma_do, mdO_t = atom(g2s, mdO, "sdO", t_m, dv)
+        tma_k, mK_t = atom(g2s, mK, "sK", t_n, d)
+        tma_v, mV_t = atom(g2s, mV, "sV", t_n, dv)
+        tma_dk, mdK_t = atom(s2g, mdK, "sdK", t_n, d)
+        tma_dv, mdV_t = atom(s2g, mdV, "sdV", t_n, dv)
+
+        s_q = mQ.shape[1]
+        s_kv = mK.shape[1]
+        group = mQ.shape[2] // mK.shape[2]
+        scale_log2 = scale * LOG2E
+        self.launched_smem_bytes = kp.smem_bytes  # the dynamic smem this launch requests
+        self.kernel(tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t,
+                    tma_dv, mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
+                    scale_log2).launch(
+            grid=[cute.ceil_div(s_kv, t_n), mK.shape[2], mK.shape[0]],
+            block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream, use_pdl=self.use_pdl,
+            min_blocks_per_mp=1)
+
+    # ------------------------------------------------------------------ device
+    @cute.kernel
+    def kernel(self, tma_q: cute.CopyAtom, mQ_t: cute.Tensor, tma_do: cute.CopyAtom,
+               mdO_t: cute.Tensor, tma_k: cute.CopyAtom, mK_t: cute.Tensor,
+               tma_v: cute.CopyAtom, mV_t: cute.Tensor, tma_dk: cute.CopyAtom,
+               mdK_t: cute.Tensor, tma_dv: cute.CopyAtom, mdV_t: cute.Tensor,
+               mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
+               s_q: cutlass.Int32, s_kv: cutlass.Int32, group: cutlass.Int32,
+               scale: cutlass.Float32, scale_log2: cutlass.Float32):
+        kp = self.kp
+        tl = kp.tile
+        mma_role = kp.role(WarpRole.MMA)
+        prod = kp.role(WarpRole.PRODUCER)
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        tidx = cute.arch.thread_idx()[0]
+        n_block, h_kv, b = cute.arch.block_idx()
+
+        raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
+        kv_full, q_full, q_empty = (kp.mbarrier(n) for n in ("kv_full", "q_full", "q_empty"))
+        sm = self.smem_views(raw)
+        tmas = SimpleNamespace(q=tma_q, mQ=mQ_t, do=tma_do, mdO=mdO_t, k=tma_k, mK=mK_t,
+                               v=tma_v, mV=mV_t, dk=tma_dk, mdK=mdK_t, dv=tma_dv, mdV=mdV_t)
+
+        if warp_idx == prod.first_warp:
+            for a in (tma_q, tma_do, tma_k, tma_v, tma_dk, tma_dv):
+                cpasync.prefetch_descriptor(a)
+        if tidx == 0:
+            cute.arch.mbarrier_init(sm.kv_full, kv_full.arrive_count)
+            for s in cutlass.range_constexpr(q_full.stages):
+                cute.arch.mbarrier_init(sm.q_full + s, q_full.arrive_count)
+                cute.arch.mbarrier_init(sm.q_empty + s, q_empty.arrive_count)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if cutlass.const_expr(self.use_pdl):
+            cute.arch.griddepcontrol_wait()
+
+        m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
+                                           s_q, s_kv)
+        n_m = m_max - m_min
+        n_iters = n_m * group
+
+        if warp_idx >= mma_role.first_warp + mma_role.num_warps:
+            if cutlass.const_expr(prod.max_regs is not None):
+                cute.arch.setmaxregister_decrease(prod.max_regs)
+            if warp_idx == prod.first_warp:
+                self.produce(self.smem_views(raw), tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, n_iters,
+                             s_q, group)
+            if cutlass.const_expr(self.use_pdl):
+                cute.arch.griddepcontrol_launch_dependents()
+        else:
+            if cutlass.const_expr(mma_role.max_regs is not None):
+                cute.arch.setmaxregister_increase(mma_role.max_regs)
+            self.consume(self.smem_views(raw), tmas, mdQacc, b, h_kv, n_block, m_min, n_m, n_iters, s_q, s_kv,
+                         group, scale, scale_log2)
+
+    @cute.jit
+    def smem_views(self, raw):
+        """The plan's buffers and mbarriers as tensors/pointers carved from the raw smem bytes."""
+        kp = self.kp
+        top = max([b.end for b in kp.buffers] + [m.offset + 8 * m.stages for m in kp.mbarriers])
+        assert top <= kp.smem_bytes, f"plan buffers end at {top} B > smem_bytes {kp.smem_bytes}"
+        return SimpleNamespace(
+            sQ=smem.tile_tensor(raw, kp.buffer("sQ"), self.dtype, staged=True),
+            sdO=smem.tile_tensor(raw, kp.buffer("sdO"), self.dtype, staged=True),
+            sK=smem.tile_tensor(raw, kp.buffer("sK"), self.dtype),
+            sV=smem.tile_tensor(raw, kp.buffer("sV"), self.dtype),
+            sP=smem.tile_tensor(raw, kp.buffer("sP"), self.dtype),
+            sdS=smem.tile_tensor(raw, kp.buffer("sdS"), self.dtype),
+            sdK=smem.tile_tensor(raw, kp.buffer("sdK"), self.dtype),
+            sdV=smem.tile_tensor(raw, kp.buffer("sdV"), self.dtype),
+            sLSE=smem.row_tensor(raw, kp.buffer("sLSE")),
+            sDelta=smem.row_tensor(raw, kp.buffer("sDelta")),
+            kv_full=smem.mbar_ptr(raw, kp.mbarrier("kv_full").offset),
+            q_full=smem.mbar_ptr(raw, kp.mbarrier("q_full").offset),
+            q_empty=smem.mbar_ptr(raw, kp.mbarrier("q_empty").offset),
+        )
+
+    # ------------------------------------------------------------------ host (python)
+    def fake_args(self):
+        """Fake tensors with symbolic B, H, S (and strides) for a GPU-less compile."""
+        from cutlass.cute.runtime import make_fake_tensor
+        import cutlass.runtime as crt
+
+        tl = self.kp.tile
+        dt = self.dtype
+        sym = cute.sym_int
+        B, Sq, Skv, Hq, Hkv, Sqp = (sym() for _ in range(6))
+        D, Dv = (self.kp.params.get("head_dim", tl["d"]), self.kp.params.get("head_dim_v", tl["d_v"]))
+
+        def bshd(s, h, dd):
+            return make_fake_tensor(dt, (B, s, h, dd), stride=(sym(divisibility=8),
+                                    sym(divisibility=8), sym(divisibility=8), 1), assumed_align=16)
+
+        def f32(shape):
+            stride = [1]
+            for n in reversed(shape[1:]):
+                stride.insert(0, sym())
+            return make_fake_tensor(cutlass.Float32, shape, stride=tuple(stride), assumed_align=16)
+
+        q, do = bshd(Sq, Hq, D), bshd(Sq, Hq, Dv)
+        k, v = bshd(Skv, Hkv, D), bshd(Skv, Hkv, Dv)
+        dk, dv = bshd(Skv, Hkv, D), bshd(Skv, Hkv, Dv)
+        lse, delta = f32((B, Hq, Sqp)), f32((B, Hq, Sqp))
+        dq_acc = f32((B, Hq, Sqp, tl["d"]))
+        return (q, k, v, do, lse, delta, dq_acc, dk, dv, cutlass.Float32(1.0),
+                crt.make_fake_stream())
+
+    def compile(self, arch: str = "sm_120a"):
+        """Compile for ``arch`` without a GPU; returns frost's CompileReport (PTX, regs, spills)."""
+        from frost.tile_dsl.compile import compile_for
+
+        return compile_for(self, *self.fake_args(), arch=arch)
+
+    def launch(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale: float, stream=None):
+        """Run on torch CUDA tensors (see module docstring for shapes). Compiles on first use."""
+        import torch
+        from cuda.bindings import driver as cuda
+        from cutlass.cute.runtime import from_dlpack
+
+        self._check(q, k, v, do, lse_log2, delta, dq_accum, dk, dv)
+        lead = (3, 3, 3, 3, 2, 2, 3, 3, 3)
+        args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=ld)
+                for t, ld in zip((q, k, v, do, lse_log2, delta, dq_accum, dk, dv), lead)]
+        if stream is None:
+            stream = torch.cuda.current_stream()
+        cu_stream = cuda.CUstream(stream.cuda_stream)
+        if self._compiled is None:
+            self._compiled = cute.compile(self, *args, cutlass.Float32(scale), cu_stream)
+        self._compiled(*args, cutlass.Float32(scale), cu_stream)
+
+    def _check(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv):
+        B, Sq, Hq, D = q.shape
+        _, Skv, Hkv, _ = k.shape
+        tl = self.kp.tile
+        if Hq % Hkv:
+            raise ValueError(f"H_q={Hq} is not a multiple of H_kv={Hkv}")
+        if D > tl["d"] or v.shape[-1] > tl["d_v"]:
+            raise ValueError(f"head dim {D} exceeds the plan's padded d={tl['d']}")
+        if lse_log2.shape[:2] != (B, Hq) or lse_log2.shape[2] < Sq or delta.shape != lse_log2.shape:
+            raise ValueError("lse_log2/delta must be fp32 (B, H_q, S_q_pad >= S_q)")
+        if tuple(dq_accum.shape) != (B, Hq, lse_log2.shape[2], tl["d"]) or not dq_accum.is_contiguous():
+            raise ValueError(f"dq_accum must be contiguous fp32 (B, H_q, S_q_pad, {tl['d']})")
+        for t in (q, k, v, do, dk, dv):
+            if t.stride(-1) != 1 or any(s % 8 for s in t.stride()[:-1]) or t.data_ptr() % 16:
+                raise ValueError("q/k/v/do/dk/dv need a contiguous last dim and 16-byte strides")

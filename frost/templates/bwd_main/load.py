@@ -1,0 +1,84 @@
+"""Producer warp of ``bwd_main``: TMA for K, V (once) and for Q, dO (one ring stage per q tile).
+
+Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
+
+1. if k > 0: wait ``q_empty[s]`` for phase (k - 1) & 1 (all MMA threads arrived);
+2. all 32 lanes write lse_log2 (+inf past S_q) and delta (0 past S_q) rows into sLSE/sDelta[s];
+3. ``bar.warp.sync``, then lane 0 arrives on ``q_full[s]`` with expect-tx = Q + dO tile bytes and
+   issues the two TMA loads; the phase completes when both tiles have landed.
+
+Iteration t maps to (q head h_kv * G + t // n_m, q tile m_min + t % n_m), the same order the MMA
+warps walk.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync
+
+
+@cute.jit
+def tma_tile(atom, m_t, s_tile, rows: cutlass.Constexpr, cols: cutlass.Constexpr, blk, h, b):
+    """(smem, gmem) TMA partitions of tile ``blk`` of the (S, D, H, B) tensor ``m_t``."""
+    g = cute.local_tile(m_t[None, None, h, b], (rows, cols), (blk, 0))
+    s_part, g_part = cpasync.tma_partition(atom, 0, cute.make_layout(1),
+                                           cute.group_modes(s_tile, 0, 2), cute.group_modes(g, 0, 2))
+    return s_part, g_part
+
+
+class ProducerRole:
+    """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the TMA producer warp."""
+
+    @cute.jit
+    def produce(self, sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, n_iters, s_q,
+                group):
+        kp = self.kp
+        t_m = kp.tile["tile_m"]
+        t_n = kp.tile["tile_n"]
+        d = kp.tile["d"]
+        dv = kp.tile["d_v"]
+        stages = kp.tile["q_stages"]
+        lane = cute.arch.lane_idx()
+        kv_full = kp.mbarrier("kv_full")
+        q_full = kp.mbarrier("q_full")
+
+        # K and V: once per CTA.
+        sK_p, gK_p = tma_tile(tmas.k, tmas.mK, sm.sK, t_n, d, n_block, h_kv, b)
+        sV_p, gV_p = tma_tile(tmas.v, tmas.mV, sm.sV, t_n, dv, n_block, h_kv, b)
+        # (cute.copy of a TMA atom elects one lane itself: the whole warp must call it)
+        if lane == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kv_full.tx_bytes)
+        cute.arch.sync_warp()
+        cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full)
+        cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full)
+
+        for t in cutlass.range(n_iters, unroll=1):
+            stage = t % stages
+            fill = t // stages
+            h = h_kv * group + t // n_m
+            m_block = m_min + t % n_m
+            if fill > 0:
+                cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
+            # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.
+            for i in cutlass.range_constexpr((t_m + 31) // 32):
+                r = lane + 32 * i
+                if cutlass.const_expr(t_m % 32 == 0) or r < t_m:
+                    row = m_block * t_m + r
+                    lse = cutlass.Float32(float("inf"))
+                    dlt = cutlass.Float32(0.0)
+                    if row < s_q:
+                        lse = mLSE2[b, h, row]
+                        dlt = mDelta[b, h, row]
+                    sm.sLSE[r, stage] = lse
+                    sm.sDelta[r, stage] = dlt
+            cute.arch.sync_warp()
+            bar = sm.q_full + stage
+            if lane == 0:
+                cute.arch.mbarrier_arrive_and_expect_tx(bar, q_full.tx_bytes)
+            cute.arch.sync_warp()
+            sQ_p, gQ_p = tma_tile(tmas.q, tmas.mQ, sm.sQ[None, None, stage], t_m, d, m_block, h, b)
+            sdO_p, gdO_p = tma_tile(tmas.do, tmas.mdO, sm.sdO[None, None, stage], t_m, dv,
+                                    m_block, h, b)
+            cute.copy(tmas.q, gQ_p, sQ_p, tma_bar_ptr=bar)
+            cute.copy(tmas.do, gdO_p, sdO_p, tma_bar_ptr=bar)

@@ -1,0 +1,78 @@
+"""Which (query, key) pairs a KV tile sees: bounds, causal alignment, and the q-tile range.
+
+Causal alignments (query row i, key column j):
+
+* ``BOTTOM_RIGHT``: j <= i + (S_kv - S_q)  (the last query sees every key);
+* ``TOP_LEFT``:     j <= i.
+
+Rows i >= S_q need no mask here: their lse_log2 is +inf (loaded so by the producer), so P = 0.
+Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`) sit beside the device
+forms and are what the tests compare against.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import cutlass
+import cutlass.cute as cute
+
+
+class CausalAlign(enum.IntEnum):
+    NONE = 0
+    TOP_LEFT = 1
+    BOTTOM_RIGHT = 2
+
+    @classmethod
+    def parse(cls, causal: bool, align: "str | CausalAlign | None") -> "CausalAlign":
+        if not causal:
+            return cls.NONE
+        if isinstance(align, CausalAlign):
+            return align
+        return {None: cls.BOTTOM_RIGHT, "bottom_right": cls.BOTTOM_RIGHT,
+                "top_left": cls.TOP_LEFT}[align]
+
+
+def diag_offset_model(align: CausalAlign, s_q: int, s_kv: int) -> int:
+    return s_kv - s_q if align == CausalAlign.BOTTOM_RIGHT else 0
+
+
+def visible_model(align: CausalAlign, i: int, j: int, s_q: int, s_kv: int) -> bool:
+    if j >= s_kv or i >= s_q:
+        return False
+    return align == CausalAlign.NONE or j <= i + diag_offset_model(align, s_q, s_kv)
+
+
+def q_block_range_model(align, n_block, tile_m, tile_n, s_q, s_kv) -> tuple[int, int]:
+    """[m_min, m_max) of q tiles that can see any key of KV tile ``n_block``."""
+    m_max = -(-s_q // tile_m)
+    if align == CausalAlign.NONE:
+        return 0, m_max
+    first_row = max(0, n_block * tile_n - diag_offset_model(align, s_q, s_kv))
+    return min(first_row // tile_m, m_max), m_max
+
+
+@cute.jit
+def q_block_range(align: cutlass.Constexpr, n_block, tile_m: cutlass.Constexpr,
+                  tile_n: cutlass.Constexpr, s_q, s_kv):
+    """Device form of :func:`q_block_range_model`; returns (m_min, m_max) as Int32."""
+    m_max = (s_q + tile_m - 1) // tile_m
+    m_min = cutlass.Int32(0)
+    if cutlass.const_expr(align != CausalAlign.NONE):
+        offset = cutlass.Int32(0)
+        if cutlass.const_expr(align == CausalAlign.BOTTOM_RIGHT):
+            offset = s_kv - s_q
+        first_row = cutlass.max(n_block * tile_n - offset, cutlass.Int32(0))
+        m_min = cutlass.min(first_row // tile_m, m_max)
+    return m_min, m_max
+
+
+@cute.jit
+def visible(align: cutlass.Constexpr, row, col, s_q, s_kv):
+    """Device form of :func:`visible_model` without the row bound (handled by lse = +inf)."""
+    ok = col < s_kv
+    if cutlass.const_expr(align == CausalAlign.BOTTOM_RIGHT):
+        ok = ok & (col <= row + (s_kv - s_q))
+    if cutlass.const_expr(align == CausalAlign.TOP_LEFT):
+        ok = ok & (col <= row)
+    return ok

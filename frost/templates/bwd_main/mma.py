@@ -1,0 +1,176 @@
+"""MMA warps of ``bwd_main``: the five GEMMs and the softmax-gradient pointwise, per q tile.
+
+Per iteration t (ring stage s = t % q_stages)::
+
+    wait q_full[s]
+    S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
+    dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
+    P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
+    bar mma_sync ; P, dS → sP, sdS (io dtype) ; bar mma_sync
+    dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
+    dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
+    arrive q_empty[s]   (every MMA thread; the producer may refill stage s)
+    dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
+    red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (rows < S_q)
+
+The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
+second publishes the new P/dS. dK/dV stay in fp32 registers for the whole pass.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import warp
+
+from . import masks
+from .ptx import ex2, red_add_v2_f32
+from .smem import transpose_view
+
+
+def make_mma(dtype, wm: int, wn: int):
+    """A (wm x wn) warp grid of m16n8k16 (fp32 acc); 16 columns per warp so ldmatrix.x4 fits B."""
+    op = warp.MmaF16BF16Op(dtype, cutlass.Float32, (16, 8, 16))
+    return cute.make_tiled_mma(op, (wm, wn, 1), permutation_mnk=(wm * 16, wn * 16, 16))
+
+
+@cute.jit
+def gemm_ss(tiled_mma, acc, rA, rB, sA, sB, cpA, cpB):
+    """acc += A·Bᵀ with both operands streamed from smem one k-block at a time by ldmatrix."""
+    rA_v = cpA.retile(rA)
+    rB_v = cpB.retile(rB)
+    for k in cutlass.range_constexpr(cute.size(sA.shape[2])):
+        cute.copy(cpA, sA[None, None, k], rA_v[None, None, k])
+        cute.copy(cpB, sB[None, None, k], rB_v[None, None, k])
+        cute.gemm(tiled_mma, acc, rA[None, None, k], rB[None, None, k], acc)
+
+
+class MmaRole:
+    """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
+
+    @cute.jit
+    def consume(self, sm, tmas, mdQacc, b, h_kv, n_block, m_min, n_m, n_iters, s_q, s_kv,
+                group, scale, scale_log2):
+        kp = self.kp
+        tl = kp.tile
+        t_m, t_n, d, dv, stages = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"], tl["q_stages"]
+        dtype = self.dtype
+        tidx = cute.arch.thread_idx()[0] - kp.role(self.MMA).first_warp * 32
+        mma_bar = kp.barrier("mma_sync")
+
+        mma_sdp = make_mma(dtype, tl["s_wm"], tl["s_wn"])
+        mma_dkv = make_mma(dtype, tl["dkv_wm"], tl["dkv_wn"])
+        mma_dq = make_mma(dtype, tl["dq_wm"], tl["dq_wn"])
+        thr_sdp = mma_sdp.get_slice(tidx)
+        thr_dkv = mma_dkv.get_slice(tidx)
+        thr_dq = mma_dq.get_slice(tidx)
+
+        sQt, sdOt, sKt = transpose_view(sm.sQ), transpose_view(sm.sdO), transpose_view(sm.sK)
+        sPt, sdSt = transpose_view(sm.sP), transpose_view(sm.sdS)
+
+        # Register fragments (mode 2 = k-blocks), one stage's worth.
+        tSrQ = mma_sdp.make_fragment_A(thr_sdp.partition_A(sm.sQ[None, None, 0]))
+        tSrK = mma_sdp.make_fragment_B(thr_sdp.partition_B(sm.sK))
+        tdPrdO = mma_sdp.make_fragment_A(thr_sdp.partition_A(sm.sdO[None, None, 0]))
+        tdPrV = mma_sdp.make_fragment_B(thr_sdp.partition_B(sm.sV))
+        tdVrP = mma_dkv.make_fragment_A(thr_dkv.partition_A(sPt))
+        tdVrdO = mma_dkv.make_fragment_B(thr_dkv.partition_B(sdOt[None, None, 0]))
+        tdKrdS = mma_dkv.make_fragment_A(thr_dkv.partition_A(sdSt))
+        tdKrQ = mma_dkv.make_fragment_B(thr_dkv.partition_B(sQt[None, None, 0]))
+        tdQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(sm.sdS))
+        tdQrK = mma_dq.make_fragment_B(thr_dq.partition_B(sKt))
+
+        # ldmatrix copies (smem -> registers), .trans for the operands read transposed.
+        ld = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dtype)
+        ldt = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), dtype)
+        c_Q = cute.make_tiled_copy_A(ld, mma_sdp).get_slice(tidx)
+        c_K = cute.make_tiled_copy_B(ld, mma_sdp).get_slice(tidx)
+        c_Pt = cute.make_tiled_copy_A(ldt, mma_dkv).get_slice(tidx)
+        c_dOt = cute.make_tiled_copy_B(ldt, mma_dkv).get_slice(tidx)
+        c_dS = cute.make_tiled_copy_A(ld, mma_dq).get_slice(tidx)
+        c_Kt = cute.make_tiled_copy_B(ldt, mma_dq).get_slice(tidx)
+        tSsQ = c_Q.partition_S(sm.sQ)
+        tSsK = c_K.partition_S(sm.sK)
+        tdPsdO = c_Q.partition_S(sm.sdO)
+        tdPsV = c_K.partition_S(sm.sV)
+        tdVsPt = c_Pt.partition_S(sPt)
+        tdVsdOt = c_dOt.partition_S(sdOt)
+        tdKsdSt = c_Pt.partition_S(sdSt)
+        tdKsQt = c_dOt.partition_S(sQt)
+        tdQsdS = c_dS.partition_S(sm.sdS)
+        tdQsKt = c_Kt.partition_S(sKt)
+
+        # registers -> smem for P and dS (32-bit stores in accumulator order).
+        st32 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=32)
+        r2s = cute.make_tiled_copy_C(st32, mma_sdp).get_slice(tidx)
+        tPsP = r2s.partition_D(sm.sP)
+        tdSsdS = r2s.partition_D(sm.sdS)
+
+        tScS = thr_sdp.partition_C(cute.make_identity_tensor((t_m, t_n)))
+        tdQcdQ = thr_dq.partition_C(cute.make_identity_tensor((t_m, d)))
+
+        acc_dK = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, d)), cutlass.Float32)
+        acc_dV = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, dv)), cutlass.Float32)
+        acc_dK.fill(0.0)
+        acc_dV.fill(0.0)
+
+        cute.arch.mbarrier_wait(sm.kv_full, 0)
+        for t in cutlass.range(n_iters, unroll=1):
+            stage = t % stages
+            h = h_kv * group + t // n_m
+            m_block = m_min + t % n_m
+            cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
+
+            acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
+            acc_S.fill(0.0)
+            gemm_ss(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], tSsK, c_Q, c_K)
+            acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
+            acc_dP.fill(0.0)
+            gemm_ss(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], tdPsV,
+                    c_Q, c_K)
+
+            row0 = m_block * t_m
+            col0 = n_block * t_n
+            for i in cutlass.range_constexpr(cute.size(acc_S)):
+                r, c = tScS[i]
+                p = ex2(acc_S[i] * scale_log2 - sm.sLSE[r, stage])
+                ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
+                p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
+                acc_S[i] = p
+                acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
+            rP = cute.make_fragment_like(acc_S, dtype)
+            rP.store(acc_S.load().to(dtype))
+            rdS = cute.make_fragment_like(acc_dP, dtype)
+            rdS.store(acc_dP.load().to(dtype))
+
+            cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+            cute.copy(r2s, r2s.retile(rP), tPsP)
+            cute.copy(r2s, r2s.retile(rdS), tdSsdS)
+            cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+
+            gemm_ss(mma_dkv, acc_dV, tdVrP, tdVrdO, tdVsPt, tdVsdOt[None, None, None, stage],
+                    c_Pt, c_dOt)
+            gemm_ss(mma_dkv, acc_dK, tdKrdS, tdKrQ, tdKsdSt, tdKsQt[None, None, None, stage],
+                    c_Pt, c_dOt)
+            cute.arch.mbarrier_arrive(sm.q_empty + stage)
+
+            acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d)), cutlass.Float32)
+            acc_dQ.fill(0.0)
+            gemm_ss(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, tdQsKt, c_dS, c_Kt)
+            self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q)
+
+        if cutlass.const_expr(self.use_pdl):
+            cute.arch.griddepcontrol_launch_dependents()
+        self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
+
+    @cute.jit
+    def dq_atomics(self, acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q):
+        """Add this tile's dQ partial into dq_accum (fp32, un-scaled), two columns per atomic."""
+        t_m, d = self.kp.tile["tile_m"], self.kp.tile["d"]
+        g = cute.local_tile(mdQacc[b, h, None, None], (t_m, d), (m_block, 0))
+        row0 = m_block * t_m
+        for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
+            r, c = tdQcdQ[i]
+            if row0 + r < s_q:
+                ptr = g.iterator + cute.crd2idx((r, c), g.layout)
+                red_add_v2_f32(ptr, acc_dQ[i], acc_dQ[i + 1])

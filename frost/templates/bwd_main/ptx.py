@@ -1,0 +1,31 @@
+"""Two device intrinsics ``bwd_main`` needs that frost.tile_dsl does not offer yet.
+
+* :func:`ex2` -- ``ex2.approx.ftz.f32`` (2**x; ex2(-inf) = 0, which masked rows rely on);
+* :func:`red_add_v2_f32` -- ``red.global.add.v2.f32``: one 8-byte vector atomic add of two fp32
+  values (sm_90+, so sm_90a / sm_120a / sm_121a), the dQ partial-sum reduction.
+"""
+
+from __future__ import annotations
+
+import cutlass
+from cutlass._mlir.dialects import llvm
+from cutlass.cutlass_dsl import T, dsl_user_op
+
+
+@dsl_user_op
+def ex2(x, *, loc=None, ip=None) -> cutlass.Float32:
+    return cutlass.Float32(llvm.inline_asm(
+        T.f32(), [cutlass.Float32(x).ir_value(loc=loc, ip=ip)], "ex2.approx.ftz.f32 $0, $1;",
+        "=f,f", has_side_effects=False, is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT))
+
+
+@dsl_user_op
+def red_add_v2_f32(ptr, a, b, *, loc=None, ip=None) -> None:
+    """``*ptr += a; *(ptr + 1) += b`` atomically (relaxed, gpu scope); ``ptr`` 8-byte aligned."""
+    addr = ptr.toint(loc=loc, ip=ip).ir_value(loc=loc, ip=ip)
+    llvm.inline_asm(
+        None, [addr, cutlass.Float32(a).ir_value(loc=loc, ip=ip),
+               cutlass.Float32(b).ir_value(loc=loc, ip=ip)],
+        "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f", has_side_effects=True,
+        is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
