@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from frost.templates.bwd_main import BwdMainKernel, stopgap_plan
+from frost.templates.bwd_main import BwdMainKernel, default_plan, stopgap_plan
 from frost.templates.bwd_main import masks
 from frost.templates.bwd_main.plan_stopgap import SMEM_CAP
 
@@ -42,8 +42,9 @@ def test_q_block_range_model_matches_brute_force():
 
 
 @pytest.mark.parametrize("d", [32, 40, 64, 96, 128, 160, 192, 256])
-def test_stopgap_plan_fits(d):
-    kp = stopgap_plan(d)
+@pytest.mark.parametrize("planner", [stopgap_plan, lambda d: default_plan("sm_120a", d)])
+def test_plan_fits(d, planner):
+    kp = planner(d)
     assert kp.smem_bytes <= SMEM_CAP
     assert max(b.end for b in kp.buffers) <= kp.smem_bytes
     BwdMainKernel.can_implement(kp)
@@ -61,14 +62,15 @@ def _no_file_cache():
     env.disable_file_caching = old
 
 
-COMPILE_CASES = [(32, False), (64, False), (128, False), (128, True), (192, False), (256, True)]
+COMPILE_CASES = [(32, False), (64, False), (96, False), (128, False), (128, True), (160, False),
+                 (192, False), (256, True)]
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("d,causal", COMPILE_CASES)
 def test_compile(arch, d, causal, capfd):
-    kp = stopgap_plan(d, causal=causal)
+    kp = default_plan(arch, d, causal=causal)
     kern = BwdMainKernel(kp, "bf16", causal=causal, causal_align="bottom_right", use_pdl=True)
     rep = kern.compile(arch)
     # under pytest the DSL's ptxas remarks go to pytest's sys.stderr, not to fd 2
@@ -89,11 +91,13 @@ torch = pytest.importorskip("torch")
 _KERNELS: dict = {}
 
 
-def _kernel(d, dtype, causal, align, use_pdl):
-    key = (d, dtype, causal, align, use_pdl)
+def _kernel(d, dtype, causal, align, use_pdl, stopgap=False):
+    key = (d, dtype, causal, align, use_pdl, stopgap)
     if key not in _KERNELS:
-        _KERNELS[key] = BwdMainKernel(stopgap_plan(d, causal=causal, dtype=dtype), dtype,
-                                      causal=causal, causal_align=align, use_pdl=use_pdl)
+        kp = (stopgap_plan(d, causal=causal, dtype=dtype) if stopgap
+              else default_plan("sm_120a", d, causal=causal, dtype=dtype))
+        _KERNELS[key] = BwdMainKernel(kp, dtype, causal=causal, causal_align=align,
+                                      use_pdl=use_pdl)
     return _KERNELS[key]
 
 
@@ -125,7 +129,7 @@ def reference(q, k, v, do, scale, causal, align):
 
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
-             use_pdl=False, seed=0):
+             use_pdl=False, seed=0, stopgap=False):
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dev = "cuda"
@@ -136,7 +140,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     q, k, v, do = rnd(B, Sq, Hq, D), rnd(B, Skv, Hkv, D), rnd(B, Skv, Hkv, D), rnd(B, Sq, Hq, D)
     scale = 1.0 / math.sqrt(D)
     lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, scale, causal, align)
-    kern = _kernel(D, dtype, causal, align, use_pdl)
+    kern = _kernel(D, dtype, causal, align, use_pdl, stopgap)
     d_pad = kern.kp.tile["d"]
     sq_pad = -(-Sq // 128) * 128
     lse2 = torch.full((B, Hq, sq_pad), float("inf"), device=dev, dtype=torch.float32)
@@ -164,6 +168,11 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
 @pytest.mark.gpu
 def test_gpu_d128_basic():
     run_case(2, 256, 256, 2, 2, 128)
+
+
+@pytest.mark.gpu
+def test_gpu_d128_stopgap_plan():
+    run_case(2, 256, 256, 2, 2, 128, stopgap=True)
 
 
 @pytest.mark.gpu

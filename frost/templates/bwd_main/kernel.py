@@ -77,6 +77,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         if kp.smem_bytes > 101_376:
             raise ValueError(f"bwd_main plan needs {kp.smem_bytes} B smem > 101,376")
         mma = kp.role(WarpRole.MMA)
+        if kp.mbarrier("q_empty").arrive_count not in (mma.num_warps, mma.threads):
+            raise ValueError("q_empty arrive_count must be one per MMA warp or per MMA thread")
         if mma.first_warp != 0 or mma.num_warps != tl["num_mma_warps"]:
             raise ValueError("bwd_main expects the MMA warps first, num_mma_warps of them")
         for wm, wn, rows, cols in (("s_wm", "s_wn", "tile_m", "tile_n"),
@@ -84,7 +86,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                                    ("dkv_wm", "dkv_wn", "tile_n", "d_v"),
                                    ("dq_wm", "dq_wn", "tile_m", "d")):
             if tl[wm] * tl[wn] != tl["num_mma_warps"] or tl[rows] % (16 * tl[wm]) \
-                    or tl[cols] % (16 * tl[wn]):
+                    or tl[cols] % (8 * tl[wn]):
                 raise ValueError(f"warp grid {wm}/{wn} does not tile {rows} x {cols}")
 
     # ------------------------------------------------------------------ host (jit)

@@ -28,10 +28,21 @@ from .ptx import ex2, red_add_v2_f32
 from .smem import transpose_view
 
 
-def make_mma(dtype, wm: int, wn: int):
-    """A (wm x wn) warp grid of m16n8k16 (fp32 acc); 16 columns per warp so ldmatrix.x4 fits B."""
+def warp_cols(wn: int, cols: tuple[int, ...]) -> int:
+    """Columns per warp and MMA step: 16 (two n8 atoms, B via ldmatrix.x4) when every N extent
+    allows it, else 8 (one n8 atom, B via ldmatrix.x2)."""
+    return 16 if all(c % (16 * wn) == 0 for c in cols) else 8
+
+
+def make_mma(dtype, wm: int, wn: int, n_warp: int):
+    """A (wm x wn) warp grid of m16n8k16 (fp32 accumulate), ``n_warp`` columns per warp step."""
     op = warp.MmaF16BF16Op(dtype, cutlass.Float32, (16, 8, 16))
-    return cute.make_tiled_mma(op, (wm, wn, 1), permutation_mnk=(wm * 16, wn * 16, 16))
+    return cute.make_tiled_mma(op, (wm, wn, 1), permutation_mnk=(wm * 16, wn * n_warp, 16))
+
+
+def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
+    return cute.make_copy_atom(
+        warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4 if n_warp == 16 else 2), dtype)
 
 
 @cute.jit
@@ -42,6 +53,15 @@ def gemm_ss(tiled_mma, acc, rA, rB, sA, sB, cpA, cpB):
     for k in cutlass.range_constexpr(cute.size(sA.shape[2])):
         cute.copy(cpA, sA[None, None, k], rA_v[None, None, k])
         cute.copy(cpB, sB[None, None, k], rB_v[None, None, k])
+        cute.gemm(tiled_mma, acc, rA[None, None, k], rB[None, None, k], acc)
+
+
+@cute.jit
+def gemm_rs(tiled_mma, acc, rA, rB, sA, cpA):
+    """acc += A·Bᵀ with A streamed from smem and B already resident in registers."""
+    rA_v = cpA.retile(rA)
+    for k in cutlass.range_constexpr(cute.size(sA.shape[2])):
+        cute.copy(cpA, sA[None, None, k], rA_v[None, None, k])
         cute.gemm(tiled_mma, acc, rA[None, None, k], rB[None, None, k], acc)
 
 
@@ -58,9 +78,12 @@ class MmaRole:
         tidx = cute.arch.thread_idx()[0] - kp.role(self.MMA).first_warp * 32
         mma_bar = kp.barrier("mma_sync")
 
-        mma_sdp = make_mma(dtype, tl["s_wm"], tl["s_wn"])
-        mma_dkv = make_mma(dtype, tl["dkv_wm"], tl["dkv_wn"])
-        mma_dq = make_mma(dtype, tl["dq_wm"], tl["dq_wn"])
+        n_sdp = warp_cols(tl["s_wn"], (t_n,))
+        n_dkv = warp_cols(tl["dkv_wn"], (d, dv))
+        n_dq = warp_cols(tl["dq_wn"], (d,))
+        mma_sdp = make_mma(dtype, tl["s_wm"], tl["s_wn"], n_sdp)
+        mma_dkv = make_mma(dtype, tl["dkv_wm"], tl["dkv_wn"], n_dkv)
+        mma_dq = make_mma(dtype, tl["dq_wm"], tl["dq_wn"], n_dq)
         thr_sdp = mma_sdp.get_slice(tidx)
         thr_dkv = mma_dkv.get_slice(tidx)
         thr_dq = mma_dq.get_slice(tidx)
@@ -81,14 +104,13 @@ class MmaRole:
         tdQrK = mma_dq.make_fragment_B(thr_dq.partition_B(sKt))
 
         # ldmatrix copies (smem -> registers), .trans for the operands read transposed.
-        ld = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dtype)
-        ldt = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), dtype)
+        ld, ldt = ldmatrix(dtype, False), ldmatrix(dtype, True)
         c_Q = cute.make_tiled_copy_A(ld, mma_sdp).get_slice(tidx)
-        c_K = cute.make_tiled_copy_B(ld, mma_sdp).get_slice(tidx)
+        c_K = cute.make_tiled_copy_B(ldmatrix(dtype, False, n_sdp), mma_sdp).get_slice(tidx)
         c_Pt = cute.make_tiled_copy_A(ldt, mma_dkv).get_slice(tidx)
-        c_dOt = cute.make_tiled_copy_B(ldt, mma_dkv).get_slice(tidx)
+        c_dOt = cute.make_tiled_copy_B(ldmatrix(dtype, True, n_dkv), mma_dkv).get_slice(tidx)
         c_dS = cute.make_tiled_copy_A(ld, mma_dq).get_slice(tidx)
-        c_Kt = cute.make_tiled_copy_B(ldt, mma_dq).get_slice(tidx)
+        c_Kt = cute.make_tiled_copy_B(ldmatrix(dtype, True, n_dq), mma_dq).get_slice(tidx)
         tSsQ = c_Q.partition_S(sm.sQ)
         tSsK = c_K.partition_S(sm.sK)
         tdPsdO = c_Q.partition_S(sm.sdO)
@@ -115,6 +137,13 @@ class MmaRole:
         acc_dV.fill(0.0)
 
         cute.arch.mbarrier_wait(sm.kv_full, 0)
+        v_in_regs = tl.get("v_in_regs", 0)
+        if cutlass.const_expr(v_in_regs):
+            # V stays in registers (B operand of dP); its smem is reused by sP/sdS, which are
+            # first written after this iteration's first mma_sync barrier.
+            rV = c_K.retile(tdPrV)
+            for k in cutlass.range_constexpr(cute.size(tdPsV.shape[2])):
+                cute.copy(c_K, tdPsV[None, None, k], rV[None, None, k])
         for t in cutlass.range(n_iters, unroll=1):
             stage = t % stages
             h = h_kv * group + t // n_m
@@ -126,8 +155,11 @@ class MmaRole:
             gemm_ss(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], tSsK, c_Q, c_K)
             acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
             acc_dP.fill(0.0)
-            gemm_ss(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], tdPsV,
-                    c_Q, c_K)
+            if cutlass.const_expr(v_in_regs):
+                gemm_rs(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q)
+            else:
+                gemm_ss(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], tdPsV,
+                        c_Q, c_K)
 
             row0 = m_block * t_m
             col0 = n_block * t_n
@@ -152,7 +184,7 @@ class MmaRole:
                     c_Pt, c_dOt)
             gemm_ss(mma_dkv, acc_dK, tdKrdS, tdKrQ, tdKsdSt, tdKsQt[None, None, None, stage],
                     c_Pt, c_dOt)
-            cute.arch.mbarrier_arrive(sm.q_empty + stage)
+            self.release_q(sm.q_empty + stage)
 
             acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d)), cutlass.Float32)
             acc_dQ.fill(0.0)
@@ -162,6 +194,19 @@ class MmaRole:
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
         self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
+
+    @cute.jit
+    def release_q(self, bar):
+        """Arrive on q_empty: once per MMA warp (lane 0 after a warp sync) or once per thread,
+        whichever the plan's arrive_count says."""
+        count = self.kp.mbarrier("q_empty").arrive_count
+        mma = self.kp.role(self.MMA)
+        if cutlass.const_expr(count == mma.num_warps):
+            cute.arch.sync_warp()
+            if cute.arch.lane_idx() == 0:
+                cute.arch.mbarrier_arrive(bar)
+        else:
+            cute.arch.mbarrier_arrive(bar)
 
     @cute.jit
     def dq_atomics(self, acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q):

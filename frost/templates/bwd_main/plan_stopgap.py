@@ -77,7 +77,7 @@ def stopgap_plan(head_dim: int, head_dim_v: int | None = None, *, causal: bool =
 
     def add(name, rows, cols, stages=1, dt=dtype, swz=True, alias=None, at=None):
         nonlocal off
-        esize = 4 if dt == "f32" else 2
+        esize = 4 if dt == "fp32" else 2
         nbytes = rows * cols * stages * esize
         start = at if at is not None else _align(off, 1024 if swz else 16)
         bufs.append(BufferPlan(name, start, nbytes, rows, cols, dt, stages,
@@ -92,8 +92,8 @@ def stopgap_plan(head_dim: int, head_dim_v: int | None = None, *, causal: bool =
     add("sdO", tm, dv, st)
     add("sP", tm, tn)
     add("sdS", tm, tn)
-    add("sLSE", st, tm, 1, "f32", swz=False)
-    add("sDelta", st, tm, 1, "f32", swz=False)
+    add("sLSE", tm, 1, st, "fp32", swz=False)
+    add("sDelta", tm, 1, st, "fp32", swz=False)
     add("sdK", tn, d, alias="sK", at=k_off)
     add("sdV", tn, dv, alias="sV", at=v_off)
     mb = _align(off, 8)
@@ -101,7 +101,7 @@ def stopgap_plan(head_dim: int, head_dim_v: int | None = None, *, causal: bool =
     q_bytes = tm * (d + dv) * 2
     mbars = (MbarrierPlan("kv_full", mb, 1, 1, tn * (d + dv) * 2),
              MbarrierPlan("q_full", mb + 8, st, 1, q_bytes),
-             MbarrierPlan("q_empty", mb + 8 + 8 * st, st, mma_threads, 0))
+             MbarrierPlan("q_empty", mb + 8 + 8 * st, st, warps, 0))
     smem = mb + 8 + 16 * st
     roles = (WarpGroupPlan(WarpRole.MMA, 0, warps, 232),
              WarpGroupPlan(WarpRole.PRODUCER, warps, 1, 40),

@@ -57,9 +57,10 @@ def tile_tensor(raw, buf: BufferPlan, dtype, staged: bool = False):
 
 
 def row_tensor(raw, buf: BufferPlan):
-    """An fp32 (rows=stages, cols) tensor viewed as (cols, stages) for per-row stats."""
+    """Per-row fp32 statistics as a (rows_per_stage, stages) tensor, stages contiguous blocks."""
+    n = buf.nbytes // (4 * buf.stages)
     ptr = cute.recast_ptr(raw + buf.offset, dtype=cutlass.Float32)
-    return cute.make_tensor(ptr, cute.make_layout((buf.cols, buf.rows), stride=(1, buf.cols)))
+    return cute.make_tensor(ptr, cute.make_layout((n, buf.stages), stride=(1, n)))
 
 
 def mbar_ptr(raw, offset: int):
