@@ -17,10 +17,7 @@ LAYERS = ["tile_dsl", "ir", "sched", "templates", "sdpa"]
 TOP = len(LAYERS)
 
 # (importing module, imported module): accepted for now, see the docstring.
-KNOWN_UPWARD = {
-    # barrier helpers take NamedBarrierPlan/MbarrierPlan; they could take duck-typed records.
-    ("frost.tile_dsl.barrier", "frost.sched.plan"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def layer_of(module: str) -> int:

@@ -18,6 +18,9 @@ import enum
 import json
 from typing import Any
 
+# Barrier records are primitives (frost.tile_dsl.barrier); plans hold them as they are.
+from frost.tile_dsl.barrier import MbarrierPlan, NamedBarrierPlan  # noqa: F401  (re-exported)
+
 
 class WarpRole(enum.IntEnum):
     """What a group of warps does inside a warp-specialized kernel (0 is reserved)."""
@@ -85,24 +88,6 @@ class BufferPlan:
         return self.nbytes // self.stages
 
 
-@dataclasses.dataclass(frozen=True)
-class NamedBarrierPlan:
-    """A ``bar.sync id, threads`` barrier. Id 0 is reserved for __syncthreads."""
-
-    name: str
-    id: int
-    threads: int
-
-
-@dataclasses.dataclass(frozen=True)
-class MbarrierPlan:
-    """A ring of mbarriers (one per stage) in shared memory, 8 bytes each."""
-
-    name: str
-    offset: int
-    stages: int
-    arrive_count: int
-    tx_bytes: int = 0  # expect-tx bytes per phase (TMA), 0 for plain arrive barriers
 
 
 @dataclasses.dataclass(frozen=True)

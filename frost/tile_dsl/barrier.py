@@ -28,7 +28,26 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from frost.sched.plan import MbarrierPlan, NamedBarrierPlan
+
+@dataclasses.dataclass(frozen=True)
+class NamedBarrierPlan:
+    """A ``bar.sync id, threads`` barrier. Id 0 is reserved for __syncthreads."""
+
+    name: str
+    id: int
+    threads: int
+
+
+@dataclasses.dataclass(frozen=True)
+class MbarrierPlan:
+    """A ring of mbarriers (one per stage) in shared memory, 8 bytes each."""
+
+    name: str
+    offset: int
+    stages: int
+    arrive_count: int
+    tx_bytes: int = 0  # expect-tx bytes per phase (TMA), 0 for plain arrive barriers
+
 
 WARP_SIZE = 32
 MAX_NAMED_BARRIERS = 16  # hardware barrier ids 0..15; id 0 is __syncthreads
