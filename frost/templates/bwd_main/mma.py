@@ -101,7 +101,11 @@ class MmaRole:
         tdKrdS = mma_dkv.make_fragment_A(thr_dkv.partition_A(sdSt))
         tdKrQ = mma_dkv.make_fragment_B(thr_dkv.partition_B(sQt[None, None, 0]))
         tdQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(sm.sdS))
-        tdQrK = mma_dq.make_fragment_B(thr_dq.partition_B(sKt))
+        # dQ = dS·K in d-column chunks (fewer live fp32 accumulators at large head dims)
+        dq_chunks = 2 if d > 192 and (d // 2) % (n_dq * tl["dq_wn"]) == 0 else 1
+        d_c = d // dq_chunks
+        sKt_c = cute.local_tile(sKt, (d_c, t_n), (None, 0))  # (d_c, t_n, chunk)
+        tdQrK = mma_dq.make_fragment_B(thr_dq.partition_B(sKt_c[None, None, 0]))
 
         # ldmatrix copies (smem -> registers), .trans for the operands read transposed.
         ld, ldt = ldmatrix(dtype, False), ldmatrix(dtype, True)
@@ -120,7 +124,7 @@ class MmaRole:
         tdKsdSt = c_Pt.partition_S(sdSt)
         tdKsQt = c_dOt.partition_S(sQt)
         tdQsdS = c_dS.partition_S(sm.sdS)
-        tdQsKt = c_Kt.partition_S(sKt)
+        tdQsKt = c_Kt.partition_S(sKt_c)  # (CPY, N, K, chunk)
 
         # registers -> smem for P and dS (32-bit stores in accumulator order).
         st32 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=32)
@@ -129,7 +133,7 @@ class MmaRole:
         tdSsdS = r2s.partition_D(sm.sdS)
 
         tScS = thr_sdp.partition_C(cute.make_identity_tensor((t_m, t_n)))
-        tdQcdQ = thr_dq.partition_C(cute.make_identity_tensor((t_m, d)))
+        tdQcdQ = thr_dq.partition_C(cute.make_identity_tensor((t_m, d_c)))
 
         acc_dK = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, d)), cutlass.Float32)
         acc_dV = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, dv)), cutlass.Float32)
@@ -186,10 +190,13 @@ class MmaRole:
                     c_Pt, c_dOt)
             self.release_q(sm.q_empty + stage)
 
-            acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d)), cutlass.Float32)
-            acc_dQ.fill(0.0)
-            gemm_ss(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, tdQsKt, c_dS, c_Kt)
-            self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q)
+            for ch in cutlass.range_constexpr(dq_chunks):
+                acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
+                                               cutlass.Float32)
+                acc_dQ.fill(0.0)
+                gemm_ss(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, tdQsKt[None, None, None, ch],
+                        c_dS, c_Kt)
+                self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, ch * d_c)
 
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
@@ -209,7 +216,7 @@ class MmaRole:
             cute.arch.mbarrier_arrive(bar)
 
     @cute.jit
-    def dq_atomics(self, acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q):
+    def dq_atomics(self, acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, col0: cutlass.Constexpr):
         """Add this tile's dQ partial into dq_accum (fp32, un-scaled), two columns per atomic."""
         t_m, d = self.kp.tile["tile_m"], self.kp.tile["d"]
         g = cute.local_tile(mdQacc[b, h, None, None], (t_m, d), (m_block, 0))
@@ -217,5 +224,5 @@ class MmaRole:
         for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
             r, c = tdQcdQ[i]
             if row0 + r < s_q:
-                ptr = g.iterator + cute.crd2idx((r, c), g.layout)
+                ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
                 red_add_v2_f32(ptr, acc_dQ[i], acc_dQ[i + 1])
