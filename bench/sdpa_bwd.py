@@ -69,17 +69,27 @@ def peer_frost(torch, causal):
 
 
 def peer_frost_sm120(torch, causal):
+    """FROST decides its code path from torch.cuda.get_device_capability: report (12, 0) while it
+    is imported and while it runs (frost itself reads the real arch from the device properties)."""
     real = torch.cuda.get_device_capability
-    torch.cuda.get_device_capability = lambda *a, **k: (12, 0)
-    try:
+
+    def as_sm120(fn, *a, **k):
+        torch.cuda.get_device_capability = lambda *_a, **_k: (12, 0)
+        try:
+            return fn(*a, **k)
+        finally:
+            torch.cuda.get_device_capability = real
+
+    def load():
         from cudnn.sdpa.bwd.api_dsl import sdpa_bwd_wrapper_dsl_sm120
-    finally:
-        torch.cuda.get_device_capability = real
+        return sdpa_bwd_wrapper_dsl_sm120
+
+    wrapper = as_sm120(load)
 
     def run(t):
         bh = lambda x: x.transpose(1, 2)  # noqa: E731  logical (B, H, S, D) of BSHD storage
-        r = sdpa_bwd_wrapper_dsl_sm120(bh(t["q"]), bh(t["k"]), bh(t["v"]), bh(t["o"]), bh(t["do"]),
-                                       t["lse"][..., None], is_causal=causal, causal_bottom_right=True)
+        r = as_sm120(wrapper, bh(t["q"]), bh(t["k"]), bh(t["v"]), bh(t["o"]), bh(t["do"]),
+                     t["lse"][..., None], is_causal=causal, causal_bottom_right=True)
         return bh(r["dq_tensor"]), bh(r["dk_tensor"]), bh(r["dv_tensor"])
     return run
 

@@ -165,9 +165,10 @@ def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
 
 # ------------------------------------------------------------------------------- variants
 def device_arch(device) -> str:
-    torch = _torch()
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"sm_{major}{minor}a"
+    """The device's arch, e.g. "sm_90a" (read from its properties, so a patched
+    ``torch.cuda.get_device_capability`` cannot make frost compile for the wrong GPU)."""
+    props = _torch().cuda.get_device_properties(device)
+    return f"sm_{props.major}{props.minor}a"
 
 
 def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, deterministic: bool,
