@@ -69,7 +69,18 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.align = masks.CausalAlign.parse(causal, causal_align)
         self.use_pdl = bool(use_pdl)
         self.can_implement(kplan)
+        self.dq_chunks = self.pick_dq_chunks(kplan)
         self._compiled = None
+
+    @staticmethod
+    def pick_dq_chunks(kp: KernelPlan) -> int:
+        """dQ = dS·K is computed in this many d-column chunks: fewer live fp32 accumulators
+        (needed to stay spill-free at d = 256 under a 240-register MMA budget)."""
+        d, wn = kp.tile["d"], kp.tile["dq_wn"]
+        want = 4 if d > 192 else 1
+        while want > 1 and (d % want or (d // want) % (8 * wn)):
+            want //= 2
+        return want
 
     @staticmethod
     def can_implement(kp: KernelPlan) -> None:

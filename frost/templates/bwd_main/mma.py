@@ -80,7 +80,8 @@ class MmaRole:
 
         n_sdp = warp_cols(tl["s_wn"], (t_n,))
         n_dkv = warp_cols(tl["dkv_wn"], (d, dv))
-        n_dq = warp_cols(tl["dq_wn"], (d,))
+        dq_chunks = self.dq_chunks
+        n_dq = warp_cols(tl["dq_wn"], (d // dq_chunks,))
         mma_sdp = make_mma(dtype, tl["s_wm"], tl["s_wn"], n_sdp)
         mma_dkv = make_mma(dtype, tl["dkv_wm"], tl["dkv_wn"], n_dkv)
         mma_dq = make_mma(dtype, tl["dq_wm"], tl["dq_wn"], n_dq)
@@ -102,7 +103,6 @@ class MmaRole:
         tdKrQ = mma_dkv.make_fragment_B(thr_dkv.partition_B(sQt[None, None, 0]))
         tdQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(sm.sdS))
         # dQ = dS·K in d-column chunks (fewer live fp32 accumulators at large head dims)
-        dq_chunks = 2 if d > 192 and (d // 2) % (n_dq * tl["dq_wn"]) == 0 else 1
         d_c = d // dq_chunks
         sKt_c = cute.local_tile(sKt, (d_c, t_n), (None, 0))  # (d_c, t_n, chunk)
         tdQrK = mma_dq.make_fragment_B(thr_dq.partition_B(sKt_c[None, None, 0]))
