@@ -149,19 +149,28 @@ def compile_args(dtype) -> tuple:
     return tuple(vals) + (make_fake_stream(),)
 
 
+_SLOT_FORMAT = {ctypes.c_int64: "q", ctypes.c_int32: "i4x", ctypes.c_float: "f4x", ctypes.c_void_p: "Q"}
+PACK_FORMAT = "<" + "".join(_SLOT_FORMAT[k] for k in ARG_KINDS)  # one 8-byte slot per argument
+
+
 class FastLauncher:
     """Calls a compiled chain with near-zero Python marshalling.
 
-    The CuTe DSL host ABI passes every argument as a pointer to its value. This keeps one ctypes
-    value per argument (:data:`ARG_KINDS`) and one packed pointer array alive, so a call only stores
-    the new scalars and invokes the compiled entry point. Relies on the executor internals of
-    nvidia-cutlass-dsl 4.8.1 (``capi_func``, ``cuda_result``, ``exec_context``); :meth:`create`
-    returns None when they are missing and the caller falls back to ``compiled(*args)``.
+    The CuTe DSL host ABI passes every argument as a pointer to its value. This keeps one buffer of
+    8-byte slots (one per argument, :data:`PACK_FORMAT`) and one packed pointer array alive, so a
+    call is one ``struct.pack_into`` of the new scalars plus the compiled entry point. Relies on
+    the executor internals of nvidia-cutlass-dsl 4.8.1 (``capi_func``, ``cuda_result``,
+    ``exec_context``); :meth:`create` returns None when they are missing and the caller falls back
+    to ``compiled(*args)``.
     """
 
     def __init__(self, executor):
-        self._vals = [k() for k in ARG_KINDS]
-        ptrs = [ctypes.addressof(v) for v in self._vals]
+        import struct
+
+        self._struct = struct.Struct(PACK_FORMAT)
+        self._buf = ctypes.create_string_buffer(self._struct.size)
+        base = ctypes.addressof(self._buf)
+        ptrs = [base + 8 * i for i in range(len(ARG_KINDS))]
         extra = []
         if executor.cuda_result is not None:
             extra.append(ctypes.addressof(executor.cuda_result))
@@ -181,8 +190,7 @@ class FastLauncher:
             return None
 
     def __call__(self, values) -> None:
-        for slot, v in zip(self._vals, values):
-            slot.value = v
+        self._struct.pack_into(self._buf, 0, *values)
         self._capi(self._packed)
         if self._result is not None and self._result.value != 0:
             raise RuntimeError(f"frost.sdpa: CUDA error {self._result.value} launching the backward chain")

@@ -110,3 +110,18 @@ def test_deterministic_is_refused_without_split_support(monkeypatch):
     assert not api.main_supports_dq_splits()
     with pytest.raises(NotImplementedError, match="deterministic"):
         api._main_kernel(key, api.make_plan(key))
+
+
+def test_fast_launcher_slots_read_back_as_arg_kinds():
+    import ctypes
+    import struct
+
+    st = struct.Struct(chain.PACK_FORMAT)
+    assert st.size == 8 * len(chain.ARG_KINDS)
+    vals = [(1 << 40) + 16 * i for i in range(len(chain.ADDRS))] + [3, -1, 200, 8, 2, 64, 5]
+    vals += [-(i + 1) if i % 2 else i * 1000 for i in range(len(chain.STRIDES))] + [0.125, 2 ** 63 + 5]
+    buf = ctypes.create_string_buffer(st.size)
+    st.pack_into(buf, 0, *vals)
+    base = ctypes.addressof(buf)
+    back = [k.from_address(base + 8 * i).value for i, k in enumerate(chain.ARG_KINDS)]
+    assert back == vals
