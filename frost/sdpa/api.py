@@ -239,14 +239,17 @@ class CompiledChain:
     key: VariantKey
     cfg: "_chain.ChainConfig"
     compiled: object
-    launcher: object = None
+    launchers: dict = dataclasses.field(default_factory=dict)  # device index -> launcher
 
-    def launch(self, values) -> None:
+    def launch(self, values, device_index: int = 0) -> None:
+        """Launch on the current CUDA context, which must be that of ``device_index`` (the module
+        is loaded once per device)."""
         if not _FAST["enabled"]:
             return self._slow(values)
-        if self.launcher is None:
-            self.launcher = _chain.FastLauncher.create(self.compiled) or self._slow
-        self.launcher(values)
+        fn = self.launchers.get(device_index)
+        if fn is None:
+            fn = self.launchers[device_index] = _chain.FastLauncher.create(self.compiled) or self._slow
+        fn(values)
 
     def _slow(self, values) -> None:
         import cuda.bindings.driver as cuda
@@ -291,6 +294,7 @@ def cache_info() -> dict:
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _SIGS.clear()
 
 
 # -------------------------------------------------------------------------------- the call
@@ -374,7 +378,12 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     vals = [*ptrs, lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows,
             a + 8 * rows, p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *prep.strides,
             prep.scale, torch.cuda.current_stream(dev).cuda_stream]
-    ch.launch(vals)
+    idx = q.get_device()
+    if idx == torch.cuda.current_device():
+        ch.launch(vals, idx)
+    else:
+        with torch.cuda.device(idx):
+            ch.launch(vals, idx)
     if deterministic and not prep.fused_det:
         from frost.sdpa import deterministic as _det
 
