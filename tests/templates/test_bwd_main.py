@@ -9,8 +9,11 @@ from __future__ import annotations
 import math
 import re
 
+import cutlass
+import cutlass.cute as cute
 import pytest
 
+from frost.templates.bwd_main.mma import make_mma, warp_cols
 from frost.templates.bwd_main import BwdMainKernel, default_plan, stopgap_plan
 from frost.templates.bwd_main import masks
 from frost.templates.bwd_main.plan_stopgap import SMEM_CAP
@@ -50,6 +53,31 @@ def test_plan_fits(d, planner):
     BwdMainKernel.can_implement(kp)
 
 
+@cute.jit
+def _collect_c_pairs(wm: cutlass.Constexpr, wn: cutlass.Constexpr, rows: cutlass.Constexpr,
+                     cols: cutlass.Constexpr, out: cutlass.Constexpr):
+    """(coord of acc[i], coord of acc[i+1]) for every even i, for every 5th thread."""
+    mma = make_mma(cutlass.BFloat16, wm, wn, warp_cols(wn, (cols,)))
+    for t in cutlass.range_constexpr(0, wm * wn * 32, 5):
+        c = mma.get_slice(t).partition_C(cute.make_identity_tensor((rows, cols)))
+        for i in cutlass.range_constexpr(0, cute.size(c), 2):
+            out.append((c[i], c[i + 1]))
+
+
+@pytest.mark.parametrize("d", [32, 96, 128, 160, 256])
+def test_dq_atomic_pairs_are_adjacent_columns(d):
+    """red.global.add.v2.f32 adds accumulator elements (i, i+1) at (r, c), (r, c+1), c even:
+    checked on CuTe's own C-fragment ownership for the plan's dQ warp grid (CPU trace)."""
+    kp = default_plan("sm_120a", d)
+    tl = kp.tile
+    cols = tl["d"] // BwdMainKernel.pick_dq_chunks(kp)
+    out: list = []
+    _collect_c_pairs(tl["dq_wm"], tl["dq_wn"], tl["tile_m"], cols, out)
+    assert out
+    for (r0, c0), (r1, c1) in out:
+        assert r0 == r1 and c1 == c0 + 1 and c0 % 2 == 0
+
+
 # ----------------------------------------------------------------------------- L0 compile-only
 @pytest.fixture(scope="module", autouse=True)
 def _no_file_cache():
@@ -86,8 +114,6 @@ def test_compile(arch, d, causal, capfd):
 
 
 # ----------------------------------------------------------------------------- L1 GPU numerics
-torch = pytest.importorskip("torch")
-
 _KERNELS: dict = {}
 
 
@@ -103,6 +129,8 @@ def _kernel(d, dtype, causal, align, use_pdl, stopgap=False):
 
 def reference(q, k, v, do, scale, causal, align):
     """float64 attention forward + backward; returns lse, delta, dq, dk, dv (BSHD)."""
+    import torch
+
     q, k, v, do = (t.double() for t in (q, k, v, do))
     B, Sq, Hq, D = q.shape
     Skv, Hkv = k.shape[1], k.shape[2]
@@ -130,6 +158,8 @@ def reference(q, k, v, do, scale, causal, align):
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
              use_pdl=False, seed=0, stopgap=False):
+    import torch
+
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dev = "cuda"
@@ -211,6 +241,8 @@ def test_gpu_fp16(d):
 
 @pytest.mark.gpu
 def test_gpu_pdl_on_off_identical():
+    import torch
+
     _, a = run_case(1, 300, 300, 2, 2, 128, causal=True, use_pdl=False, seed=3)
     _, b = run_case(1, 300, 300, 2, 2, 128, causal=True, use_pdl=True, seed=3)
     for x, y in zip(a[1:], b[1:]):  # dK, dV are deterministic; dQ uses atomics
