@@ -113,17 +113,28 @@ def test_compile(arch, d, causal, capfd):
     assert spills == 0, f"{spills} spill bytes at {regs} registers"
 
 
+@pytest.mark.compile
+def test_compile_dq_splits(capfd):
+    """Deterministic mode: dq_accum gains a leading split mode; still atomics, still spill-free."""
+    kern = BwdMainKernel(default_plan("sm_120a", 64), "bf16", causal=True, use_pdl=True,
+                         dq_splits=True)
+    rep = kern.compile("sm_120a")
+    assert rep.count("red.global.add.v2.f32") > 0
+    regs, spills = _resources(rep.log + capfd.readouterr().err)
+    assert spills == 0
+
+
 # ----------------------------------------------------------------------------- L1 GPU numerics
 _KERNELS: dict = {}
 
 
-def _kernel(d, dtype, causal, align, use_pdl, stopgap=False):
-    key = (d, dtype, causal, align, use_pdl, stopgap)
+def _kernel(d, dtype, causal, align, use_pdl, stopgap=False, splits=False):
+    key = (d, dtype, causal, align, use_pdl, stopgap, splits)
     if key not in _KERNELS:
         kp = (stopgap_plan(d, causal=causal, dtype=dtype) if stopgap
               else default_plan("sm_120a", d, causal=causal, dtype=dtype))
         _KERNELS[key] = BwdMainKernel(kp, dtype, causal=causal, causal_align=align,
-                                      use_pdl=use_pdl)
+                                      use_pdl=use_pdl, dq_splits=splits)
     return _KERNELS[key]
 
 
@@ -157,7 +168,7 @@ def reference(q, k, v, do, scale, causal, align):
 
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
-             use_pdl=False, seed=0, stopgap=False):
+             use_pdl=False, seed=0, stopgap=False, splits=False):
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -170,7 +181,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     q, k, v, do = rnd(B, Sq, Hq, D), rnd(B, Skv, Hkv, D), rnd(B, Skv, Hkv, D), rnd(B, Sq, Hq, D)
     scale = 1.0 / math.sqrt(D)
     lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, scale, causal, align)
-    kern = _kernel(D, dtype, causal, align, use_pdl, stopgap)
+    kern = _kernel(D, dtype, causal, align, use_pdl, stopgap, splits)
     d_pad = kern.kp.tile["d"]
     sq_pad = -(-Sq // 128) * 128
     lse2 = torch.full((B, Hq, sq_pad), float("inf"), device=dev, dtype=torch.float32)
@@ -178,12 +189,15 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     lse2[..., :Sq][torch.isinf(lse.float())] = float("inf")
     dlt = torch.zeros((B, Hq, sq_pad), device=dev, dtype=torch.float32)
     dlt[..., :Sq] = delta.float()
-    dq_acc = torch.zeros((B, Hq, sq_pad, d_pad), device=dev, dtype=torch.float32)
+    n_splits = -(-Skv // kern.kp.tile["tile_n"]) if splits else 0
+    dq_acc = torch.zeros(((n_splits,) if splits else ()) + (B, Hq, sq_pad, d_pad), device=dev,
+                         dtype=torch.float32)
     dk = torch.full_like(k, float("nan"))
     dv = torch.full_like(v, float("nan"))
     kern.launch(q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale)
     torch.cuda.synchronize()
-    dq = (dq_acc[:, :, :Sq, :D] * scale).transpose(1, 2)
+    acc = dq_acc.sum(0) if splits else dq_acc  # split order is fixed: deterministic
+    dq = (acc[:, :, :Sq, :D] * scale).transpose(1, 2)
     tol = 1e-2 if dtype == "bf16" else 5e-3
     errs = {}
     for name, out, ref in (("dq", dq, dq_ref), ("dk", dk, dk_ref), ("dv", dv, dv_ref)):
@@ -248,3 +262,13 @@ def test_gpu_pdl_on_off_identical():
     for x, y in zip(a[1:], b[1:]):  # dK, dV are deterministic; dQ uses atomics
         assert torch.equal(x, y)
     assert torch.allclose(a[0], b[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_dq_splits_deterministic():
+    import torch
+
+    _, a = run_case(2, 300, 333, 4, 2, 128, causal=True, splits=True, seed=5)
+    _, b = run_case(2, 300, 333, 4, 2, 128, causal=True, splits=True, seed=5)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)

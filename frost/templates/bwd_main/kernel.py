@@ -3,7 +3,7 @@
 Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
-                         use_pdl=False)
+                         use_pdl=False, dq_splits=False)
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)   # torch tensors
 
@@ -13,7 +13,11 @@ Tensors (torch, CUDA):
 * lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q; lse_log2 = LSE·log2(e) with −inf
   already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
-  (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``;
+  (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``.
+  With ``dq_splits=True`` (deterministic dQ): (n_splits, B, H_q, S_q_pad, d_pad), n_splits >=
+  ⌈S_kv/tile_n⌉, zeroed; KV tile n adds its partial into split n only. Every element of a split
+  has one writer (the CTA of that KV tile walks each q head once), so the single atomic add onto
+  0.0 is exact and the result is bitwise reproducible; dq_convert sums the splits in order;
 * dk, dv: outputs (B, S_kv, H_kv, D) io dtype, fully overwritten (dk already × scale).
 
 H_q must be a multiple of H_kv (GQA/MQA: one CTA loops over the whole q-head group). B, H, S are
@@ -59,11 +63,13 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
 
     MMA = WarpRole.MMA
     PRODUCER = WarpRole.PRODUCER
+    SUPPORTS_DQ_SPLITS = True
 
     def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
-                 use_pdl: bool = False):
+                 use_pdl: bool = False, dq_splits: bool = False):
         self.kp = kplan
+        self.dq_splits = bool(dq_splits)
         self.dtype_name = dtype
         self.dtype = _DTYPES[dtype]
         self.align = masks.CausalAlign.parse(causal, causal_align)
@@ -186,7 +192,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         else:
             if cutlass.const_expr(mma_role.max_regs is not None):
                 cute.arch.setmaxregister_increase(mma_role.max_regs)
-            self.consume(self.smem_views(raw), tmas, mdQacc, b, h_kv, n_block, m_min, n_m, n_iters, s_q, s_kv,
+            mdQ = mdQacc
+            if cutlass.const_expr(self.dq_splits):
+                mdQ = mdQacc[n_block, None, None, None, None]  # this KV tile's own split
+            self.consume(self.smem_views(raw), tmas, mdQ, b, h_kv, n_block, m_min, n_m, n_iters, s_q, s_kv,
                          group, scale, scale_log2)
 
     @cute.jit
@@ -237,7 +246,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         k, v = bshd(Skv, Hkv, D), bshd(Skv, Hkv, Dv)
         dk, dv = bshd(Skv, Hkv, D), bshd(Skv, Hkv, Dv)
         lse, delta = f32((B, Hq, Sqp)), f32((B, Hq, Sqp))
-        dq_acc = f32((B, Hq, Sqp, tl["d"]))
+        dq_acc = f32((sym(), B, Hq, Sqp, tl["d"]) if self.dq_splits else (B, Hq, Sqp, tl["d"]))
         return (q, k, v, do, lse, delta, dq_acc, dk, dv, cutlass.Float32(1.0),
                 crt.make_fake_stream())
 
@@ -254,7 +263,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         from cutlass.cute.runtime import from_dlpack
 
         self._check(q, k, v, do, lse_log2, delta, dq_accum, dk, dv)
-        lead = (3, 3, 3, 3, 2, 2, 3, 3, 3)
+        lead = (3, 3, 3, 3, 2, 2, dq_accum.dim() - 1, 3, 3)
         args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=ld)
                 for t, ld in zip((q, k, v, do, lse_log2, delta, dq_accum, dk, dv), lead)]
         if stream is None:
@@ -274,8 +283,17 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             raise ValueError(f"head dim {D} exceeds the plan's padded d={tl['d']}")
         if lse_log2.shape[:2] != (B, Hq) or lse_log2.shape[2] < Sq or delta.shape != lse_log2.shape:
             raise ValueError("lse_log2/delta must be fp32 (B, H_q, S_q_pad >= S_q)")
-        if tuple(dq_accum.shape) != (B, Hq, lse_log2.shape[2], tl["d"]) or not dq_accum.is_contiguous():
-            raise ValueError(f"dq_accum must be contiguous fp32 (B, H_q, S_q_pad, {tl['d']})")
+        want = (B, Hq, lse_log2.shape[2], tl["d"])
+        acc_shape = tuple(dq_accum.shape)
+        if self.dq_splits:
+            n_kv = -(-Skv // tl["tile_n"])
+            ok = len(acc_shape) == 5 and acc_shape[1:] == want and acc_shape[0] >= n_kv
+        else:
+            ok = acc_shape == want
+        if not ok or not dq_accum.is_contiguous():
+            lead_mode = "n_splits >= ceil(S_kv/tile_n), " if self.dq_splits else ""
+            raise ValueError(f"dq_accum must be contiguous fp32 ({lead_mode}B, H_q, S_q_pad, "
+                             f"{tl['d']}); got {acc_shape}")
         for t in (q, k, v, do, dk, dv):
             if t.stride(-1) != 1 or any(s % 8 for s in t.stride()[:-1]) or t.data_ptr() % 16:
                 raise ValueError("q/k/v/do/dk/dv need a contiguous last dim and 16-byte strides")
