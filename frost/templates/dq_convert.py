@@ -29,10 +29,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32
 
-from frost.sched.plan import KernelPlan, Plan
+from frost.templates.rowwise import RowwiseConfig
 from frost.tile_dsl import barrier as bar
 
-ELEMS_PER_VEC = 8  # one 16-byte store of fp16/bf16
+ELEMS_PER_VEC = 8  # one 16-byte store of fp16/bf16 (io dtypes are 16-bit)
 
 
 class DqConvertError(ValueError):
@@ -40,61 +40,11 @@ class DqConvertError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class DqConvertConfig:
-    """Static knobs of one compiled dQ-convert variant."""
+class DqConvertConfig(RowwiseConfig):
+    """Static knobs of one compiled dq_convert variant (lane/vector arithmetic in :mod:`.rowwise`)."""
 
-    io_bits: int
-    head_dim: int
-    d_pad: int
-    block_m: int
-    threads: int
-    use_pdl: bool = True
-
-    @property
-    def vecs_per_row(self) -> int:
-        return self.head_dim // ELEMS_PER_VEC
-
-    @property
-    def threads_per_row(self) -> int:
-        return 1 << (min(32, self.vecs_per_row).bit_length() - 1)
-
-    @property
-    def vecs_per_thread(self) -> int:
-        return -(-self.vecs_per_row // self.threads_per_row)
-
-    @property
-    def rows_per_pass(self) -> int:
-        return self.threads // self.threads_per_row
-
-    @property
-    def passes(self) -> int:
-        return -(-self.block_m // self.rows_per_pass)
-
-    def can_implement(self) -> None:
-        if self.io_bits != 16:
-            raise DqConvertError(f"io dtype must be 16-bit (fp16/bf16), got {self.io_bits} bits")
-        if self.head_dim <= 0 or self.head_dim % ELEMS_PER_VEC:
-            raise DqConvertError(f"head_dim must be a positive multiple of {ELEMS_PER_VEC}, got {self.head_dim}")
-        if self.d_pad < self.head_dim or self.d_pad % 4:
-            raise DqConvertError(f"d_pad must be >= head_dim and a multiple of 4, got {self.d_pad}")
-        if self.threads % 32 or not 32 <= self.threads <= 1024:
-            raise DqConvertError(f"threads must be a multiple of 32 in [32, 1024], got {self.threads}")
-        if self.block_m <= 0:
-            raise DqConvertError(f"block_m must be positive, got {self.block_m}")
-
-    @classmethod
-    def from_plan(cls, plan: Plan, io_bits: int, head_dim: int, use_pdl: bool = True) -> "DqConvertConfig":
-        """CTA size from the ``dq_convert`` kernel, row tiling and d_pad from ``bwd_main``."""
-        kp: KernelPlan = plan.kernel("dq_convert")
-        main = plan.kernel("bwd_main")
-        tile_m = int(main.tile["tile_m"])
-        block_m = int(kp.tile.get("block_m", tile_m))
-        if tile_m % block_m:
-            raise DqConvertError(f"dq_convert block_m={block_m} must divide bwd_main tile_m={tile_m}")
-        cfg = cls(io_bits=io_bits, head_dim=head_dim, d_pad=int(main.tile["d"]), block_m=block_m,
-                  threads=int(kp.threads), use_pdl=use_pdl)
-        cfg.can_implement()
-        return cfg
+    error = DqConvertError
+    kernel = "dq_convert"
 
 
 def dq_convert_model(dq_accum, scale: float, seqlen: int, head_dim: int):

@@ -38,11 +38,11 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32
 
-from frost.sched.plan import KernelPlan, Plan
+from frost.templates.rowwise import RowwiseConfig
 from frost.tile_dsl import barrier as bar
 
 LOG2_E = math.log2(math.e)
-VEC_BYTES = 16
+from frost.templates.rowwise import VEC_BYTES  # noqa: E402
 
 
 class RowDotError(ValueError):
@@ -50,71 +50,15 @@ class RowDotError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class RowDotConfig:
-    """Static knobs of one compiled row-dot variant."""
+class RowDotConfig(RowwiseConfig):
+    """Static knobs of one compiled rowdot variant (lane/vector arithmetic in :mod:`.rowwise`)."""
 
-    io_bits: int        # 16 for fp16 / bf16
-    head_dim: int       # d_v of O and dO (unpadded)
-    d_pad: int          # padded head dim of the dQ workspace rows
-    block_m: int        # rows per CTA (divides S_q_pad)
-    threads: int        # CTA size
-    use_pdl: bool = True
-
-    @property
-    def elems_per_vec(self) -> int:
-        return VEC_BYTES * 8 // self.io_bits
-
-    @property
-    def vecs_per_row(self) -> int:
-        return self.head_dim // self.elems_per_vec
-
-    @property
-    def threads_per_row(self) -> int:
-        """Largest power of two <= min(32, vectors per row)."""
-        return 1 << (min(32, self.vecs_per_row).bit_length() - 1)
-
-    @property
-    def vecs_per_thread(self) -> int:
-        return -(-self.vecs_per_row // self.threads_per_row)
-
-    @property
-    def rows_per_pass(self) -> int:
-        return self.threads // self.threads_per_row
-
-    @property
-    def passes(self) -> int:
-        return -(-self.block_m // self.rows_per_pass)
+    error = RowDotError
+    kernel = "rowdot"
 
     @property
     def zero_vecs_per_row(self) -> int:
         return self.d_pad // 4  # 4 fp32 per 16-byte store
-
-    def can_implement(self) -> None:
-        """Raise :class:`RowDotError` naming the first violated constraint."""
-        if self.io_bits != 16:
-            raise RowDotError(f"io dtype must be 16-bit (fp16/bf16), got {self.io_bits} bits")
-        if self.head_dim <= 0 or self.head_dim % self.elems_per_vec:
-            raise RowDotError(f"head_dim must be a positive multiple of {self.elems_per_vec}, got {self.head_dim}")
-        if self.d_pad < self.head_dim or self.d_pad % 4:
-            raise RowDotError(f"d_pad must be >= head_dim and a multiple of 4, got {self.d_pad}")
-        if self.threads % 32 or not 32 <= self.threads <= 1024:
-            raise RowDotError(f"threads must be a multiple of 32 in [32, 1024], got {self.threads}")
-        if self.block_m <= 0:
-            raise RowDotError(f"block_m must be positive, got {self.block_m}")
-
-    @classmethod
-    def from_plan(cls, plan: Plan, io_bits: int, head_dim: int, use_pdl: bool = True) -> "RowDotConfig":
-        """Read the CTA size from the ``rowdot`` kernel and the row tiling from ``bwd_main``."""
-        kp: KernelPlan = plan.kernel("rowdot")
-        main = plan.kernel("bwd_main")
-        tile_m = int(main.tile["tile_m"])
-        block_m = int(kp.tile.get("block_m", tile_m))
-        if tile_m % block_m:
-            raise RowDotError(f"rowdot block_m={block_m} must divide bwd_main tile_m={tile_m}")
-        cfg = cls(io_bits=io_bits, head_dim=head_dim, d_pad=int(main.tile["d"]), block_m=block_m,
-                  threads=int(kp.threads), use_pdl=use_pdl)
-        cfg.can_implement()
-        return cfg
 
 
 def lse_log2_model(lse: float) -> float:
