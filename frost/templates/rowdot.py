@@ -38,11 +38,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32
 
-from frost.templates.rowwise import RowwiseConfig
+from frost.templates.rowwise import VEC_BYTES, RowwiseConfig
 from frost.tile_dsl import barrier as bar
 
 LOG2_E = math.log2(math.e)
-from frost.templates.rowwise import VEC_BYTES  # noqa: E402
 
 
 class RowDotError(ValueError):
