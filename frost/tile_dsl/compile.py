@@ -85,37 +85,33 @@ class CompileReport:
         return self.ptx.count(needle)
 
 
-_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
-_USED_SMEM = re.compile(r"(\d+) bytes smem")
+_ENTRY = re.compile(r"Compiling\s+entry\s+function\s+'([^']+)'\s+for\s+'(sm_\w+)'")
+_FRAME = re.compile(r"(\d+)\s+bytes\s+stack\s+frame,\s+(\d+)\s+bytes\s+spill\s+stores,\s+(\d+)\s+bytes\s+spill\s+loads")
+_USED = re.compile(r"Used\s+(\d+)\s+registers(?:,\s+used\s+(\d+)\s+barriers)?")
+_SMEM = re.compile(r"Used\s+\d+\s+registers[^\n]*?(\d+)\s+bytes\s+smem")
 
 
 def parse_ptxas_log(log: str) -> list[KernelResources]:
-    """Parse ptxas ``-v`` style remarks into one :class:`KernelResources` per entry function."""
+    """Parse ptxas ``-v`` style remarks into one :class:`KernelResources` per entry function.
+
+    The log is cut at each "Compiling entry function" and each piece is searched as a whole, so a
+    remark that wraps a name or a number onto the next line (as CuTe's remark printer does when
+    ptxas reports spills) is still read.
+    """
     out: list[KernelResources] = []
-    cur: dict[str, Any] | None = None
-    for line in log.splitlines():
-        m = _ENTRY.search(line)
-        if m:
-            if cur is not None and "registers" in cur:
-                out.append(KernelResources(**cur))
-            cur = dict(name=m.group(1), registers=0, spill_store_bytes=0, spill_load_bytes=0,
-                       stack_bytes=0, static_smem_bytes=0, barriers=0)
+    starts = list(_ENTRY.finditer(log))
+    for i, m in enumerate(starts):
+        piece = log[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(log)]
+        used = _USED.search(piece)
+        if used is None:
             continue
-        if cur is None:
-            continue
-        m = _FRAME.search(line)
-        if m:
-            cur["stack_bytes"], cur["spill_store_bytes"], cur["spill_load_bytes"] = map(int, m.groups())
-        m = _USED.search(line)
-        if m:
-            cur["registers"] = int(m.group(1))
-            cur["barriers"] = int(m.group(2) or 0)
-            s = _USED_SMEM.search(line)
-            cur["static_smem_bytes"] = int(s.group(1)) if s else 0
-    if cur is not None and "registers" in cur:
-        out.append(KernelResources(**cur))
+        frame = _FRAME.search(piece)
+        stack, st, ld = map(int, frame.groups()) if frame else (0, 0, 0)
+        smem = _SMEM.search(piece)
+        out.append(KernelResources(name=m.group(1), registers=int(used.group(1)), spill_store_bytes=st,
+                                   spill_load_bytes=ld, stack_bytes=stack,
+                                   static_smem_bytes=int(smem.group(1)) if smem else 0,
+                                   barriers=int(used.group(2) or 0)))
     return out
 
 

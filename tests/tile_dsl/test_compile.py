@@ -55,3 +55,17 @@ def test_report_is_read_under_pytest_capture(arch):
 def test_rejects_unknown_arch():
     with pytest.raises(ValueError, match="arch"):
         compile_for(lambda: None, arch="sm_75")
+
+
+WRAPPED = """remark: ptxas output: ptxas info    : Compiling entry function
+'kern_spill' for 'sm_120a'
+ptxas info    : Function properties for kern_spill
+ptxas         .     72 bytes stack frame, 68 bytes
+spill stores, 68 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers
+"""
+
+
+def test_parse_wrapped_remark_with_spills():
+    (k,) = parse_ptxas_log(WRAPPED)
+    assert (k.name, k.registers, k.spill_store_bytes, k.spill_load_bytes) == ("kern_spill", 255, 68, 68)
