@@ -200,6 +200,32 @@ def bench_shape(torch, shape, args, dtype):
     return row
 
 
+def host_overhead_us(torch, peers, n=200):
+    """Host time per call once compiled, on a tiny problem (1, 128, 2, 64): launch cost, not math.
+
+    Measured as wall time of ``n`` back-to-back calls without synchronizing (the GPU work of a tiny
+    call is shorter than its launch cost), so it is the time the host thread spends per call.
+    """
+    import time
+
+    t = make_set(torch, 1, 2, 128, 64, False, torch.bfloat16, seed=99)
+    out = {}
+    for name in peers:
+        try:
+            fn = PEERS[name](torch, False)
+            for _ in range(5):
+                fn(t)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn(t)
+            out[name] = (time.perf_counter() - t0) / n * 1e6
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            out[name] = f"{type(e).__name__}: {e}"[:200]
+    return out
+
+
 def print_table(rows, peers):
     head = f"{'B,H,S,D,causal':<22}" + "".join(f"{p:>13}" for p in peers) + f"{'frost/best120':>15}"
     print(head)
@@ -257,7 +283,10 @@ def main(argv=None):
         meta["frost_compiles"] = api.cache_info()["compiles"]
     except Exception:  # noqa: BLE001
         pass
+    meta["host_us"] = host_overhead_us(torch, [p for p in args.peers if p in ("frost", "frost_sm120", "fa4_sm120")])
     print(f"# {meta['gpu']}  {meta['date']}  commit {meta['commit'][:12]}  {args.dtype}")
+    print("host time per call (us, tiny problem):",
+          {k: (round(v, 1) if isinstance(v, float) else v) for k, v in meta["host_us"].items()})
     print_table(rows, args.peers)
     for r in rows:
         if r["errors"]:
