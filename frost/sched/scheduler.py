@@ -195,8 +195,11 @@ def _plan_rows(spec: KernelSpec, main: KernelPlan) -> KernelPlan:
 
 
 def _pdl(specs: list[KernelSpec], kernels: list[KernelPlan]):
-    """Each kernel waits before reading what an earlier kernel of the chain wrote and triggers
-    its dependents; the first kernel only triggers."""
+    """Each kernel waits before its first global read and triggers its dependents.
+
+    The chain's first kernel waits too: its inputs (O, dO, LSE in the attention backward) are
+    outputs of whatever ran before the chain, and under PDL that kernel may still be running.
+    (FROST's row-dot reads O and dO before its wait: a latent race this rule rules out.)"""
     edges, out = [], []
     for i, (spec, kp) in enumerate(zip(specs, kernels)):
         for t in spec.depends_on:
@@ -204,7 +207,7 @@ def _pdl(specs: list[KernelSpec], kernels: list[KernelPlan]):
                 if t in specs[j].writes:
                     edges.append((specs[j].name, spec.name, t))
                     break
-        pdl = (PdlAction.TRIGGER,) if i == 0 else (PdlAction.WAIT, PdlAction.TRIGGER)
+        pdl = (PdlAction.WAIT, PdlAction.TRIGGER)
         out.append(dataclasses.replace(kp, pdl=pdl))
     merged: dict[tuple[str, str], list[str]] = {}
     for p, c, t in edges:

@@ -20,7 +20,7 @@ def test_gemm_rowsum_plan(tm, tn, tk, stages, warps):
     check_plan(p)
     assert [k.name for k in p.kernels] == ["zero_rowsum", "gemm_rowsum"]
     zero, main = p.kernels
-    assert zero.params["zeroes"] == ["r"] and zero.pdl == (PdlAction.TRIGGER,)
+    assert zero.params["zeroes"] == ["r"] and zero.pdl == (PdlAction.WAIT, PdlAction.TRIGGER)
     assert main.pdl[0] == PdlAction.WAIT
     assert [(e.producer, e.consumer, e.tensors) for e in p.edges] == \
         [("zero_rowsum", "gemm_rowsum", ("r",))]

@@ -21,8 +21,8 @@ def test_chain_and_edges():
     edges = {(e.producer, e.consumer): set(e.tensors) for e in p.edges}
     assert edges == {("rowdot", "bwd_main"): {"delta", "lse_log2", "dq_accum"},
                      ("bwd_main", "dq_convert"): {"dq_accum"}}
-    assert rowdot.pdl == (PdlAction.TRIGGER,)
-    assert main.pdl == cvt.pdl == (PdlAction.WAIT, PdlAction.TRIGGER)
+    # every kernel, the first included, waits before its first read of an upstream output
+    assert rowdot.pdl == main.pdl == cvt.pdl == (PdlAction.WAIT, PdlAction.TRIGGER)
     assert p.params == {"head_dim": 128, "head_dim_v": 128, "causal": False, "dtype": "bf16",
                         "arch": "sm_120a"}
 
