@@ -276,3 +276,32 @@ def test_gpu_dq_splits_deterministic():
     _, b = run_case(2, 300, 333, 4, 2, 128, causal=True, splits=True, seed=5)
     for x, y in zip(a, b):
         assert torch.equal(x, y)
+
+
+# ----------------------------------------------------------------------------- ablation knob (timing only)
+def test_skip_rejects_unknown_stage():
+    with pytest.raises(ValueError, match="unknown bwd_main skip"):
+        BwdMainKernel(default_plan("sm_120a", 64), "bf16", skip={"dq_atomics"})
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_skip_ablations(arch):
+    """skip=frozenset() compiles to the same PTX as no knob; each ablation removes exactly its
+    stage: dq_atomic keeps every mma.sync (the dQ GEMM is not dead code) but no red.global.add,
+    dq_gemm drops mma.sync and red, dkdv_gemm / dp_gemm drop mma.sync but keep the atomics."""
+    kp = default_plan(arch, 128)
+    base = BwdMainKernel(kp, "bf16").compile(arch)
+    empty = BwdMainKernel(kp, "bf16", skip=frozenset()).compile(arch)
+    assert empty.ptx == base.ptx
+    mma, red = base.count("mma.sync.aligned.m16n8k16"), base.count("red.global.add")
+    assert mma > 0 and red > 0
+    got = {}
+    for name in ("dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm"):
+        rep = BwdMainKernel(kp, "bf16", skip={name}).compile(arch)
+        got[name] = (rep.count("mma.sync.aligned.m16n8k16"), rep.count("red.global.add"))
+        assert _resources(rep)[1] == 0, (name, "spills")
+    assert got["dq_atomic"] == (mma, 0)
+    assert got["dq_gemm"][0] < mma and got["dq_gemm"][1] == 0
+    for name in ("dkdv_gemm", "dp_gemm"):
+        assert got[name][0] < mma and got[name][1] == red, (name, got[name])

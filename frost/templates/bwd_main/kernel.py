@@ -3,7 +3,7 @@
 Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
-                         use_pdl=False, dq_splits=False)
+                         use_pdl=False, dq_splits=False, skip=frozenset())  # skip: timing only
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -37,6 +37,19 @@ Verified (H200, sm_90a, 2026-11-30): tests/templates/test_bwd_main.py GPU suite,
 (head dims 32..256, causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16,
 PDL on/off) at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
 
+Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
+from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
+a benchmark can see what the stage costs (``bench/bwd_main_sweep.py``). The user API
+(``frost.sdpa``) never sets it; the default (empty) compiles to the same PTX as without the knob.
+It is part of the kernel's identity (an attribute read at trace time, so it changes the traced IR
+and with it the CuTe DSL JIT-cache key)::
+
+    dq_atomic   keep dQ = dS·K but issue no red.global.add (the partials are folded into one dK
+                accumulator so the GEMM is not dead-code eliminated)
+    dq_gemm     no dQ = dS·K and no dQ atomics
+    dkdv_gemm   no dV += Pᵀ dO and no dK += dSᵀ Q (dK, dV come out as zeros)
+    dp_gemm     no dP = dO Vᵀ (dS = P ∘ (0 − delta))
+
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
 dq_accum is zeroed upstream); ``launch_dependents`` after each role's main loop.
@@ -59,6 +72,8 @@ from .load import ProducerRole
 from .mma import MmaRole
 
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm"})
+"""Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
 
@@ -76,8 +91,13 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
 
     def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
-                 use_pdl: bool = False, dq_splits: bool = False):
+                 use_pdl: bool = False, dq_splits: bool = False,
+                 skip: frozenset[str] = frozenset()):
         self.kp = kplan
+        self.skip = frozenset(skip)
+        if not self.skip <= SKIP_STAGES:
+            raise ValueError(f"unknown bwd_main skip stage(s) {sorted(self.skip - SKIP_STAGES)}; "
+                             f"known: {sorted(SKIP_STAGES)}")
         self.dq_splits = bool(dq_splits)
         self.dtype_name = dtype
         self.dtype = _DTYPES[dtype]

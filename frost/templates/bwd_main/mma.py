@@ -15,6 +15,8 @@ Per iteration t (ring stage s = t % q_stages)::
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. dK/dV stay in fp32 registers for the whole pass.
+
+``self.skip`` (timing-only ablations, see ``kernel.py``) removes stages at compile time.
 """
 
 from __future__ import annotations
@@ -159,7 +161,9 @@ class MmaRole:
             gemm_ss(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], tSsK, c_Q, c_K)
             acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
             acc_dP.fill(0.0)
-            if cutlass.const_expr(v_in_regs):
+            if cutlass.const_expr("dp_gemm" in self.skip):
+                pass  # ablation (timing only): dP stays 0
+            elif cutlass.const_expr(v_in_regs):
                 gemm_rs(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q)
             else:
                 gemm_ss(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], tdPsV,
@@ -184,19 +188,24 @@ class MmaRole:
             cute.copy(r2s, r2s.retile(rdS), tdSsdS)
             cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
 
-            gemm_ss(mma_dkv, acc_dV, tdVrP, tdVrdO, tdVsPt, tdVsdOt[None, None, None, stage],
-                    c_Pt, c_dOt)
-            gemm_ss(mma_dkv, acc_dK, tdKrdS, tdKrQ, tdKsdSt, tdKsQt[None, None, None, stage],
-                    c_Pt, c_dOt)
+            if cutlass.const_expr("dkdv_gemm" not in self.skip):
+                gemm_ss(mma_dkv, acc_dV, tdVrP, tdVrdO, tdVsPt, tdVsdOt[None, None, None, stage],
+                        c_Pt, c_dOt)
+                gemm_ss(mma_dkv, acc_dK, tdKrdS, tdKrQ, tdKsdSt, tdKsQt[None, None, None, stage],
+                        c_Pt, c_dOt)
             self.release_q(sm.q_empty + stage)
 
-            for ch in cutlass.range_constexpr(dq_chunks):
+            for ch in cutlass.range_constexpr(0 if "dq_gemm" in self.skip else dq_chunks):
                 acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
                                                cutlass.Float32)
                 acc_dQ.fill(0.0)
                 gemm_ss(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, tdQsKt[None, None, None, ch],
                         c_dS, c_Kt)
-                self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, ch * d_c)
+                if cutlass.const_expr("dq_atomic" in self.skip):
+                    # ablation (timing only): keep the GEMM alive without any global atomics
+                    acc_dK[0] = acc_dK[0] + acc_dQ.load().reduce(cute.ReductionOp.ADD, 0.0, 0)
+                else:
+                    self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, ch * d_c)
 
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
