@@ -20,8 +20,8 @@ in-process cache (:func:`cache_info`, :func:`clear_cache`). PDL is on by default
 :func:`set_pdl` (results are identical either way).
 
 Deterministic mode: dK / dV are bitwise reproducible in the fused chain (KV-stationary); dQ comes
-from per-KV-tile partials summed in order when ``bwd_main`` supports it, else from the slower
-Q-stationary :mod:`frost.sdpa.deterministic` fallback.
+from per-KV-tile partials (each element of a split has one writer) that ``dq_convert`` sums in a
+fixed order.
 
 Launch path: the compiled chain (:mod:`frost.sdpa.chain`) takes only scalars, passed through
 :class:`~frost.sdpa.chain.FastLauncher`, on ``torch.cuda.current_stream()``.
@@ -178,54 +178,19 @@ def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, determin
                       deterministic=deterministic, use_pdl=use_pdl)
 
 
-ROWDOT_THREADS = 128      # used only by the stopgap plan below
-DQ_CONVERT_THREADS = 128
-
-
 def make_plan(key: VariantKey):
-    """The chain's Plan: ``frost.sched.plan_sdpa_bwd`` when it exists (SM120 tiles, also used on
-    sm_90a), else a stopgap Plan around ``bwd_main``'s own stopgap KernelPlan."""
+    """The chain's Plan from the scheduler. SM120 budgets and tiles are used on every arch (the
+    H200 runs the sm_120a plan under an sm_90a build of the same source)."""
+    from frost.sched import plan_sdpa_bwd
+
     plan_arch = key.arch if key.arch in ("sm_120a", "sm_121a") else "sm_120a"
-    causal = key.causal_align != "none"
-    try:
-        from frost.sched import plan_sdpa_bwd
-    except ImportError:
-        plan_sdpa_bwd = None
-    if plan_sdpa_bwd is not None:
-        return plan_sdpa_bwd(plan_arch, key.head_dim, key.head_dim, causal, key.dtype)
-    from frost.sched.plan import KernelPlan, PdlAction, PdlEdge, Plan
-    from frost.templates.bwd_main.plan_stopgap import stopgap_plan
-
-    main = stopgap_plan(key.head_dim, key.head_dim, causal=causal, dtype=key.dtype)
-    both = (PdlAction.WAIT, PdlAction.TRIGGER)
-    kernels = (
-        KernelPlan("rowdot", "rowdot", ROWDOT_THREADS, reads=("o", "do", "lse"),
-                   writes=("delta", "lse_log2", "dq_accum"), pdl=both),
-        dataclasses.replace(main, pdl=both),
-        KernelPlan("dq_convert", "dq_convert", DQ_CONVERT_THREADS, reads=("dq_accum",),
-                   writes=("dq",), pdl=both),
-    )
-    edges = (PdlEdge("rowdot", "bwd_main", ("delta", "lse_log2", "dq_accum")),
-             PdlEdge("bwd_main", "dq_convert", ("dq_accum",)))
-    return Plan("sdpa_bwd", plan_arch, dict(head_dim=key.head_dim, causal=causal, dtype=key.dtype),
-                kernels, edges)
-
-
-def main_supports_dq_splits() -> bool:
-    """Whether ``bwd_main`` can write per-KV-tile dQ partials (the fused deterministic mode)."""
-    from frost.templates.bwd_main.kernel import BwdMainKernel
-
-    return bool(getattr(BwdMainKernel, "SUPPORTS_DQ_SPLITS", False))
+    return plan_sdpa_bwd(plan_arch, key.head_dim, key.head_dim, key.causal_align != "none", key.dtype)
 
 
 def _main_kernel(key: VariantKey, plan):
     """The main kernel (:mod:`frost.templates.bwd_main`) for this variant."""
     from frost.templates.bwd_main.kernel import BwdMainKernel
 
-    if key.deterministic and not main_supports_dq_splits():
-        raise NotImplementedError(
-            "a deterministic chain variant needs bwd_main's per-KV-tile dQ split mode; "
-            "frost.sdpa.backward(deterministic=True) uses frost.sdpa.deterministic.dq instead")
     causal = key.causal_align != "none"
     kw = dict(dtype=key.dtype, causal=causal, causal_align=key.causal_align if causal else None,
               use_pdl=key.use_pdl)
@@ -304,7 +269,7 @@ class _Prepared:
 
     p: Problem
     scale: float
-    fused_det: bool
+    deterministic: bool
     causal: bool
     causal_align: str
     strides: list
@@ -329,10 +294,9 @@ def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) ->
     for t in (q, k, v, o, do):
         strides += [s // _ALIGN_ELEMS if n > 1 else 0 for s, n in zip(t.stride()[:3], t.shape[:3])]
     strides += lse.stride()
-    # deterministic: dK/dV are reproducible in the fused chain; dQ needs bwd_main's split mode,
-    # else it is recomputed by the (slower) Q-stationary fallback
-    fused_det = deterministic and main_supports_dq_splits()
-    return _Prepared(p, 1.0 / math.sqrt(p.d) if scale is None else float(scale), fused_det, causal,
+    # deterministic: dK/dV are reproducible in the KV-stationary chain; dQ uses bwd_main's
+    # per-KV-tile split mode, summed in a fixed order by dq_convert
+    return _Prepared(p, 1.0 / math.sqrt(p.d) if scale is None else float(scale), deterministic, causal,
                      causal_align, strides)
 
 
@@ -364,11 +328,11 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     use_pdl = _PDL["enabled"]
     ch = prep.chains.get(use_pdl)
     if ch is None:
-        key = variant_key(p, device_arch(dev), causal, causal_align, prep.fused_det, use_pdl)
+        key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl)
         ch = prep.chains[use_pdl] = get_chain(key)
     cfg = ch.cfg
     s_pad = -(-p.s_q // cfg.tile_m) * cfg.tile_m
-    n_splits = -(-p.s_kv // cfg.tile_n) if prep.fused_det else 1
+    n_splits = -(-p.s_kv // cfg.tile_n) if prep.deterministic else 1
     rows = p.b * p.h_q * s_pad  # a multiple of 32: every workspace region stays 128-byte aligned
     dq = torch.empty(shape_q, dtype=dt, device=dev)
     dk = torch.empty(shape_kv, dtype=dt, device=dev)
@@ -384,10 +348,6 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     else:
         with torch.cuda.device(idx):
             ch.launch(vals, idx)
-    if deterministic and not prep.fused_det:
-        from frost.sdpa import deterministic as _det
-
-        dq = _det.dq(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=prep.scale)
     return dq, dk, dv
 
 

@@ -54,7 +54,7 @@ def test_set_pdl_is_part_of_the_key():
         api.set_pdl(before)
 
 
-def test_stopgap_plan_has_the_contract_names():
+def test_chain_plan_has_the_contract_names():
     plan = api.make_plan(_key())
     assert [k.name for k in plan.kernels] == ["rowdot", "bwd_main", "dq_convert"]
     main = plan.kernel("bwd_main")
@@ -99,17 +99,6 @@ def test_full_chain_compiles_with_main(tmp_path, monkeypatch):
     ch = api.build(_key(head_dim=64, causal_align="bottom_right"))
     assert api._STATS["compiles"] == 1
     assert ch.cfg.tile_m > 0 and ch.cfg.d_pad >= 64
-
-
-def test_deterministic_is_refused_without_split_support(monkeypatch):
-    from frost.templates.bwd_main import kernel
-
-    if getattr(kernel.BwdMainKernel, "SUPPORTS_DQ_SPLITS", False):
-        pytest.skip("bwd_main supports per-KV-tile dQ splits")
-    key = _key(deterministic=True)
-    assert not api.main_supports_dq_splits()
-    with pytest.raises(NotImplementedError, match="deterministic"):
-        api._main_kernel(key, api.make_plan(key))
 
 
 def test_fast_launcher_slots_read_back_as_arg_kinds():
