@@ -1,0 +1,57 @@
+"""CPU checks of the GPU benchmark scripts: they import, parse arguments and list legal configs."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SWEEP = os.path.join(ROOT, "bench", "bwd_main_sweep.py")
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bwd_main_sweep_help_without_gpu():
+    res = subprocess.run([sys.executable, SWEEP, "--help"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "--budget-s" in res.stdout and "--out" in res.stdout
+
+
+def test_bwd_main_sweep_configs_are_legal():
+    from frost.sched import plan_sdpa_bwd
+    from frost.templates.bwd_main import BwdMainKernel
+    from frost.templates.bwd_main.kernel import SKIP_STAGES
+
+    mod = _load(SWEEP)
+    configs, _rejected = mod.build_configs()
+    assert configs
+    names = [c["name"] for c in configs]
+    assert names[: len(mod.SHAPES)] == ["default"] * len(mod.SHAPES)  # most important first
+    first_tile = min(i for i, n in enumerate(names) if n.startswith("tile:"))
+    assert all(not n.startswith("tile:") for n in names[:first_tile])
+    assert {c["skip"][0] for c in configs if c["skip"]} == SKIP_STAGES
+    for shape in mod.SHAPES:
+        tiles = [c for c in configs if c["shape"] == shape and c["name"].startswith("tile:")]
+        assert len(tiles) >= 3, (shape, [c["name"] for c in tiles])
+    seen = set()
+    for c in configs:
+        kp = c["kplan"]
+        BwdMainKernel.can_implement(kp)
+        BwdMainKernel(kp, "bf16", causal=c["shape"][4], skip=frozenset(c["skip"]))
+        if c["name"].startswith("tile:"):
+            t = kp.tile
+            force = {k: t[k] for k in ("tile_m", "tile_n", "q_stages", "num_mma_warps")}
+            again = plan_sdpa_bwd(arch=mod.ARCH, head_dim=c["shape"][3], causal=c["shape"][4],
+                                  tile=force).kernel("bwd_main")
+            assert again.tile == kp.tile, c["name"]
+        key = (tuple(c["shape"]), c["name"])
+        assert key not in seen, key
+        seen.add(key)
