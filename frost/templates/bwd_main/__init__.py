@@ -1,19 +1,24 @@
 """``bwd_main``: the KV-stationary fused attention-backward main kernel (see ``kernel.py``)."""
 
+from frost.sched import plan_sdpa_bwd
+from frost.sched.plan import KernelPlan
+
 from .kernel import BwdMainKernel
 from .masks import CausalAlign
-from .plan_stopgap import bwd_main_plan, stopgap_plan
 
 
 def default_plan(arch: str, head_dim: int, head_dim_v: int | None = None, *, causal: bool = False,
-                 dtype: str = "bf16"):
-    """The scheduler's ``bwd_main`` plan if this template can run it, else the stopgap plan."""
-    try:
-        kp = bwd_main_plan(arch, head_dim, head_dim_v, causal=causal, dtype=dtype)
-        BwdMainKernel.can_implement(kp)
-        return kp
-    except (ValueError, NotImplementedError, KeyError):
-        return stopgap_plan(head_dim, head_dim_v, causal=causal, dtype=dtype)
+                 dtype: str = "bf16", tile: dict | None = None) -> KernelPlan:
+    """The scheduler's ``bwd_main`` plan, checked against what this template implements.
+
+    ``tile`` forces tile knobs (``tile_m``, ``tile_n``, ``q_stages``, ``num_mma_warps``,
+    ``v_in_regs``); the scheduler raises ValueError for a choice that does not fit.
+    """
+    plan = plan_sdpa_bwd(arch, head_dim, head_dim_v if head_dim_v is not None else head_dim,
+                         causal, dtype, tile)
+    kp = plan.kernel("bwd_main")
+    BwdMainKernel.can_implement(kp)
+    return kp
 
 
-__all__ = ["BwdMainKernel", "CausalAlign", "bwd_main_plan", "default_plan", "stopgap_plan"]
+__all__ = ["BwdMainKernel", "CausalAlign", "default_plan"]
