@@ -89,7 +89,7 @@ def peer_frost_sm120(torch, causal):
     def run(t):
         bh = lambda x: x.transpose(1, 2)  # noqa: E731  logical (B, H, S, D) of BSHD storage
         r = as_sm120(wrapper, bh(t["q"]), bh(t["k"]), bh(t["v"]), bh(t["o"]), bh(t["do"]),
-                     t["lse"][..., None], is_causal=causal, causal_bottom_right=True)
+                     t["lse"][..., None], is_causal=causal, causal_bottom_right=causal)
         return bh(r["dq_tensor"]), bh(r["dk_tensor"]), bh(r["dv_tensor"])
     return run
 
