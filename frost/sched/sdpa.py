@@ -6,10 +6,10 @@ barriers all come from the generic :func:`~frost.sched.scheduler.schedule`. This
 the tile space (``SDPA_BWD_SPACE``) and keeps the cheapest legal plan, and (4) adds the tile
 aliases the templates read: ``d`` (padded d_qk) and ``d_v`` (padded d_v).
 
-Residency rule for V: it stays in shared memory unless no tile of the space fits that way (head
-dims above 224); then it is held in registers (it only feeds ``dP = dO·Vᵀ`` as a B operand),
-which frees its smem for P and dS inside the loop. ``tile={"v_in_regs": 0 or 1}`` forces
-either (and lets the cost model pick among both).
+Residency of V: both choices (V in shared memory, or held in registers where it only feeds
+``dP = dO·Vᵀ`` as a B operand, which frees its smem for P and dS) are candidates of the tile
+space, ranked by the same cost model; above d=224 only the held form fits the budget.
+``tile={"v_in_regs": 0 or 1}`` forces either.
 """
 
 from __future__ import annotations
@@ -73,12 +73,9 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
     forced = dict(tile or {})
     for c in candidates(SDPA_BWD_SPACE, forced):
         sizes = {tile_m: c["tile_m"], tile_n: c["tile_n"], d_qk: d, d_v: dv}
-        held_options = [frozenset(), frozenset({"V"}) & can_hold]
-        if "v_in_regs" in forced:
-            held_options = [held_options[forced["v_in_regs"]]]
-        elif c["v_in_regs"]:
-            continue  # the escalation below covers it
-        for held in held_options:
+        if c["v_in_regs"] and "V" not in can_hold:
+            continue
+        for held in [frozenset({"V"}) if c["v_in_regs"] else frozenset()]:
             choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held)
             try:
                 plan = schedule(prog, arch, choice, params)
@@ -90,8 +87,6 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
             cost = iteration_cost(main_prog.subs(sizes), main, model)
             ranked.append((cost, plan))
             break
-    if "v_in_regs" not in forced and any(not _held(p) for _, p in ranked):
-        ranked = [(c, p) for c, p in ranked if not _held(p)]  # hold V only when smem forces it
     ranked.sort(key=lambda cp: cp[0])
     return ranked, rejected
 
