@@ -66,7 +66,9 @@ from cutlass.cute.nvgpu import cpasync
 
 from frost.sched.plan import KernelPlan, WarpRole
 
-from . import masks, smem
+from frost.tile_dsl import smem
+
+from . import masks
 from .epilogue import EpilogueRole
 from .load import ProducerRole
 from .mma import MmaRole

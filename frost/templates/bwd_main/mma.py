@@ -25,9 +25,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
+from frost.tile_dsl.ptx import ex2, red_add_v2_f32
+from frost.tile_dsl.smem import transpose_view
+
 from . import masks
-from .ptx import ex2, red_add_v2_f32
-from .smem import transpose_view
 
 
 def warp_cols(wn: int, cols: tuple[int, ...]) -> int:

@@ -1,4 +1,4 @@
-"""Two device intrinsics ``bwd_main`` needs that frost.tile_dsl does not offer yet.
+"""Inline-PTX device intrinsics that CuTe DSL 4.8.1 does not expose directly.
 
 * :func:`ex2` -- ``ex2.approx.ftz.f32`` (2**x; ex2(-inf) = 0, which masked rows rely on);
 * :func:`red_add_v2_f32` -- ``red.global.add.v2.f32``: one 8-byte vector atomic add of two fp32
