@@ -5,6 +5,7 @@
                         [--dtype bf16] [--tile tile_m=64 --tile q_stages=1] [--json]
                         [--graph out.png]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...] [--json] [--graph out.png]
+    frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--tile ...] [--json]
 """
 
 from __future__ import annotations
@@ -93,3 +94,37 @@ def run_plan(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"\nwrote {args.graph}")
     return 0
+
+
+@command
+def register_compile(sub) -> None:
+    p = sub.add_parser("compile", help="compile a chain for an arch (no GPU) and report resources",
+                       description="Compile every kernel of the chain with fake tensors for an arch "
+                                   "and print registers, spills, shared memory and PTX instruction "
+                                   "counts. Needs no GPU.")
+    p.add_argument("program", choices=("sdpa-bwd",))
+    p.add_argument("--arch", default="sm_120a", help="sm_120a, sm_121a or sm_90a")
+    p.add_argument("--head-dim", type=int, default=128, help="a multiple of 8 in 32..256")
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--causal-align", default="bottom_right", choices=("bottom_right", "top_left"))
+    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
+    p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
+                   help="force a tile knob of bwd_main, e.g. tile_m=64 (repeatable)")
+    p.add_argument("--no-pdl", action="store_true", help="compile without griddepcontrol")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=run_compile)
+
+
+def run_compile(args: argparse.Namespace) -> int:
+    import json
+
+    from frost.sched.arch import get_arch
+    from frost.sdpa.resources import chain_resources, format_resources
+
+    rows = chain_resources(args.arch, args.head_dim, args.causal, args.causal_align, args.dtype,
+                           _tile_arg(args.tile), use_pdl=not args.no_pdl)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=1))
+    else:
+        print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget))
+    return 0 if all(r.spill_bytes == 0 for r in rows) else 1

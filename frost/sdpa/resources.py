@@ -1,0 +1,92 @@
+"""Compile the SDPA-backward chain for an arch without a GPU and report each kernel's resources.
+
+``chain_resources(arch, head_dim, ...)`` plans the chain with the scheduler, compiles ``rowdot``,
+``bwd_main`` and ``dq_convert`` with fake tensors and symbolic extents (as the tests do), and
+returns one :class:`KernelResources` row per kernel: threads, dynamic shared memory, registers,
+spill bytes, and the count of the instructions that matter on SM120 (mma.sync, ldmatrix, TMA,
+mbarrier waits, PDL, vector atomics). ``frost compile sdpa-bwd`` prints it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+# instruction classes worth counting, as PTX substrings
+PTX_NEEDLES = {
+    "mma.sync": "mma.sync.aligned.m16n8k16",
+    "ldmatrix": "ldmatrix.sync.aligned",
+    "tma.load": "cp.async.bulk.tensor",
+    "mbarrier.wait": "mbarrier.try_wait",
+    "red.v2.f32": "red.global.add.v2.f32",
+    "setmaxnreg": "setmaxnreg",
+    "pdl.wait": "griddepcontrol.wait",
+    "pdl.trigger": "griddepcontrol.launch_dependents",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelResources:
+    kernel: str
+    threads: int
+    smem_bytes: int
+    registers: int
+    spill_bytes: int
+    ptx: dict
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = False,
+                    causal_align: str = "bottom_right", dtype: str = "bf16",
+                    tile: dict | None = None, use_pdl: bool = True) -> list[KernelResources]:
+    """Compile every kernel of the chain for ``arch`` (no GPU needed) and report its resources."""
+    import cutlass
+
+    from frost.sched import plan_sdpa_bwd
+    from frost.templates.bwd_main import BwdMainKernel
+    from frost.templates.dq_convert import DqConvert, DqConvertConfig
+    from frost.templates.dq_convert import fake_args as dq_fake_args
+    from frost.templates.rowdot import RowDot, RowDotConfig
+    from frost.templates.rowdot import fake_args as rowdot_fake_args
+    from frost.tile_dsl.compile import compile_for
+
+    if dtype not in ("bf16", "fp16"):
+        raise ValueError(f"dtype must be 'bf16' or 'fp16', got {dtype!r}")
+    if causal_align not in ("bottom_right", "top_left"):
+        raise ValueError(f"causal_align must be 'bottom_right' or 'top_left', got {causal_align!r}")
+    plan = plan_sdpa_bwd(arch, head_dim, head_dim, causal, dtype, tile)
+    cdt = cutlass.BFloat16 if dtype == "bf16" else cutlass.Float16
+    rows = []
+
+    def row(name, threads, smem, rep):
+        counts = {k: rep.count(v) for k, v in PTX_NEEDLES.items()}
+        rows.append(KernelResources(name, threads, smem, rep.max_registers, rep.total_spill_bytes,
+                                    counts))
+
+    rd = RowDotConfig.from_plan(plan, 16, head_dim, use_pdl)
+    row("rowdot", rd.threads, 0, compile_for(RowDot(rd), *rowdot_fake_args(rd, cdt), arch=arch))
+    kp = plan.kernel("bwd_main")
+    main = BwdMainKernel(kp, dtype, causal=causal, causal_align=causal_align if causal else None,
+                         use_pdl=use_pdl)
+    rep = main.compile(arch)
+    row("bwd_main", kp.threads, main.launched_smem_bytes, rep)
+    dq = DqConvertConfig.from_plan(plan, 16, head_dim, use_pdl)
+    row("dq_convert", dq.threads, 0, compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch))
+    return rows
+
+
+def format_resources(rows: list[KernelResources], arch: str, budget: int) -> str:
+    """A table of ``rows`` with the smem budget check."""
+    names = list(PTX_NEEDLES)
+    head = f"{'kernel':<11}{'threads':>8}{'smem B':>9}{'regs':>6}{'spill B':>8}  " + \
+        "  ".join(f"{n:>{max(4, len(n))}}" for n in names)
+    out = [f"frost compile: sdpa_bwd chain for {arch}", "", head, "-" * len(head)]
+    for r in rows:
+        out.append(f"{r.kernel:<11}{r.threads:>8}{r.smem_bytes:>9,}{r.registers:>6}{r.spill_bytes:>8}  " +
+                   "  ".join(f"{r.ptx[n]:>{max(4, len(n))}}" for n in names))
+    worst = max(r.smem_bytes for r in rows)
+    spills = sum(r.spill_bytes for r in rows)
+    out += ["", f"Budget: largest kernel smem {worst:,} B of {budget:,} B: "
+            f"{'OK' if worst <= budget else 'OVER'}; spill bytes in total: {spills}"]
+    return "\n".join(out)

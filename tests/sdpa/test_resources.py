@@ -1,0 +1,35 @@
+"""frost.sdpa.resources and `frost compile`: the chain compiled for SM120 without a GPU."""
+
+import json
+
+import pytest
+
+from frost import cli
+from frost.sched.arch import get_arch
+from frost.sdpa.resources import chain_resources
+
+
+@pytest.mark.compile
+def test_chain_resources_sm121_causal():
+    rows = chain_resources("sm_121a", 64, causal=True, causal_align="top_left")
+    assert [r.kernel for r in rows] == ["rowdot", "bwd_main", "dq_convert"]
+    main = rows[1]
+    assert 0 < main.smem_bytes <= get_arch("sm_121a").smem_budget
+    assert main.ptx["mma.sync"] > 0 and main.ptx["tma.load"] > 0 and main.ptx["red.v2.f32"] > 0
+    for r in rows:
+        assert r.spill_bytes == 0 and r.registers > 0, r
+        assert r.ptx["pdl.wait"] >= 1 and r.ptx["pdl.trigger"] >= 1, r
+
+
+@pytest.mark.compile
+def test_cli_compile_json(capsys):
+    assert cli.main(["compile", "sdpa-bwd", "--arch", "sm_120a", "--head-dim", "96", "--no-pdl",
+                     "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["kernel"] for r in rows] == ["rowdot", "bwd_main", "dq_convert"]
+    assert all(r["ptx"]["pdl.wait"] == 0 for r in rows)  # compiled without PDL
+
+
+def test_cli_compile_rejects_bad_head_dim(capsys):
+    assert cli.main(["compile", "sdpa-bwd", "--head-dim", "100"]) == 2
+    assert "head" in capsys.readouterr().err.lower()
