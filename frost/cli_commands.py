@@ -23,18 +23,23 @@ def command(fn):
 PROGRAMS = ("sdpa-bwd", "gemm-rowsum")
 
 
+def _common_args(p) -> None:
+    """The knobs every planning / compiling sub-command takes."""
+    p.add_argument("--arch", default="sm_120a", help="sm_120a, sm_121a or sm_90a")
+    p.add_argument("--head-dim", type=int, default=128, help="d_qk, a multiple of 8 in 32..256")
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
+    p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
+                   help="force a tile knob, e.g. tile_m=64 (repeatable)")
+
+
 @command
 def register_plan(sub) -> None:
     p = sub.add_parser("plan", help="plan a program: kernels, warp roles, smem map, barriers, PDL",
                        description="Plan a frost program for an arch and print the plan.")
     p.add_argument("program", choices=PROGRAMS)
-    p.add_argument("--arch", default="sm_120a", help="sm_120a, sm_121a or sm_90a")
-    p.add_argument("--head-dim", type=int, default=128, help="d_qk, a multiple of 8 in 32..256")
+    _common_args(p)
     p.add_argument("--head-dim-v", type=int, default=None, help="d_v (default: --head-dim)")
-    p.add_argument("--causal", action="store_true")
-    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
-    p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
-                   help="force a tile knob, e.g. tile_m=64 (repeatable)")
     p.add_argument("--json", action="store_true", help="print Plan.to_json instead of tables")
     p.add_argument("--graph", metavar="PNG", help="draw the DAG, the chain and the smem map")
     p.set_defaults(func=run_plan)
@@ -103,13 +108,8 @@ def register_compile(sub) -> None:
                                    "and print registers, spills, shared memory and PTX instruction "
                                    "counts. Needs no GPU.")
     p.add_argument("program", choices=("sdpa-bwd",))
-    p.add_argument("--arch", default="sm_120a", help="sm_120a, sm_121a or sm_90a")
-    p.add_argument("--head-dim", type=int, default=128, help="a multiple of 8 in 32..256")
-    p.add_argument("--causal", action="store_true")
+    _common_args(p)
     p.add_argument("--causal-align", default="bottom_right", choices=("bottom_right", "top_left"))
-    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
-    p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
-                   help="force a tile knob of bwd_main, e.g. tile_m=64 (repeatable)")
     p.add_argument("--no-pdl", action="store_true", help="compile without griddepcontrol")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=run_compile)

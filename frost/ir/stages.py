@@ -39,15 +39,25 @@ class Stage:
     level: Level
 
     kind: ClassVar[str] = "Stage"
+    # names of the fields holding this stage's input / output tensors (a field may hold a tuple)
+    reads: ClassVar[tuple[str, ...]] = ()
+    writes: ClassVar[tuple[str, ...]] = ()
 
     # -- dataflow ------------------------------------------------------------------------------
     @property
     def inputs(self) -> tuple[Tensor, ...]:
-        return ()
+        return self._tensors(self.reads)
 
     @property
     def outputs(self) -> tuple[Tensor, ...]:
-        return ()
+        return self._tensors(self.writes)
+
+    def _tensors(self, fields) -> tuple[Tensor, ...]:
+        out: list[Tensor] = []
+        for f in fields:
+            v = getattr(self, f)
+            out.extend(v if isinstance(v, (tuple, list)) else (v,))
+        return tuple(out)
 
     # -- cost per execution --------------------------------------------------------------------
     def mma_flops(self) -> sympy.Expr:
@@ -98,13 +108,8 @@ class Load(Stage):
     out: Tensor = None
     ring: str = "main"
 
-    @property
-    def inputs(self):
-        return (self.src,)
-
-    @property
-    def outputs(self):
-        return (self.out,)
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     def gmem_bytes(self):
         return self.out.nbytes
@@ -132,13 +137,8 @@ class Gemm(Stage):
     trans_b: bool = False
     warp_grid: str = "mma"
 
-    @property
-    def inputs(self):
-        return (self.a, self.b)
-
-    @property
-    def outputs(self):
-        return (self.out,)
+    reads: ClassVar[tuple[str, ...]] = ("a", "b")
+    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     @property
     def m(self):
@@ -184,13 +184,8 @@ class Pointwise(Stage):
         if not free <= names | scalars:
             raise ValueError(f"{self.name}: expression uses {free - names - scalars} not in args")
 
-    @property
-    def inputs(self):
-        return tuple(self.args)
-
-    @property
-    def outputs(self):
-        return (self.out,)
+    reads: ClassVar[tuple[str, ...]] = ("args",)
+    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     def ops(self):
         return sympy.Integer(max(sympy.count_ops(self.expr), 1)) * self.out.numel
@@ -212,13 +207,8 @@ class RowReduce(Stage):
     out: Tensor = None
     op: str = "sum"
 
-    @property
-    def inputs(self):
-        return (self.src,)
-
-    @property
-    def outputs(self):
-        return (self.out,)
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     def ops(self):
         return self.src.numel
@@ -238,13 +228,8 @@ class Accumulate(Stage):
     src: Tensor = None
     out: Tensor = None
 
-    @property
-    def inputs(self):
-        return (self.src,)
-
-    @property
-    def outputs(self):
-        return (self.out,)
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     def describe(self):
         return f"{self.out!r} += {self.src.name}  (loop-carried)"
@@ -262,13 +247,8 @@ class AtomicReduce(Stage):
     src: Tensor = None
     dst: Tensor = None
 
-    @property
-    def inputs(self):
-        return (self.src,)
-
-    @property
-    def outputs(self):
-        return (self.dst,)
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("dst",)
 
     def ops(self):
         return self.src.numel
@@ -288,13 +268,8 @@ class Cast(Stage):
     src: Tensor = None
     out: Tensor = None
 
-    @property
-    def inputs(self):
-        return (self.src,)
-
-    @property
-    def outputs(self):
-        return (self.out,)
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     def ops(self):
         return self.src.numel
@@ -311,13 +286,8 @@ class Store(Stage):
     src: Tensor = None
     dst: Tensor = None
 
-    @property
-    def inputs(self):
-        return (self.src,)
-
-    @property
-    def outputs(self):
-        return (self.dst,)
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("dst",)
 
     def gmem_bytes(self):
         return self.src.nbytes
