@@ -24,6 +24,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from frost.ir.symbols import sym
+from frost.sched.arch import SM120_SMEM_BUDGET
 from frost.tile_dsl import mma as mm
 from frost.tile_dsl.swizzle import (BANK_BYTES, BANKS, PHASE_BYTES, BankReport, Swizzle,
                                     SwizzledTile, WarpAccess, bank_conflicts,
@@ -285,7 +286,7 @@ def _bind(expr, values: Mapping) -> sympy.Expr:
 
 
 def smem_budget(expr, var: str | Sequence[str], values: Sequence[int],
-                curves: Mapping[str, Mapping], budget: int = 101_376,
+                curves: Mapping[str, Mapping], budget: int = SM120_SMEM_BUDGET,
                 points: Mapping[str, tuple[Sequence, Sequence]] | None = None, ax=None) -> Figure:
     """Shared-memory bytes of a symbolic size ``expr`` (e.g. a plan's ``params["smem_expr"]``)
     against ``var`` (one name, or several bound together, e.g. ``("d_qk", "d_v")``), one line per

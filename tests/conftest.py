@@ -1,6 +1,11 @@
 """Shared pytest setup: the `gpu` marker skips cleanly when no CUDA device (or no torch) is present."""
 
 import pytest
+from hypothesis import settings
+
+# no per-example deadline: a loaded 2-core CI box must not turn a slow example into a failure
+settings.register_profile("frost", deadline=None)
+settings.load_profile("frost")
 
 
 def _cuda_available() -> bool:

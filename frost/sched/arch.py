@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 
+# bytes of dynamic shared memory per CTA on SM120 / SM121 (CuTe's get_smem_capacity_in_bytes)
+SM120_SMEM_BUDGET = 101_376
+
 
 @dataclasses.dataclass(frozen=True)
 class Arch:
     """Per-CTA resource limits of one target (one big CTA per SM is assumed)."""
 
     name: str
-    smem_budget: int = 101_376       # bytes of dynamic shared memory per CTA
+    smem_budget: int = SM120_SMEM_BUDGET  # bytes of dynamic shared memory per CTA
     regs_per_sm: int = 65_536        # 32-bit registers per SM
     max_regs_per_thread: int = 255
     max_threads: int = 1024

@@ -20,6 +20,7 @@ from typing import Any
 
 # Barrier records are primitives (frost.tile_dsl.barrier); plans hold them as they are.
 from frost.tile_dsl.barrier import MbarrierPlan, NamedBarrierPlan  # noqa: F401  (re-exported)
+from frost.sched.arch import SM120_SMEM_BUDGET
 
 
 class WarpRole(enum.IntEnum):
@@ -143,7 +144,7 @@ class Plan:
     params: dict[str, Any]
     kernels: tuple[KernelPlan, ...]
     edges: tuple[PdlEdge, ...] = ()
-    smem_budget: int = 101_376
+    smem_budget: int = SM120_SMEM_BUDGET
 
     def kernel(self, name: str) -> KernelPlan:
         return _by_name(self.kernels, name, "kernel")
@@ -161,7 +162,7 @@ class Plan:
         edges = tuple(PdlEdge(e["producer"], e["consumer"], tuple(e["tensors"]))
                       for e in d.get("edges", ()))
         return cls(d["program"], d["arch"], dict(d["params"]), kernels, edges,
-                   d.get("smem_budget", 101_376))
+                   d.get("smem_budget", SM120_SMEM_BUDGET))
 
     @classmethod
     def from_json(cls, text: str) -> "Plan":

@@ -75,24 +75,18 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         sizes = {tile_m: c["tile_m"], tile_n: c["tile_n"], d_qk: d, d_v: dv}
         if c["v_in_regs"] and "V" not in can_hold:
             continue
-        for held in [frozenset({"V"}) if c["v_in_regs"] else frozenset()]:
-            choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held)
-            try:
-                plan = schedule(prog, arch, choice, params)
-            except Infeasible as e:
-                rejected.append((c, str(e)))
-                continue
-            plan = _with_aliases(plan, d, dv, "V" in held)
-            main = plan.kernel(prog.kernel_names["main"])
-            cost = iteration_cost(main_prog.subs(sizes), main, model)
-            ranked.append((cost, plan))
-            break
+        held = frozenset({"V"}) if c["v_in_regs"] else frozenset()
+        choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held)
+        try:
+            plan = schedule(prog, arch, choice, params)
+        except Infeasible as e:
+            rejected.append((c, str(e)))
+            continue
+        plan = _with_aliases(plan, d, dv, bool(held))
+        main = plan.kernel(prog.kernel_names["main"])
+        ranked.append((iteration_cost(main_prog.subs(sizes), main, model), plan))
     ranked.sort(key=lambda cp: cp[0])
     return ranked, rejected
-
-
-def _held(plan: Plan) -> bool:
-    return any(k.tile.get("v_in_regs") for k in plan.kernels)
 
 
 def plan_sdpa_bwd(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | None = None,

@@ -15,8 +15,10 @@ which favours taller tiles. The score is time per FLOP, with the prologue and ep
 over a nominal 4096-long loop extent. It ranks; it does not predict TFLOP/s.
 
 Calibration (H200, bwd_main alone, (4,16,4096,d), 2026-11-30, bench/results/v0): with
-``per_trip_clocks=2000`` the model's order of 6 measured plans has Spearman ρ = 0.89 (d=128) and
-0.94 (d=64), against 0.71 / 0.71 without the per-trip term.
+``per_trip_clocks=2000`` the model's order of the 6 measured plans per head dim has Spearman
+ρ = 0.77 (d=128) and 0.94 (d=64), against 0.71 / 0.71 without the per-trip term. The d=128 gap
+is on purpose: the H200-fastest plan there (32x128, V in registers) spills 156 B when compiled for
+sm_120a, and the spill-risk term ranks it down (tests/sched/test_cost_calibration.py).
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 
 from frost.sdpa import chain as _chain
 
@@ -40,7 +39,6 @@ HEAD_DIMS = range(32, 257, 8)
 _ALIGN_ELEMS = 8   # strides in elements (16 bytes of fp16/bf16)
 _ALIGN_BYTES = 16
 
-_state = threading.local()
 _PDL = {"enabled": True}
 _FAST = {"enabled": True}  # FastLauncher (True) or the DSL's own argument marshalling (False)
 _CACHE: dict = {}
@@ -178,11 +176,19 @@ def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, determin
                       deterministic=deterministic, use_pdl=use_pdl)
 
 
+# SM120 / SM121 are the targets; sm_90a (H100/H200) has every instruction the kernels use and runs
+# them under the SM120 shared-memory budget
+SUPPORTED_DEVICE_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
+
+
 def make_plan(key: VariantKey):
     """The chain's Plan from the scheduler. SM120 budgets and tiles are used on every arch (the
     H200 runs the sm_120a plan under an sm_90a build of the same source)."""
     from frost.sched import plan_sdpa_bwd
 
+    if key.arch not in SUPPORTED_DEVICE_ARCHS:
+        raise ValueError(f"q device: arch {key.arch} is not supported; frost's kernels need "
+                         f"{', '.join(SUPPORTED_DEVICE_ARCHS)} (mma.sync + TMA + griddepcontrol)")
     plan_arch = key.arch if key.arch in ("sm_120a", "sm_121a") else "sm_120a"
     return plan_sdpa_bwd(plan_arch, key.head_dim, key.head_dim, key.causal_align != "none", key.dtype)
 

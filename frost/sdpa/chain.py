@@ -17,8 +17,8 @@ Host arguments (all scalars; see :data:`ARG_KINDS` for their C types and order):
 dq / dk / dv are contiguous (B, S, H, D); delta / lse_log2 are (B, H_q, S_q_pad) and dq_accum is
 (n_splits, B, H_q, S_q_pad, d_pad), all contiguous fp32.
 
-The main kernel is :class:`frost.templates.bwd_main.kernel.BwdMainKernel` when importable. A chain
-built with ``main=None`` launches only rowdot and dq_convert (used by the compile tests).
+The main kernel is :class:`frost.templates.bwd_main.kernel.BwdMainKernel`. A chain built with
+``main=None`` launches only rowdot and dq_convert (used by the compile tests).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 
+from frost.sched.arch import SM120_SMEM_BUDGET
 from frost.sched.plan import BufferPlan, KernelPlan, MbarrierPlan, WarpGroupPlan, WarpRole
 from frost.tile_dsl import barrier as bar
 from frost.tile_dsl import copy as cp
@@ -49,7 +50,7 @@ from frost.tile_dsl import mma as mm
 from frost.tile_dsl import regs
 from frost.tile_dsl.swizzle import choose_swizzle
 
-SMEM_CAPACITY = 101_376
+SMEM_CAPACITY = SM120_SMEM_BUDGET
 SMEM_ALIGN = 1024
 IO_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 OUT_DTYPES = ("fp32", "io")

@@ -74,7 +74,7 @@ class RowwiseConfig:
         kp: KernelPlan = plan.kernel(cls.kernel)
         main = plan.kernel("bwd_main")
         tile_m = int(main.tile["tile_m"])
-        block_m = int(kp.tile.get("block_m", tile_m))
+        block_m = int(kp.tile["rows_per_cta"])
         if tile_m % block_m:
             raise cls.error(f"{cls.kernel} block_m={block_m} must divide bwd_main tile_m={tile_m}")
         cfg = cls(io_bits=io_bits, head_dim=head_dim, d_pad=int(main.tile["d"]), block_m=block_m,

@@ -170,11 +170,13 @@ def tma_load_fn(atom, tma_tensor, s_tiles, ring_ptr, tile):
 
 
 def tma_store_fn(atom, tma_tensor, s_tiles, tile):
-    """Kernel side: ``store(tile_coord, stage)`` of smem stage -> global box, from one whole warp.
+    """Kernel side: ``store(tile_coord, stage)`` of smem stage -> global box, from ONE thread.
 
-    Writers of the smem tile must have finished (and be ordered by a barrier) before the call;
-    the closure fences the generic proxy against the async proxy, issues the copy, and commits.
-    Call :func:`tma_store_wait` before reusing the smem tile or exiting.
+    Unlike the load, the store elects nothing: every calling thread issues its own bulk copy, so
+    guard the call (``if tid == 0``). Before it, the writers of the smem tile must call
+    :func:`tma_store_fence` (generic -> async proxy) and meet at a barrier; the closure issues the
+    copy and commits the bulk group. Call :func:`tma_store_wait` before reusing the smem tile or
+    exiting.
     """
     import cutlass.cute as cute
 

@@ -306,11 +306,6 @@ def smem_layout_for(tile: SwizzledTile):
                             tile.elem_bytes)
 
 
-def smem_layout_for_buffer(buf: "BufferPlan"):
-    """:func:`make_smem_layout` for a plan buffer (inside ``@cute.jit``)."""
-    return smem_layout_for(SwizzledTile.from_buffer(buf))
-
-
 # ---- bank-conflict analyzer (model) ------------------------------------------------------------
 BANKS = 32
 BANK_BYTES = 4

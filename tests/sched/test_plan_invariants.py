@@ -97,7 +97,7 @@ def test_mla_head_dim_v():
     assert p.params["head_dim_v"] == 128
 
 
-def test_v_held_in_registers_only_when_forced_by_smem():
+def test_v_residency_is_chosen_by_cost_and_forced_by_smem():
     # d=256 cannot fit with V in shared memory at any legal tile: V is held, P/dS take its bytes.
     k = plan_sdpa_bwd(head_dim=256).kernel("bwd_main")
     assert k.tile["v_in_regs"] == 1 and "hold_V" in k.stage_order

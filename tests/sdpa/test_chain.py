@@ -114,3 +114,13 @@ def test_fast_launcher_slots_read_back_as_arg_kinds():
     base = ctypes.addressof(buf)
     back = [k.from_address(base + 8 * i).value for i, k in enumerate(chain.ARG_KINDS)]
     assert back == vals
+
+
+@pytest.mark.parametrize("arch", ["sm_80a", "sm_100a"])
+def test_unsupported_device_arch_is_refused_before_compiling(arch):
+    with pytest.raises(ValueError, match=f"arch {arch} is not supported"):
+        api.make_plan(_key(arch=arch))
+
+
+def test_sm90_device_runs_the_sm120_plan():
+    assert api.make_plan(_key(arch="sm_90a")).arch == "sm_120a"

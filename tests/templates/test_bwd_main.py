@@ -19,7 +19,7 @@ from frost.sched.arch import get_arch
 
 ARCHS = ("sm_120a", "sm_121a")
 SMEM_CAP = get_arch("sm_120a").smem_budget
-# a second legal d=128 plan (the chooser picks 32x64 with 2 stages): 64x64 tiles, 1 stage
+# a second legal d=128 plan (the chooser picks 64x64, 2 stages, V in registers): 64x64, 1 stage
 ALT_TILE = {"tile_m": 64, "tile_n": 64, "q_stages": 1}
 LOG2E = math.log2(math.e)
 
@@ -114,11 +114,12 @@ def test_compile(arch, d, causal):
 
 
 @pytest.mark.compile
-def test_compile_dq_splits():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_dq_splits(arch):
     """Deterministic mode: dq_accum gains a leading split mode; still atomics, still spill-free."""
-    kern = BwdMainKernel(default_plan("sm_120a", 64), "bf16", causal=True, use_pdl=True,
+    kern = BwdMainKernel(default_plan(arch, 64), "bf16", causal=True, use_pdl=True,
                          dq_splits=True)
-    rep = kern.compile("sm_120a")
+    rep = kern.compile(arch)
     assert rep.count("red.global.add.v2.f32") > 0
     regs, spills = _resources(rep)
     assert spills == 0
@@ -308,3 +309,20 @@ def test_compile_skip_ablations(arch):
     assert got["dq_gemm"][0] < mma and got["dq_gemm"][1] == 0
     for name in ("dkdv_gemm", "dp_gemm"):
         assert got[name][0] < mma and got[name][1] == red, (name, got[name])
+
+
+def test_can_implement_rechecks_mbarrier_counts():
+    """A plan whose q_full tx bytes disagree with the TMA boxes the producer issues is refused
+    at trace time (it would otherwise hang the GPU)."""
+    import dataclasses
+
+    from frost.templates.bwd_main import BwdMainError
+
+    kp = default_plan("sm_120a", 128)
+    bad = dataclasses.replace(kp, mbarriers=tuple(
+        dataclasses.replace(m, tx_bytes=m.tx_bytes + 16) if m.name == "q_full" else m
+        for m in kp.mbarriers))
+    with pytest.raises(BwdMainError, match="q_full"):
+        BwdMainKernel.can_implement(bad)
+    with pytest.raises(BwdMainError, match="dtype"):
+        BwdMainKernel(kp, "fp8")

@@ -3,7 +3,7 @@
 from frost.sched import plan_sdpa_bwd
 from frost.sched.plan import KernelPlan
 
-from .kernel import BwdMainKernel
+from .kernel import BwdMainError, BwdMainKernel
 from .masks import CausalAlign
 
 
@@ -21,4 +21,4 @@ def default_plan(arch: str, head_dim: int, head_dim_v: int | None = None, *, cau
     return kp
 
 
-__all__ = ["BwdMainKernel", "CausalAlign", "default_plan"]
+__all__ = ["BwdMainError", "BwdMainKernel", "CausalAlign", "default_plan"]

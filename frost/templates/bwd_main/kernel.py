@@ -26,16 +26,19 @@ Tensors (torch, CUDA):
 * dk, dv: outputs (B, S_kv, H_kv, D) io dtype, fully overwritten (dk already × scale).
 
 H_q must be a multiple of H_kv (GQA/MQA: one CTA loops over the whole q-head group). B, H, S are
-runtime values: one compile per (dtype, head dim, causal + alignment, plan, use_pdl).
+runtime values: one compile per (dtype, head dim, causal + alignment, plan, use_pdl, dq_splits,
+skip).
 
 How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the plan: MMA warps
 (``mma.py``), one TMA producer warp (``load.py``) and register donors in its warpgroup;
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a, 2026-11-30): tests/templates/test_bwd_main.py GPU suite, 31 passed
-(head dims 32..256, causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16,
-PDL on/off) at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
+Verified (H200, sm_90a build, 2026-11-30, commit 990e6c9; bench/results/v1/gpu_tests.log): the
+whole GPU suite, 104 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
+(and padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000,
+fp16, PDL on/off, a second tile plan and the dq_splits mode, at rel. error <= 1e-2 (bf16) /
+5e-3 (fp16) against a float64 reference.
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
@@ -74,6 +77,10 @@ from .load import ProducerRole
 from .mma import MmaRole
 
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+
+
+class BwdMainError(ValueError):
+    """The bwd_main template cannot implement the requested plan or option."""
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
@@ -98,9 +105,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
-            raise ValueError(f"unknown bwd_main skip stage(s) {sorted(self.skip - SKIP_STAGES)}; "
+            raise BwdMainError(f"unknown bwd_main skip stage(s) {sorted(self.skip - SKIP_STAGES)}; "
                              f"known: {sorted(SKIP_STAGES)}")
         self.dq_splits = bool(dq_splits)
+        if dtype not in _DTYPES:
+            raise BwdMainError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         self.dtype_name = dtype
         self.dtype = _DTYPES[dtype]
         self.align = masks.CausalAlign.parse(causal, causal_align)
@@ -121,21 +130,43 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
 
     @staticmethod
     def can_implement(kp: KernelPlan) -> None:
+        """Raise :class:`BwdMainError` unless this template can run ``kp`` as planned.
+
+        Besides shapes, it recomputes at trace time what the kernel will do to each mbarrier
+        (the producer's one elected arrive with the TMA bytes it issues, the MMA warps' releases)
+        and checks the plan's counts, so a wrong count fails here instead of hanging a GPU.
+        """
+        from frost.sched.arch import get_arch
+        from frost.tile_dsl.barrier import Agent, ArriveCountError, arrive_count, check_arrive_count
+
         tl = kp.tile
-        if kp.smem_bytes > 101_376:
-            raise ValueError(f"bwd_main plan needs {kp.smem_bytes} B smem > 101,376")
+        budget = get_arch(kp.params.get("arch", "sm_120a")).smem_budget
+        if kp.smem_bytes > budget:
+            raise BwdMainError(f"bwd_main plan needs {kp.smem_bytes} B smem > {budget:,}")
         mma = kp.role(WarpRole.MMA)
         if kp.mbarrier("q_empty").arrive_count not in (mma.num_warps, mma.threads):
-            raise ValueError("q_empty arrive_count must be one per MMA warp or per MMA thread")
+            raise BwdMainError("q_empty arrive_count must be one per MMA warp or per MMA thread")
         if mma.first_warp != 0 or mma.num_warps != tl["num_mma_warps"]:
-            raise ValueError("bwd_main expects the MMA warps first, num_mma_warps of them")
+            raise BwdMainError("bwd_main expects the MMA warps first, num_mma_warps of them")
+        rest = [g for g in kp.roles if g.role != WarpRole.MMA]
+        if sum(g.num_warps for g in rest) % 4 or len({g.max_regs for g in rest}) != 1 \
+                or min(g.first_warp for g in rest) != mma.num_warps:
+            raise BwdMainError("producer and donor warps must fill whole warpgroups after the MMA "
+                               "warps with one setmaxnreg budget (setmaxnreg acts per warpgroup)")
+        try:
+            check_arrive_count(kp.mbarrier("kv_full"), arrive_count(Agent.ONE),
+                               kp.buffer("sK").nbytes + kp.buffer("sV").nbytes)
+            check_arrive_count(kp.mbarrier("q_full"), arrive_count(Agent.ONE),
+                               kp.buffer("sQ").stage_bytes + kp.buffer("sdO").stage_bytes)
+        except ArriveCountError as e:
+            raise BwdMainError(str(e)) from e
         for wm, wn, rows, cols in (("s_wm", "s_wn", "tile_m", "tile_n"),
                                    ("dkv_wm", "dkv_wn", "tile_n", "d"),
                                    ("dkv_wm", "dkv_wn", "tile_n", "d_v"),
                                    ("dq_wm", "dq_wn", "tile_m", "d")):
             if tl[wm] * tl[wn] != tl["num_mma_warps"] or tl[rows] % (16 * tl[wm]) \
                     or tl[cols] % (8 * tl[wn]):
-                raise ValueError(f"warp grid {wm}/{wn} does not tile {rows} x {cols}")
+                raise BwdMainError(f"warp grid {wm}/{wn} does not tile {rows} x {cols}")
 
     # ------------------------------------------------------------------ host (jit)
     @cute.jit
