@@ -1,7 +1,8 @@
 """Named-barrier ids and mbarrier rings.
 
-Ids come from :class:`BarrierAllocator`, starting at 1 (0 is ``__syncthreads``) and never past
-the arch's 16 hardware barriers; thread counts must be whole warps. Mbarrier rings are derived
+Ids come from the primitive :class:`frost.tile_dsl.barrier.NamedBarrierAllocator`, starting at 1
+(0 is ``__syncthreads``) and never past the arch's hardware barriers; thread counts must be whole
+warps. Mbarrier rings are derived
 from the loads: one ``<ring>_full`` barrier per stage (one arrive from the producer's
 ``arrive.expect_tx`` plus the TMA bytes), and for rings refilled inside the loop one
 ``<ring>_empty`` per stage that every consumer warp arrives on once (one elected lane per warp,
@@ -19,27 +20,6 @@ from __future__ import annotations
 from frost.ir.program import Program
 from frost.ir.stages import Load
 from frost.ir.symbols import Level
-from frost.sched.plan import NamedBarrierPlan
-
-
-class BarrierAllocator:
-    """Hands out named-barrier ids 1, 2, ... up to ``limit - 1``."""
-
-    def __init__(self, limit: int = 16):
-        self.limit = limit
-        self.plans: list[NamedBarrierPlan] = []
-
-    def add(self, name: str, threads: int) -> NamedBarrierPlan:
-        if threads <= 0 or threads % 32:
-            raise ValueError(f"barrier {name!r}: {threads} threads is not a whole number of warps")
-        if any(p.name == name for p in self.plans):
-            raise ValueError(f"barrier {name!r} allocated twice")
-        bid = len(self.plans) + 1
-        if bid >= self.limit:
-            raise ValueError(f"out of named barriers ({self.limit - 1} usable)")
-        p = NamedBarrierPlan(name, bid, threads)
-        self.plans.append(p)
-        return p
 
 
 def copy_method(load: Load) -> str:

@@ -23,6 +23,7 @@ from frost.sched.partition import KernelSpec, partition
 from frost.sched.plan import KernelPlan, PdlAction, PdlEdge, Plan, WarpRole
 from frost.sched.residency import Where, live_ranges, residency, stage_order
 from frost.sched.smem import BufferRequest, allocate, check_no_overlap, place_mbarriers
+from frost.tile_dsl.barrier import NamedBarrierAllocator
 
 ROW_KERNEL_THREADS = 128
 
@@ -97,14 +98,14 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     mma = next(g for g in groups if g.role == WarpRole.MMA)
     grid_choice, regs = _grids_and_regs(prog, order, held, ch.mma_warps, mma.max_regs)
 
-    alloc = bar.BarrierAllocator(arch.named_barriers)
+    alloc = NamedBarrierAllocator(limit=arch.named_barriers)
     if any(where[t.name] & Where.SMEM and where[t.name] & Where.REGS
            for s in prog.at(Level.BODY) if not isinstance(s, Load) for t in s.outputs
            if t.space == Space.TILE):
-        alloc.add("mma_sync", mma.threads)      # MMA warps exchange tiles through smem
+        alloc.alloc("mma_sync", mma.threads)      # MMA warps exchange tiles through smem
     if any(s.level == Level.EPILOGUE for s in order if s.outputs and
            any(where.get(t.name, Where.NONE) & Where.SMEM for t in s.outputs)):
-        alloc.add("epilogue", mma.threads)      # staging buffers filled before the TMA store
+        alloc.alloc("epilogue", mma.threads)      # staging buffers filled before the TMA store
 
     tile = {s.name: int(v) for s, v in ch.sizes.items()}
     for ring, n in ch.ring_stages.items():
@@ -116,7 +117,7 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         tile[f"{name.lower()}_in_regs"] = 1
     return KernelPlan(
         name=spec.name, template=spec.name, threads=sum(g.threads for g in groups),
-        roles=groups, buffers=tuple(buffers), barriers=tuple(alloc.plans), mbarriers=tuple(mbars),
+        roles=groups, buffers=tuple(buffers), barriers=alloc.barriers, mbarriers=tuple(mbars),
         smem_bytes=smem, tile=tile, stage_order=tuple(s.name for s in order),
         reads=spec.reads, writes=spec.writes, pdl=(),
         params={"launch_regs": r0, "mma_regs_estimate": regs,

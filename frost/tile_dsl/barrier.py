@@ -239,9 +239,12 @@ class NamedBarrierAllocator:
     count that is not a positive multiple of 32, a duplicate name, or more than 15 barriers.
     """
 
-    def __init__(self, first_id: int = RESERVED_BARRIER_ID + 1):
-        if not RESERVED_BARRIER_ID < first_id < MAX_NAMED_BARRIERS:
-            raise ValueError(f"first_id must be in 1..{MAX_NAMED_BARRIERS - 1}, got {first_id}")
+    def __init__(self, first_id: int = RESERVED_BARRIER_ID + 1, limit: int = MAX_NAMED_BARRIERS):
+        if not 1 < limit <= MAX_NAMED_BARRIERS:
+            raise ValueError(f"limit must be in 2..{MAX_NAMED_BARRIERS}, got {limit}")
+        if not RESERVED_BARRIER_ID < first_id < limit:
+            raise ValueError(f"first_id must be in 1..{limit - 1}, got {first_id}")
+        self.limit = limit
         self._next = first_id
         self._plans: dict[str, NamedBarrierPlan] = {}
 
@@ -251,8 +254,8 @@ class NamedBarrierAllocator:
                              f"{WARP_SIZE}, got {threads!r}")
         if name in self._plans:
             raise ValueError(f"named barrier {name!r} is already allocated")
-        if self._next >= MAX_NAMED_BARRIERS:
-            raise ValueError(f"out of named barriers: ids 1..{MAX_NAMED_BARRIERS - 1} are taken "
+        if self._next >= self.limit:
+            raise ValueError(f"out of named barriers: ids 1..{self.limit - 1} are taken "
                              f"({list(self._plans)})")
         plan = NamedBarrierPlan(name=name, id=self._next, threads=threads)
         self._next += 1

@@ -4,29 +4,22 @@ import pytest
 
 from frost.ir.attention import sdpa_bwd_program
 from frost.ir.symbols import d_qk, d_v, tile_m, tile_n
-from frost.sched.barriers import BarrierAllocator, rings
+from frost.sched.barriers import rings
 from frost.sched.partition import partition
 
 
-def test_allocator_ids_start_at_one_and_run_out():
-    a = BarrierAllocator(16)
-    ids = [a.add(f"b{i}", 32 * (i + 1)).id for i in range(15)]
-    assert ids == list(range(1, 16))
+def test_scheduler_barriers_come_from_the_primitive_allocator():
+    """The plan's ids are what tile_dsl's allocator hands out, under the arch's limit."""
+    from frost.sched import plan_sdpa_bwd
+    from frost.tile_dsl.barrier import NamedBarrierAllocator
+
+    k = plan_sdpa_bwd("sm_120a", 128).kernel("bwd_main")
+    a = NamedBarrierAllocator(limit=16)
+    assert k.barriers == tuple(a.alloc(b.name, b.threads) for b in k.barriers)
+    small = NamedBarrierAllocator(limit=2)
+    small.alloc("only", 32)
     with pytest.raises(ValueError, match="out of named barriers"):
-        a.add("one_too_many", 32)
-
-
-@pytest.mark.parametrize("threads", [0, 16, 100])
-def test_allocator_wants_whole_warps(threads):
-    with pytest.raises(ValueError, match="warps"):
-        BarrierAllocator().add("x", threads)
-
-
-def test_allocator_rejects_duplicates():
-    a = BarrierAllocator()
-    a.add("x", 64)
-    with pytest.raises(ValueError, match="twice"):
-        a.add("x", 64)
+        small.alloc("second", 32)
 
 
 def test_rings_of_the_backward():
