@@ -86,7 +86,6 @@ class BwdChain:
         """Contiguous (B, S, H, D) output tensor."""
         d = self.cfg.head_dim
         ptr = cute.make_ptr(self.cfg.dtype, addr, cute.AddressSpace.gmem, assumed_align=16)
-        sh = Int64(d)
         ss = Int64(h) * d
         sb = Int64(s) * ss
         return cute.make_tensor(ptr, cute.make_layout(

@@ -11,7 +11,6 @@ nothing and is called by one thread.)
 
 from __future__ import annotations
 
-import cutlass
 import cutlass.cute as cute
 
 from .load import tma_tile
