@@ -16,7 +16,7 @@ def _plans():
         yield pytest.param(arch, d, causal, id=f"{arch}-d{d}{'-causal' if causal else ''}")
 
 
-@pytest.mark.parametrize("arch,d,causal", _plans())
+@pytest.mark.parametrize("arch,d,causal", list(_plans()))
 def test_invariants(arch, d, causal):
     p = plan_sdpa_bwd(arch, head_dim=d, causal=causal)
     check_plan(p)
