@@ -1,0 +1,52 @@
+"""NVVM code-generation options that CuTe DSL 4.8.1 offers no public switch for.
+
+Why: for sm_100 and newer targets (sm_120a / sm_121a included) NVVM keeps pairs of fp32 values in
+packed 64-bit registers (``f32x2``: ``mov.b64`` pack/unpack around every ``mma.sync`` that
+updates a loop-carried accumulator, ``mul.f32x2`` in epilogues); for sm_90a it keeps them as
+scalars. In a register-tight kernel the packing costs registers. Measured on 2026-11-30 by
+compiling (no SM120 GPU here): bwd_main at d=128 with a 32x128 KV tile and V in registers spills
+92/64 bytes (stores/loads) for sm_120a by default and 0 with ``-nvptx-no-f32x2``; its sm_120a
+PTX carried 304 ``mov.b64`` against 15 for sm_90a. ptxas itself honours ``setmaxnreg`` on
+sm_120a (a 384-thread kernel kept 230 fp32 values live after ``setmaxnreg.inc 240`` with no
+spill), so the spills came from the packing, not from the register budget.
+
+How: :func:`nvvm_options` wraps the DSL's (private) ``preprocess_pipeline`` for the duration of a
+``with`` block and adds ``nvvm-options='...'`` to the ``cute-to-nvvm`` pass, so every
+``cute.compile`` inside the block sees it. It is OFF by default: frost's shipped plans are
+spill-free without it, and the option has not yet run on an SM120 GPU (the H200 builds sm_90a,
+where NVVM does not pack). :data:`NO_F32X2` is the measured option.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+NO_F32X2 = "-Xllc -nvptx-no-f32x2"
+_ANCHOR = "enable-cuda-dialect=true"
+
+
+def add_nvvm_options(pipeline: str, opts: str) -> str:
+    """The pass pipeline string with ``nvvm-options='opts'`` added to the cute-to-nvvm pass."""
+    if _ANCHOR not in pipeline:
+        raise RuntimeError("CuTe DSL's pipeline no longer has the expected cute-to-nvvm options; "
+                           "frost.tile_dsl.nvvm needs updating for this DSL version")
+    if "nvvm-options=" in pipeline:
+        raise RuntimeError("the pipeline already carries nvvm-options")
+    return pipeline.replace(_ANCHOR, f"nvvm-options='{opts}' {_ANCHOR}", 1)
+
+
+@contextlib.contextmanager
+def nvvm_options(opts: str = NO_F32X2):
+    """Compile with extra NVVM options inside the block (e.g. ``with nvvm_options(): compile_for(...)``)."""
+    from cutlass.cutlass_dsl.cutlass import CutlassBaseDSL
+
+    original = CutlassBaseDSL.preprocess_pipeline
+
+    def patched(self, pipeline, arch):
+        return add_nvvm_options(original(self, pipeline, arch), opts)
+
+    CutlassBaseDSL.preprocess_pipeline = patched
+    try:
+        yield opts
+    finally:
+        CutlassBaseDSL.preprocess_pipeline = original
