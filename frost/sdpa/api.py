@@ -228,11 +228,10 @@ class CompiledChain:
         self.compiled(*values[:-1], cuda.CUstream(values[-1]))
 
 
-def build(key: VariantKey, *, with_main: bool = True,
-          stages=("rowdot", "bwd_main", "dq_convert")) -> CompiledChain:
-    """Plan + compile one variant (no GPU needed to compile)."""
+def chain_program(key: VariantKey, *, with_main: bool = True,
+                  stages=("rowdot", "bwd_main", "dq_convert")):
+    """(ChainConfig, the @cute.jit chain function, its compile args) for one variant."""
     import cutlass
-    import cutlass.cute as cute
 
     from frost.templates.dq_convert import DqConvertConfig
     from frost.templates.rowdot import RowDotConfig
@@ -246,8 +245,16 @@ def build(key: VariantKey, *, with_main: bool = True,
         rowdot=RowDotConfig.from_plan(plan, 16, key.head_dim, key.use_pdl),
         dq_convert=DqConvertConfig.from_plan(plan, 16, key.head_dim, key.use_pdl))
     mk = _main_kernel(key, plan) if with_main else None
-    compiled = cute.compile(_chain.BwdChain(cfg, mk, stages), *_chain.compile_args(dtype),
-                            options=f"--gpu-arch {key.arch}")
+    return cfg, _chain.BwdChain(cfg, mk, stages), _chain.compile_args(dtype)
+
+
+def build(key: VariantKey, *, with_main: bool = True,
+          stages=("rowdot", "bwd_main", "dq_convert")) -> CompiledChain:
+    """Plan + compile one variant (no GPU needed to compile)."""
+    import cutlass.cute as cute
+
+    cfg, fn, args = chain_program(key, with_main=with_main, stages=stages)
+    compiled = cute.compile(fn, *args, options=f"--gpu-arch {key.arch}")
     _STATS["compiles"] += 1
     return CompiledChain(key, cfg, compiled)
 
