@@ -28,16 +28,18 @@ LEVEL_COLORS = {"PROLOGUE": "#9ecae1", "BODY": "#fdd0a2", "EPILOGUE": "#c7e9c0"}
 KERNEL_COLORS = ["#6baed6", "#fd8d3c", "#74c476", "#9e9ac8", "#fb6a4a", "#969696"]
 
 
-def draw_program(program, ax=None, kernel_of: dict[str, str] | None = None):
+def draw_program(program, ax=None, kernel_of: dict[str, str] | None = None,
+                 kernel_order: list[str] | None = None):
     """The stage DAG, one column per topological generation, coloured by loop level (or by
-    kernel when ``kernel_of`` maps stage name -> kernel name)."""
+    kernel when ``kernel_of`` maps stage name -> kernel name; ``kernel_order``, the plan's chain
+    order, gives each kernel the same colour as in :func:`draw_chain`)."""
     ax = ax or plt.gca()
     g = program.graph
     for i, gen in enumerate(nx.topological_generations(g)):
         for n in gen:
             g.nodes[n]["layer"] = i
     pos = nx.multipartite_layout(g, subset_key="layer")
-    kernels = list(dict.fromkeys((kernel_of or {}).values()))  # chain order
+    kernels = list(kernel_order or dict.fromkeys((kernel_of or {}).values()))
     colors = []
     for n in g.nodes:
         if kernel_of and n in kernel_of:
@@ -48,6 +50,11 @@ def draw_program(program, ax=None, kernel_of: dict[str, str] | None = None):
                            node_size=900)
     nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=900, edgecolors="#333333")
     nx.draw_networkx_labels(g, pos, ax=ax, font_size=6)
+    if kernel_of:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color=KERNEL_COLORS[i % len(KERNEL_COLORS)], label=k)
+                           for i, k in enumerate(kernels)], loc="lower right", fontsize=7)
     ax.set_title(f"{program.name}: stage DAG" + (" (colour = kernel)" if kernel_of else ""))
     ax.axis("off")
     return ax
@@ -104,7 +111,7 @@ def save_plan_figure(plan, program, path, kernel_of: dict[str, str] | None = Non
     """DAG + chain + smem map of the kernel with the most shared memory, written to ``path``."""
     fig = plt.figure(figsize=(14, 11))
     grid = fig.add_gridspec(3, 1, height_ratios=[3, 1, 2])
-    draw_program(program, fig.add_subplot(grid[0]), kernel_of)
+    draw_program(program, fig.add_subplot(grid[0]), kernel_of, [k.name for k in plan.kernels])
     draw_chain(plan, fig.add_subplot(grid[1]))
     main = max(plan.kernels, key=lambda k: k.smem_bytes)
     draw_smem_map(main, plan.smem_budget, fig.add_subplot(grid[2]))

@@ -229,3 +229,27 @@ def test_ax_argument_draws_into_an_existing_figure():
     assert viz.swizzle_grid(Swizzle.sw32(), ax=ax) is fig
     assert viz.fragment_grid(Operand.C, ax=ax) is fig
     assert len(fig.axes) == 1 and len(ax.images) == 2
+
+
+def test_dag_colours_follow_the_chain_order():
+    """A stage is drawn in its kernel's chain colour (the same as in draw_chain) with a legend."""
+    import matplotlib.colors as mcolors
+    from matplotlib.figure import Figure
+
+    from frost import viz
+    from frost.ir.attention import sdpa_bwd_program
+    from frost.sched import plan_sdpa_bwd
+    from frost.sched.partition import partition
+
+    prog = sdpa_bwd_program("bf16", False)
+    plan = plan_sdpa_bwd("sm_120a", 64)
+    kernel_of = {s.name: k.name for k in partition(prog) for s in k.program.stages}
+    order = [k.name for k in plan.kernels]
+    ax = Figure().add_subplot()
+    viz.draw_program(prog, ax, kernel_of, order)
+    nodes = list(prog.graph.nodes)
+    faces = ax.collections[-1].get_facecolors()
+    for name in ("delta", "dS", "dQ_cast"):
+        want = viz.KERNEL_COLORS[order.index(kernel_of[name])]
+        assert mcolors.to_hex(faces[nodes.index(name)]) == want
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == order
