@@ -13,6 +13,10 @@ least useful ones:
 3. ``tile:<m>x<n>/q<stages>/w<warps>``: other legal plans from
    ``frost.sched.plan_sdpa_bwd(tile=...)`` that ``BwdMainKernel.can_implement`` accepts.
 
+``--rank N --dims 64,128,...`` instead measures, per head dim, the cost model's N best legal
+plans (``frost.sched.rank_sdpa_bwd``), no ablations, and records each plan's model cost: the
+data the chooser is calibrated on (tests/sched/test_cost_calibration.py).
+
 TFLOP/s always uses the full backward's FLOPs = 10·B·H·S·S·D (halved for causal), also for the
 ablations, so every number compares as time. Every config runs in its own try/except (the error
 is recorded); configs not started before the ``--budget-s`` wall-clock cap (measured from the
@@ -84,6 +88,32 @@ def tile_summary(kp) -> dict:
 def tile_name(t: dict) -> str:
     return (f"tile:{t['tile_m']}x{t['tile_n']}/q{t['q_stages']}/w{t['num_mma_warps']}"
             f"{'/vreg' if t.get('v_in_regs') else ''}")
+
+
+def rank_configs(n: int, dims, causal=False, b=4, h=16, s=4096):
+    """The model's ``n`` cheapest plans per head dim that the template accepts; CPU only."""
+    from frost.sched import rank_sdpa_bwd
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    configs, rejected = [], []
+    for d in dims:
+        shape = (b, h, s, d, causal)
+        ranked, _ = rank_sdpa_bwd(ARCH, d, causal=causal)
+        default = tile_summary(default_plan(ARCH, d, causal=causal))
+        kept = 0
+        for cost, plan in ranked:
+            kp = plan.kernel("bwd_main")
+            try:
+                BwdMainKernel.can_implement(kp)
+            except Exception as e:  # noqa: BLE001 - recorded, not fatal
+                rejected.append(dict(shape=list(shape), tile=tile_summary(kp), error=str(e)[:300]))
+                continue
+            name = "default" if tile_summary(kp) == default else tile_name(kp.tile)
+            configs.append(dict(name=name, shape=shape, skip=(), kplan=kp, model_cost=cost))
+            kept += 1
+            if kept == n:
+                break
+    return configs, rejected
 
 
 def build_configs():
@@ -251,10 +281,16 @@ def main(argv=None):
     ap.add_argument("--hang-s", type=float, default=45.0,
                     help="a single config running longer than this ends the run (JSON kept)")
     ap.add_argument("--list", action="store_true", help="print the configs and exit (no GPU)")
+    ap.add_argument("--rank", type=int, default=0, metavar="N",
+                    help="measure the cost model's N best plans per head dim (no ablations)")
+    ap.add_argument("--dims", default="64,128", help="head dims for --rank (comma-separated)")
     args = ap.parse_args(argv)
     deadline = _T0 + args.budget_s
 
-    configs, rejected = build_configs()
+    if args.rank:
+        configs, rejected = rank_configs(args.rank, [int(x) for x in args.dims.split(",")])
+    else:
+        configs, rejected = build_configs()
     if args.list:
         for c in configs:
             print(c["shape"], c["name"], tile_summary(c["kplan"]))
@@ -271,7 +307,8 @@ def main(argv=None):
                 flops="10*B*H*S*S*D (full backward, also for ablations)",
                 note="skip:* configs compute WRONG results on purpose (timing ablations)")
     results = [dict(name=c["name"], shape=list(c["shape"]), skip=list(c["skip"]),
-                    tile=tile_summary(c["kplan"]), status="pending") for c in configs]
+                    tile=tile_summary(c["kplan"]), model_cost=c.get("model_cost"),
+                    status="pending") for c in configs]
     doc = dict(meta=meta, results=results, rejected_tiles=rejected)
     inputs, cur_shape = None, None
     state: dict = {}

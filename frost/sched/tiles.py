@@ -5,20 +5,25 @@ The cost model estimates, per loop iteration of one CTA (one SM):
 * ``t_mma``  = GEMM FLOPs / MMA rate;
 * ``t_smem`` = operand bytes the warps read from shared memory (ldmatrix; held operands are
   free) / shared-memory bandwidth;
-* ``t_gmem`` = bytes the loop loads + atomically reduces (weighted) / a per-SM L2 bandwidth;
+* ``t_load`` = bytes the loop loads / a per-SM L2 bandwidth (the producer warp, overlapped);
+* ``t_red``  = bytes the MMA warps reduce atomically / a per-SM reduction bandwidth (issued by
+  the MMA warps themselves, so on their critical path).
 
-``t = max(t_mma + t_smem, t_gmem)`` when the load ring is double-buffered, else the sum with
-half the load exposed; fewer than 8 MMA warps pay a latency factor, a register estimate
-above the launch registers R pays a spill-risk factor ``1 + (regs - R) / R``, and every q-tile
-trip pays a fixed ``per_trip_clocks`` (barriers, ring waits, the P/dS round trip through smem),
-which favours taller tiles. The score is time per FLOP, with the prologue and epilogue amortised
-over a nominal 4096-long loop extent. It ranks; it does not predict TFLOP/s.
+``t = max(t_mma + t_smem + t_red, t_load)`` when the load ring is double-buffered, else the
+sum with half the load exposed; fewer than 8 MMA warps pay a latency factor, a register estimate
+above the MMA warps' ``setmaxnreg`` budget R pays a spill-risk factor ``1 + (regs - R) / R``,
+and every q-tile trip pays a fixed ``per_trip_clocks`` (barriers, ring waits, the P/dS round
+trip through smem), which favours taller tiles. The score is time per FLOP, with the prologue
+and epilogue amortised over a nominal 4096-long loop extent. It ranks; it does not predict
+TFLOP/s.
 
-Calibration (H200, bwd_main alone, (4,16,4096,d), 2026-11-30, bench/results/v0): with
-``per_trip_clocks=2000`` the model's order of the 6 measured plans per head dim has Spearman
-ρ = 0.77 (d=128) and 0.94 (d=64), against 0.71 / 0.71 without the per-trip term. The d=128 gap
-is on purpose: the H200-fastest plan there (32x128, V in registers) spills 156 B when compiled for
-sm_120a, and the spill-risk term ranks it down (tests/sched/test_cost_calibration.py).
+Calibration (H200, bwd_main alone, (4,16,4096,d), 2026-11-30, bench/results/v0 and v2):
+``red_bytes_per_clk`` comes from the dQ-atomics ablation (leaving the atomics out of the d=128
+32x64 plan saved 1.57 ms for 8.6 GB reduced: ~21 B/clk per SM at 1.98 GHz);
+``per_trip_clocks=2000`` from the rank correlation of the measured plans
+(tests/sched/test_cost_calibration.py). The spill limit is the MMA budget because frost compiles
+sm_100+ targets without NVVM's f32x2 packing (``frost.tile_dsl.nvvm.for_arch``), under which
+ptxas honours ``setmaxnreg``.
 """
 
 from __future__ import annotations
@@ -38,12 +43,11 @@ class CostModel:
     mma_flops_per_clk: float = 1024.0   # mma.sync bf16 -> fp32, per SM
     smem_bytes_per_clk: float = 128.0
     gmem_bytes_per_clk: float = 24.0    # mostly L2 hits (Q/dO are re-read by every KV CTA)
-    atomic_weight: float = 2.0          # an fp32 reduction byte costs this many load bytes
+    red_bytes_per_clk: float = 21.0     # fp32 red.global.add issued by the MMA warps
     few_warps_penalty: float = 1.25     # < 8 MMA warps hide less latency
     narrow_warp_tile: float = 1.25      # smem cost factor when a warp tile is 8 (mod 16) wide
-    # register estimates above this pay a growing penalty; None: the plan's launch registers
-    # (65,536 / threads; ptxas for sm_120a compiled every bwd_main at that cap: 168 for 384
-    # threads, and spilled where the MMA path needed more, setmaxnreg notwithstanding)
+    # register estimates above this pay a growing penalty; None: the MMA role's setmaxnreg
+    # budget (honoured by ptxas once NVVM's f32x2 packing is off: frost.tile_dsl.nvvm)
     spill_risk_from: int | None = None
     nominal_extent: int = 4096          # loop extent used to amortise prologue/epilogue
     per_trip_clocks: float = 2000.0     # fixed cost of one q-tile trip (barriers, ring waits)
@@ -54,7 +58,7 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
     tile = kp.tile
     held = frozenset(kp.params.get("held_in_regs", ()))
     where = residency(prog, held)
-    flops = smem = gmem = once = 0.0
+    flops = smem = gmem = red = once = 0.0
     for s in prog.stages:
         if isinstance(s, Gemm) and s.level == Level.BODY:
             m, n, k = int(s.m), int(s.n), int(s.k)
@@ -65,19 +69,22 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
             narrow = (n // wn) % 16 != 0  # B fed by ldmatrix.x2: half-width loads
             smem += a_b * 2 * (model.narrow_warp_tile if narrow else 1.0)
         elif isinstance(s, (Load, Store, AtomicReduce)):
-            b = float(s.gmem_bytes()) * (model.atomic_weight if isinstance(s, AtomicReduce) else 1)
-            if s.level == Level.BODY:
-                gmem += b
-            else:
+            b = float(s.gmem_bytes())
+            if s.level != Level.BODY:
                 once += b
+            elif isinstance(s, AtomicReduce):
+                red += b
+            else:
+                gmem += b
     stages = min([v for k, v in tile.items() if k.endswith("_stages") and k != "kv_stages"] or [1])
     t_mma, t_smem = flops / model.mma_flops_per_clk, smem / model.smem_bytes_per_clk
-    t_gmem = gmem / model.gmem_bytes_per_clk
-    t = max(t_mma + t_smem, t_gmem) if stages >= 2 else t_mma + t_smem + 0.5 * t_gmem
+    t_load, t_red = gmem / model.gmem_bytes_per_clk, red / model.red_bytes_per_clk
+    t_warps = t_mma + t_smem + t_red
+    t = max(t_warps, t_load) if stages >= 2 else t_warps + 0.5 * t_load
     if tile["num_mma_warps"] < 8:
         t *= model.few_warps_penalty
     regs = kp.params.get("mma_regs_estimate", 0)
-    risk = model.spill_risk_from or kp.params.get("launch_regs") or 200
+    risk = model.spill_risk_from or _mma_budget(kp)
     t *= 1 + max(0, regs - risk) / risk
     t += model.per_trip_clocks
     trips = model.nominal_extent / max(int(tile.get("tile_m", 1)), 1)
@@ -95,3 +102,10 @@ def candidates(space: dict[str, tuple], forced: dict[str, int] | None = None):
     vals = [(forced[k],) if k in forced else space[k] for k in keys]
     for combo in itertools.product(*vals):
         yield dict(zip(keys, combo))
+
+
+def _mma_budget(kp: KernelPlan) -> int:
+    from frost.sched.plan import WarpRole
+
+    mma = kp.role(WarpRole.MMA)
+    return mma.max_regs or kp.params.get("launch_regs") or 200

@@ -253,8 +253,11 @@ def build(key: VariantKey, *, with_main: bool = True,
     """Plan + compile one variant (no GPU needed to compile)."""
     import cutlass.cute as cute
 
+    from frost.tile_dsl.nvvm import for_arch
+
     cfg, fn, args = chain_program(key, with_main=with_main, stages=stages)
-    compiled = cute.compile(fn, *args, options=f"--gpu-arch {key.arch}")
+    with for_arch(key.arch):  # NVVM options are a function of the arch, so the key covers them
+        compiled = cute.compile(fn, *args, options=f"--gpu-arch {key.arch}")
     _STATS["compiles"] += 1
     return CompiledChain(key, cfg, compiled)
 

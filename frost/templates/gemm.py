@@ -310,6 +310,9 @@ def run_gemm(a, b, cfg: GemmConfig | None = None, out=None):
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     fn = _COMPILED.get(cfg)
     if fn is None:
-        fn = _COMPILED[cfg] = cute.compile(Gemm(cfg), *args, stream)
+        from frost.tile_dsl.nvvm import for_current_device
+
+        with for_current_device():
+            fn = _COMPILED[cfg] = cute.compile(Gemm(cfg), *args, stream)
     fn(*args, stream)
     return out

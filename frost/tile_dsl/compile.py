@@ -156,7 +156,9 @@ def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "", **kwa
         raise ValueError(f"arch must be one of {SUPPORTED_ARCHS}, got {arch!r}")
     opts = (f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {_dump_dir()} remarks{{ptx}} "
             f"{extra_options}").strip()
-    with _capture_stderr() as box:
+    from frost.tile_dsl.nvvm import for_arch
+
+    with _capture_stderr() as box, for_arch(arch):
         compiled = cute.compile(fn, *args, options=opts, **kwargs)
     log = box["text"]
     kernels = parse_ptxas_log(log)

@@ -12,16 +12,21 @@ spill), so the spills came from the packing, not from the register budget.
 
 How: :func:`nvvm_options` wraps the DSL's (private) ``preprocess_pipeline`` for the duration of a
 ``with`` block and adds ``nvvm-options='...'`` to the ``cute-to-nvvm`` pass, so every
-``cute.compile`` inside the block sees it. It is OFF by default: frost's shipped plans are
-spill-free without it, and the option has not yet run on an SM120 GPU (the H200 builds sm_90a,
-where NVVM does not pack). :data:`NO_F32X2` is the measured option.
+``cute.compile`` inside the block sees it. :func:`for_arch` is what frost's compile paths use
+(``compile_for``, ``frost.sdpa`` and the templates' ``launch``): it adds :data:`NO_F32X2` for the
+targets where NVVM packs (sm_100 and newer, so sm_120a / sm_121a) and nothing for sm_90a, so the
+option is part of the arch and every cache keyed on the arch stays correct. The tile chooser
+relies on it: with packing off, the MMA warps' ``setmaxnreg`` budget is the spill limit.
+Not yet run on an SM120 GPU (the H200 builds sm_90a, where NVVM does not pack).
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 
 NO_F32X2 = "-Xllc -nvptx-no-f32x2"
+PACKING_FROM_SM = 100  # NVVM packs fp32 pairs for sm_100 and newer targets
 _ANCHOR = "enable-cuda-dialect=true"
 
 
@@ -50,3 +55,25 @@ def nvvm_options(opts: str = NO_F32X2):
         yield opts
     finally:
         CutlassBaseDSL.preprocess_pipeline = original
+
+
+def arch_options(arch: str) -> str:
+    """The NVVM options frost compiles ``arch`` with ("" when none are needed)."""
+    m = re.fullmatch(r"sm_(\d+)[af]?", arch)
+    if not m:
+        raise ValueError(f"not an arch name: {arch!r} (want e.g. 'sm_120a')")
+    return NO_F32X2 if int(m.group(1)) >= PACKING_FROM_SM else ""
+
+
+def for_arch(arch: str):
+    """Context manager: the NVVM options of :func:`arch_options` for every compile inside it."""
+    opts = arch_options(arch)
+    return nvvm_options(opts) if opts else contextlib.nullcontext("")
+
+
+def for_current_device():
+    """:func:`for_arch` of the current CUDA device (for a ``launch`` that compiles on first use)."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return for_arch(f"sm_{props.major}{props.minor}a")

@@ -43,6 +43,22 @@ def test_q_block_range_model_matches_brute_force():
                 assert all(lo <= m < hi for m in seen), (align, s_q, s_kv, n_block)
 
 
+def test_tile_needs_mask_model_is_exact():
+    """The unmasked fast path is taken exactly when every (row < S_q, key) pair of the tile is
+    visible: a brute-force check over small problems, all alignments, ragged and square."""
+    tm, tn = 16, 32
+    for align in masks.CausalAlign:
+        for s_q, s_kv in ((100, 100), (70, 200), (200, 70), (64, 64), (1, 5), (33, 96)):
+            for n_block in range(-(-s_kv // tn)):
+                for m in range(-(-s_q // tm)):
+                    hidden = any(not masks.visible_model(align, i, j, s_q, s_kv)
+                                 for i in range(m * tm, min(s_q, m * tm + tm))
+                                 for j in range(n_block * tn, n_block * tn + tn))
+                    got = masks.tile_needs_mask_model(align, m * tm, n_block * tn, tm, tn,
+                                                      s_q, s_kv)
+                    assert got == hidden, (align, s_q, s_kv, m, n_block)
+
+
 @pytest.mark.parametrize("d", [32, 40, 64, 96, 128, 160, 192, 256])
 @pytest.mark.parametrize("arch", ARCHS)
 def test_plan_fits(d, arch):

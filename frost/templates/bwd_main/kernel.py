@@ -332,7 +332,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             stream = torch.cuda.current_stream()
         cu_stream = cuda.CUstream(stream.cuda_stream)
         if self._compiled is None:
-            self._compiled = cute.compile(self, *args, cutlass.Float32(scale), cu_stream)
+            from frost.tile_dsl.nvvm import for_current_device
+
+            with for_current_device():
+                self._compiled = cute.compile(self, *args, cutlass.Float32(scale), cu_stream)
         self._compiled(*args, cutlass.Float32(scale), cu_stream)
 
     def _check(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv):

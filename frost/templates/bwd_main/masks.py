@@ -5,6 +5,10 @@ Causal alignments (query row i, key column j):
 * ``BOTTOM_RIGHT``: j <= i + (S_kv - S_q)  (the last query sees every key);
 * ``TOP_LEFT``:     j <= i.
 
+A tile needs the element mask only where some of its pairs are hidden: the last KV tile when
+S_kv is not a multiple of tile_n, and under causal the tiles that cross the diagonal
+(:func:`tile_needs_mask`); every other tile takes the unmasked path.
+
 Rows i >= S_q need no mask here: their lse_log2 is +inf (loaded so by the producer), so P = 0.
 Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`) sit beside the device
 forms and are what the tests compare against.
@@ -50,6 +54,27 @@ def q_block_range_model(align, n_block, tile_m, tile_n, s_q, s_kv) -> tuple[int,
         return 0, m_max
     first_row = max(0, n_block * tile_n - diag_offset_model(align, s_q, s_kv))
     return min(first_row // tile_m, m_max), m_max
+
+
+def tile_needs_mask_model(align, row0, col0, tile_m, tile_n, s_q, s_kv) -> bool:
+    """True unless every key column of the tile is visible to every query row of it."""
+    if col0 + tile_n > s_kv:
+        return True
+    if align == CausalAlign.NONE:
+        return False
+    return col0 + tile_n - 1 > row0 + diag_offset_model(align, s_q, s_kv)
+
+
+@cute.jit
+def tile_needs_mask(align: cutlass.Constexpr, row0, col0, tile_m: cutlass.Constexpr,
+                    tile_n: cutlass.Constexpr, s_q, s_kv):
+    """Device form of :func:`tile_needs_mask_model` (a Boolean, uniform over the CTA)."""
+    need = col0 + tile_n > s_kv
+    if cutlass.const_expr(align == CausalAlign.BOTTOM_RIGHT):
+        need = need | (col0 + tile_n - 1 > row0 + (s_kv - s_q))
+    if cutlass.const_expr(align == CausalAlign.TOP_LEFT):
+        need = need | (col0 + tile_n - 1 > row0)
+    return need
 
 
 @cute.jit

@@ -6,6 +6,7 @@ Per iteration t (ring stage s = t % q_stages)::
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
     dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
     P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
+                        (the element mask only on tiles that need one: masks.tile_needs_mask)
     bar mma_sync ; P, dS → sP, sdS (io dtype) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
@@ -172,13 +173,12 @@ class MmaRole:
 
             row0 = m_block * t_m
             col0 = n_block * t_n
-            for i in cutlass.range_constexpr(cute.size(acc_S)):
-                r, c = tScS[i]
-                p = ex2(acc_S[i] * scale_log2 - sm.sLSE[r, stage])
-                ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
-                p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
-                acc_S[i] = p
-                acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
+            if masks.tile_needs_mask(self.align, row0, col0, t_m, t_n, s_q, s_kv):
+                self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
+                                  s_kv, True)
+            else:
+                self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
+                                  s_kv, False)
             rP = cute.make_fragment_like(acc_S, dtype)
             rP.store(acc_S.load().to(dtype))
             rdS = cute.make_fragment_like(acc_dP, dtype)
@@ -211,6 +211,20 @@ class MmaRole:
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
         self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
+
+    @cute.jit
+    def softmax_grad(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
+                     masked: cutlass.Constexpr):
+        """In place: acc_S ← P = ex2(S·scale·log2e − lse_log2) (0 where hidden, if ``masked``),
+        acc_dP ← dS = P ∘ (dP − delta)."""
+        for i in cutlass.range_constexpr(cute.size(acc_S)):
+            r, c = tScS[i]
+            p = ex2(acc_S[i] * scale_log2 - sm.sLSE[r, stage])
+            if cutlass.const_expr(masked):
+                ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
+                p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
+            acc_S[i] = p
+            acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
 
     @cute.jit
     def release_q(self, bar):
