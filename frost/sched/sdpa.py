@@ -26,6 +26,7 @@ from frost.sched.plan import Plan
 from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
 from frost.sched.tiles import CostModel, candidates, iteration_cost
+from frost.sched.tuned import tuned_tile
 
 HEAD_DIM_RANGE = (32, 256)
 PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
@@ -91,20 +92,29 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
 
 def plan_sdpa_bwd(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | None = None,
                   causal: bool = False, dtype: str = "bf16", tile: dict | None = None) -> Plan:
-    """The cheapest legal plan of the attention backward (or of the forced ``tile`` keys:
-    any of ``tile_m``, ``tile_n``, ``q_stages``, ``num_mma_warps``, ``v_in_regs``).
+    """The attention backward's plan: the measured pick of :mod:`frost.sched.tuned` when
+    ``tile`` is None and the table has one for this arch and head dim, else the cost model's
+    cheapest legal plan (of the forced ``tile`` keys, if given: any of ``tile_m``, ``tile_n``,
+    ``q_stages``, ``num_mma_warps``, ``v_in_regs``; ``tile={}`` asks for the model's pick).
 
     Raises ValueError for an unknown arch, an unsupported head dim or a tile that cannot fit.
     Plans are cached; each call returns a fresh copy.
     """
     key = (str(arch), head_dim, head_dim_v, bool(causal), str(dtype),
-           tuple(sorted((tile or {}).items())))
+           None if tile is None else tuple(sorted(tile.items())))
     return copy.deepcopy(_best(key))
 
 
 @functools.lru_cache(maxsize=256)
 def _best(key) -> Plan:
     arch, head_dim, head_dim_v, causal, dtype, tile = key
+    if tile is None:
+        measured = tuned_tile(get_arch(arch).name, pad_head_dim(head_dim))
+        if measured is not None:
+            ranked, _ = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, measured)
+            if ranked:
+                return ranked[0][1]
+        tile = ()
     ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, dict(tile))
     if not ranked:
         why = "; ".join(sorted({r for _, r in rejected}))[:600]

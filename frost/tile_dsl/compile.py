@@ -144,8 +144,12 @@ def _capture_stderr():
             box["text"] = tmp.read().decode("utf-8", "replace")
 
 
-def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "", **kwargs) -> CompileReport:
+def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "",
+                nvvm: str | None = None, **kwargs) -> CompileReport:
     """Compile ``fn(*args)`` for ``arch`` and return its PTX, cubin and resource report.
+
+    ``nvvm``: extra NVVM options; None (default) means frost's options for ``arch``
+    (:func:`frost.tile_dsl.nvvm.for_arch`), "" means none at all.
 
     Works without a GPU: pass fake tensors (``cute.runtime.make_fake_compact_tensor``) and
     ``cute.sym_int()`` extents.
@@ -156,9 +160,11 @@ def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "", **kwa
         raise ValueError(f"arch must be one of {SUPPORTED_ARCHS}, got {arch!r}")
     opts = (f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {_dump_dir()} remarks{{ptx}} "
             f"{extra_options}").strip()
-    from frost.tile_dsl.nvvm import for_arch
+    from frost.tile_dsl.nvvm import for_arch, nvvm_options
 
-    with _capture_stderr() as box, for_arch(arch):
+    codegen = for_arch(arch) if nvvm is None else \
+        nvvm_options(nvvm) if nvvm else contextlib.nullcontext()
+    with _capture_stderr() as box, codegen:
         compiled = cute.compile(fn, *args, options=opts, **kwargs)
     log = box["text"]
     kernels = parse_ptxas_log(log)

@@ -17,12 +17,17 @@ How: :func:`nvvm_options` wraps the DSL's (private) ``preprocess_pipeline`` for 
 targets where NVVM packs (sm_100 and newer, so sm_120a / sm_121a) and nothing for sm_90a, so the
 option is part of the arch and every cache keyed on the arch stays correct. The tile chooser
 relies on it: with packing off, the MMA warps' ``setmaxnreg`` budget is the spill limit.
+Caveat: LLVM command-line options are process-global, so once NVVM has parsed
+``-nvptx-no-f32x2`` in a process, later compiles in that process keep it even outside the
+block (observed with CuTe DSL 4.8.1). frost never wants packing, so this only matters to a test
+that compiles the packed form for comparison: it must do so in a fresh process.
 Not yet run on an SM120 GPU (the H200 builds sm_90a, where NVVM does not pack).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 
 NO_F32X2 = "-Xllc -nvptx-no-f32x2"
@@ -42,19 +47,36 @@ def add_nvvm_options(pipeline: str, opts: str) -> str:
 
 @contextlib.contextmanager
 def nvvm_options(opts: str = NO_F32X2):
-    """Compile with extra NVVM options inside the block (e.g. ``with nvvm_options(): compile_for(...)``)."""
+    """Compile with extra NVVM options inside the block (e.g. ``with nvvm_options(): compile_for(...)``).
+
+    The options also go into the DSL's module hash, which keys its in-memory and on-disk JIT
+    caches: without that, a kernel compiled once without the options (or with others) would be
+    served from the cache unchanged.
+    """
     from cutlass.cutlass_dsl.cutlass import CutlassBaseDSL
 
-    original = CutlassBaseDSL.preprocess_pipeline
+    saved = {name: CutlassBaseDSL.__dict__.get(name)
+             for name in ("preprocess_pipeline", "get_module_hash")}
+    original_pipeline = CutlassBaseDSL.preprocess_pipeline
+    original_hash = CutlassBaseDSL.get_module_hash
 
-    def patched(self, pipeline, arch):
-        return add_nvvm_options(original(self, pipeline, arch), opts)
+    def patched_pipeline(self, pipeline, arch):
+        return add_nvvm_options(original_pipeline(self, pipeline, arch), opts)
 
-    CutlassBaseDSL.preprocess_pipeline = patched
+    def patched_hash(self, module, function_name):
+        base = original_hash(self, module, function_name)
+        return hashlib.sha256(f"{base}|nvvm-options={opts}".encode()).hexdigest()
+
+    CutlassBaseDSL.preprocess_pipeline = patched_pipeline
+    CutlassBaseDSL.get_module_hash = patched_hash
     try:
         yield opts
     finally:
-        CutlassBaseDSL.preprocess_pipeline = original
+        for name, fn in saved.items():
+            if fn is None:
+                delattr(CutlassBaseDSL, name)
+            else:
+                setattr(CutlassBaseDSL, name, fn)
 
 
 def arch_options(arch: str) -> str:

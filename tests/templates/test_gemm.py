@@ -84,7 +84,8 @@ def test_gemm_compiles(arch, cfg):
     if cfg.out_dtype == "io":
         assert r.count(f"cvt.rn.{ab}x2.f32") >= 1
     else:
-        assert r.count("st.global.b64") + r.count("st.global.v2.f32") >= 1  # paired fp32 stores
+        paired = ("st.global.b64", "st.global.v2.f32", "st.global.v2.b32")  # 64-bit fp32 pairs
+        assert sum(r.count(x) for x in paired) >= 1 and r.count("st.global.f32") == 0
     assert r.total_spill_bytes == 0
 
 

@@ -312,11 +312,12 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         return (q, k, v, do, lse, delta, dq_acc, dk, dv, cutlass.Float32(1.0),
                 crt.make_fake_stream())
 
-    def compile(self, arch: str = "sm_120a"):
-        """Compile for ``arch`` without a GPU; returns frost's CompileReport (PTX, regs, spills)."""
+    def compile(self, arch: str = "sm_120a", **kw):
+        """Compile for ``arch`` without a GPU; returns frost's CompileReport (PTX, regs, spills).
+        ``kw`` goes to :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``)."""
         from frost.tile_dsl.compile import compile_for
 
-        return compile_for(self, *self.fake_args(), arch=arch)
+        return compile_for(self, *self.fake_args(), arch=arch, **kw)
 
     def launch(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale: float, stream=None):
         """Run on torch CUDA tensors (see module docstring for shapes). Compiles on first use."""
