@@ -8,7 +8,8 @@ recorded as ``first_call_s``). Configurations, most important first so ``--budge
 least useful ones:
 
 1. ``default``: the plan ``frost.templates.bwd_main.default_plan`` picks;
-2. ``skip:<stage>``: the default plan with one stage compiled out (``BwdMainKernel(skip=...)``,
+2. ``no-interleave``: the default plan with every GEMM's k-loop on its own (v2's instruction
+   order; ``BwdMainKernel(interleave=0)``), then ``skip:<stage>``: the default plan with one stage compiled out (``BwdMainKernel(skip=...)``,
    TIMING ONLY, the results are wrong; see ``frost/templates/bwd_main/kernel.py``);
 3. ``tile:<m>x<n>/q<stages>/w<warps>``: other legal plans from
    ``frost.sched.plan_sdpa_bwd(tile=...)`` that ``BwdMainKernel.can_implement`` accepts.
@@ -143,6 +144,8 @@ def build_configs():
             seen.add(key)
             tiles.append(dict(name=tile_name(cand.tile), shape=shape, skip=(), kplan=cand))
     configs = [dict(name="default", shape=s, skip=(), kplan=kp) for s, kp in defaults]
+    configs += [dict(name="no-interleave", shape=s, skip=(), kplan=kp, interleave=0)
+                for s, kp in defaults]
     configs += [dict(name=f"skip:{sk}", shape=s, skip=(sk,), kplan=kp)
                 for s, kp in defaults for sk in SKIPS]
     # interleave the shapes' tile plans so a budget cut hits both shapes alike
@@ -190,7 +193,8 @@ def time_config(torch, cfg, t, iters, warmup, deadline):
     from frost.templates.bwd_main import BwdMainKernel
 
     b, h, s, d, causal = cfg["shape"]
-    kern = BwdMainKernel(cfg["kplan"], "bf16", causal=causal, skip=frozenset(cfg["skip"]))
+    kern = BwdMainKernel(cfg["kplan"], "bf16", causal=causal, skip=frozenset(cfg["skip"]),
+                         interleave=cfg.get("interleave"))
 
     def call():
         kern.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],

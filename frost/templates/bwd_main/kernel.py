@@ -3,7 +3,8 @@
 Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
-                         use_pdl=False, dq_splits=False, skip=frozenset())  # skip: timing only
+                         use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
+                         interleave=None)  # None: pick_interleave(plan); 0, 1 or 2
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -101,7 +102,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
     def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
                  use_pdl: bool = False, dq_splits: bool = False,
-                 skip: frozenset[str] = frozenset()):
+                 skip: frozenset[str] = frozenset(), interleave: bool | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -116,6 +117,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.use_pdl = bool(use_pdl)
         self.can_implement(kplan)
         self.dq_chunks = self.pick_dq_chunks(kplan)
+        self.interleave = self.pick_interleave(kplan, self.dq_chunks) if interleave is None \
+            else int(interleave)
         self._compiled = None
 
     @staticmethod
@@ -127,6 +130,20 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         while want > 1 and (d % want or (d // want) % (8 * wn)):
             want //= 2
         return want
+
+    @staticmethod
+    def pick_interleave(kp: KernelPlan, dq_chunks: int) -> int:
+        """How much of the q-tile trip runs as interleaved GEMMs (``mma.gemm_interleaved``):
+        0 none (one GEMM at a time), 1 S with dP, 2 also dV with dK with dQ.
+
+        Level 2 keeps dQ's fp32 accumulator live across dV/dK; it is used where that accumulator
+        is at most 32 registers per thread (sm_120a compiles of d 168..192 at 64x64, 48 of them,
+        spilled 8 B). Chunked dQ (d > 192, registers already short) gets 0."""
+        tl = kp.tile
+        if dq_chunks > 1:
+            return 0
+        dq_acc_regs = tl["tile_m"] * tl["d"] // (32 * tl["num_mma_warps"])
+        return 2 if dq_acc_regs <= 32 else 1
 
     @staticmethod
     def can_implement(kp: KernelPlan) -> None:

@@ -5,13 +5,15 @@ Per iteration t (ring stage s = t % q_stages)::
     wait q_full[s]
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
     dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
+                        (S and dP k-blocks interleaved: gemm_interleaved)
     P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
                         (the element mask only on tiles that need one: masks.tile_needs_mask)
     bar mma_sync ; P, dS → sP, sdS (io dtype) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
-    arrive q_empty[s]   (every MMA thread; the producer may refill stage s)
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
+                        (dV, dK and dQ chunk 0 interleaved)
+    arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
     red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (rows < S_q)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
@@ -49,24 +51,49 @@ def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
         warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4 if n_warp == 16 else 2), dtype)
 
 
-@cute.jit
-def gemm_ss(tiled_mma, acc, rA, rB, sA, sB, cpA, cpB):
-    """acc += A·Bᵀ with both operands streamed from smem one k-block at a time by ldmatrix."""
-    rA_v = cpA.retile(rA)
-    rB_v = cpB.retile(rB)
-    for k in cutlass.range_constexpr(cute.size(sA.shape[2])):
-        cute.copy(cpA, sA[None, None, k], rA_v[None, None, k])
-        cute.copy(cpB, sB[None, None, k], rB_v[None, None, k])
-        cute.gemm(tiled_mma, acc, rA[None, None, k], rB[None, None, k], acc)
+class Job:
+    """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A (and B unless it is
+    already in registers, ``sB is None``) streamed from smem one k-block at a time."""
+
+    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None):
+        self.mma, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
+        self.sB, self.cpB = sB, cpB
+        self.rA_v = cpA.retile(rA)
+        self.rB_v = None if sB is None else cpB.retile(rB)
+
+    @property
+    def k_blocks(self) -> int:
+        return cute.size(self.sA.shape[2])
+
+    def step(self, k: int):
+        cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
+        if self.sB is not None:
+            cute.copy(self.cpB, self.sB[None, None, k], self.rB_v[None, None, k])
+        cute.gemm(self.mma, self.acc, self.rA[None, None, k], self.rB[None, None, k], self.acc)
 
 
-@cute.jit
-def gemm_rs(tiled_mma, acc, rA, rB, sA, cpA):
-    """acc += A·Bᵀ with A streamed from smem and B already resident in registers."""
-    rA_v = cpA.retile(rA)
-    for k in cutlass.range_constexpr(cute.size(sA.shape[2])):
-        cute.copy(cpA, sA[None, None, k], rA_v[None, None, k])
-        cute.gemm(tiled_mma, acc, rA[None, None, k], rB[None, None, k], acc)
+def interleave_schedule(k_blocks: list[int]) -> list[list[tuple[int, int]]]:
+    """Steps of (job, k-block): job j's k-blocks spread evenly over max(k_blocks) steps, so
+    independent accumulator chains sit next to each other in the instruction stream. Pure Python
+    (tests check that every k-block appears once and in order)."""
+    steps = max(k_blocks) if k_blocks else 0
+    out: list[list[tuple[int, int]]] = [[] for _ in range(steps)]
+    for j, n in enumerate(k_blocks):
+        for k in range(n):
+            out[k * steps // n].append((j, k))
+    return out
+
+
+def gemm_interleaved(*jobs: Job) -> None:
+    """Run the jobs' GEMMs with their k-blocks interleaved (trace-time unrolled).
+
+    A warp tile of one mma.sync GEMM with few accumulators and many k-blocks is a few long
+    chains of dependent MMAs, and with two MMA warps per SM sub-partition nothing hides their
+    latency; mixing in an independent GEMM's MMAs does, at no register cost for accumulators
+    that are live anyway."""
+    for step in interleave_schedule([j.k_blocks for j in jobs]):
+        for j, k in step:
+            jobs[j].step(k)
 
 
 class MmaRole:
@@ -160,16 +187,18 @@ class MmaRole:
 
             acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
             acc_S.fill(0.0)
-            gemm_ss(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], tSsK, c_Q, c_K)
             acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
             acc_dP.fill(0.0)
+            job_S = Job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q, tSsK, c_K)
+            job_dP = Job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q,
+                         None if v_in_regs else tdPsV, c_K)
             if cutlass.const_expr("dp_gemm" in self.skip):
-                pass  # ablation (timing only): dP stays 0
-            elif cutlass.const_expr(v_in_regs):
-                gemm_rs(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q)
+                gemm_interleaved(job_S)  # ablation (timing only): dP stays 0
+            elif cutlass.const_expr(self.interleave >= 1):
+                gemm_interleaved(job_S, job_dP)
             else:
-                gemm_ss(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], tdPsV,
-                        c_Q, c_K)
+                gemm_interleaved(job_S)
+                gemm_interleaved(job_dP)
 
             row0 = m_block * t_m
             col0 = n_block * t_n
@@ -189,20 +218,38 @@ class MmaRole:
             cute.copy(r2s, r2s.retile(rdS), tdSsdS)
             cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
 
-            if cutlass.const_expr("dkdv_gemm" not in self.skip):
-                gemm_ss(mma_dkv, acc_dV, tdVrP, tdVrdO, tdVsPt, tdVsdOt[None, None, None, stage],
-                        c_Pt, c_dOt)
-                gemm_ss(mma_dkv, acc_dK, tdKrdS, tdKrQ, tdKsdSt, tdKsQt[None, None, None, stage],
-                        c_Pt, c_dOt)
-            self.release_q(sm.q_empty + stage)
-
-            for ch in cutlass.range_constexpr(0 if "dq_gemm" in self.skip else dq_chunks):
-                acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
-                                               cutlass.Float32)
-                acc_dQ.fill(0.0)
-                gemm_ss(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, tdQsKt[None, None, None, ch],
-                        c_dS, c_Kt)
-                if cutlass.const_expr("dq_atomic" in self.skip):
+            dkdv = [] if "dkdv_gemm" in self.skip else [
+                Job(mma_dkv, acc_dV, tdVrP, tdVrdO, tdVsPt, c_Pt,
+                    tdVsdOt[None, None, None, stage], c_dOt),
+                Job(mma_dkv, acc_dK, tdKrdS, tdKrQ, tdKsdSt, c_Pt,
+                    tdKsQt[None, None, None, stage], c_dOt)]
+            n_chunks = 0 if "dq_gemm" in self.skip else dq_chunks
+            # level 2: dV, dK and dQ interleave (dQ's long k-loop hides behind theirs); else
+            # dV with dK (level 1) or one at a time (0), then dQ (chunked for d > 192)
+            with_dq = self.interleave >= 2 and dq_chunks == 1
+            if cutlass.const_expr(not with_dq):
+                if cutlass.const_expr(self.interleave >= 1):
+                    gemm_interleaved(*dkdv)
+                else:
+                    for job in dkdv:
+                        gemm_interleaved(job)
+                self.release_q(sm.q_empty + stage)  # dV/dK were the last readers of stage s
+                dkdv = []
+            for ch in cutlass.range_constexpr(max(n_chunks, 1)):
+                jobs = list(dkdv) if ch == 0 else []
+                acc_dQ = None
+                if cutlass.const_expr(ch < n_chunks):
+                    acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
+                                                   cutlass.Float32)
+                    acc_dQ.fill(0.0)
+                    jobs.append(Job(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, c_dS,
+                                    tdQsKt[None, None, None, ch], c_Kt))
+                gemm_interleaved(*jobs)
+                if cutlass.const_expr(ch == 0 and with_dq):
+                    self.release_q(sm.q_empty + stage)  # last read of sQ[stage] / sdO[stage]
+                if cutlass.const_expr(acc_dQ is None):
+                    pass
+                elif cutlass.const_expr("dq_atomic" in self.skip):
                     # ablation (timing only): keep the GEMM alive without any global atomics
                     acc_dK[0] = acc_dK[0] + acc_dQ.load().reduce(cute.ReductionOp.ADD, 0.0, 0)
                 else:
