@@ -8,8 +8,9 @@ recorded as ``first_call_s``). Configurations, most important first so ``--budge
 least useful ones:
 
 1. ``default``: the plan ``frost.templates.bwd_main.default_plan`` picks;
-2. ``no-interleave``: the default plan with every GEMM's k-loop on its own (v2's instruction
-   order; ``BwdMainKernel(interleave=0)``), then ``skip:<stage>``: the default plan with one stage compiled out (``BwdMainKernel(skip=...)``,
+2. ``VARIANTS``: the default plan with other code for an A/B on one host (``interleave:0`` is
+   v2's one-GEMM-at-a-time order, ``dq-v2`` the 8-byte dQ atomics), then ``skip:<stage>``:
+   the default plan with one stage compiled out (``BwdMainKernel(skip=...)``,
    TIMING ONLY, the results are wrong; see ``frost/templates/bwd_main/kernel.py``);
 3. ``tile:<m>x<n>/q<stages>/w<warps>``: other legal plans from
    ``frost.sched.plan_sdpa_bwd(tile=...)`` that ``BwdMainKernel.can_implement`` accepts.
@@ -68,6 +69,9 @@ TILES = {
          dict(tile_m=64, tile_n=64, q_stages=2, num_mma_warps=4),
          dict(tile_m=32, tile_n=64, q_stages=2, num_mma_warps=4)],
 }
+# same plan, other code: (name, BwdMainKernel keyword) A/B pairs measured on one host
+VARIANTS = [dict(name="interleave:0", interleave=0), dict(name="interleave:1", interleave=1),
+            dict(name="dq-v2", dq_vec=2), dict(name="default:again")]  # the last: drift check
 TILE_KEYS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs", "s_wm", "s_wn",
              "dkv_wm", "dkv_wn", "dq_wm", "dq_wn")
 DEV = "cuda"  # a CPU smoke harness may swap this
@@ -144,8 +148,8 @@ def build_configs():
             seen.add(key)
             tiles.append(dict(name=tile_name(cand.tile), shape=shape, skip=(), kplan=cand))
     configs = [dict(name="default", shape=s, skip=(), kplan=kp) for s, kp in defaults]
-    configs += [dict(name="no-interleave", shape=s, skip=(), kplan=kp, interleave=0)
-                for s, kp in defaults]
+    for variant in VARIANTS:
+        configs += [dict(shape=s, skip=(), kplan=kp, **variant) for s, kp in defaults]
     configs += [dict(name=f"skip:{sk}", shape=s, skip=(sk,), kplan=kp)
                 for s, kp in defaults for sk in SKIPS]
     # interleave the shapes' tile plans so a budget cut hits both shapes alike
@@ -194,7 +198,7 @@ def time_config(torch, cfg, t, iters, warmup, deadline):
 
     b, h, s, d, causal = cfg["shape"]
     kern = BwdMainKernel(cfg["kplan"], "bf16", causal=causal, skip=frozenset(cfg["skip"]),
-                         interleave=cfg.get("interleave"))
+                         interleave=cfg.get("interleave"), dq_vec=cfg.get("dq_vec"))
 
     def call():
         kern.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],

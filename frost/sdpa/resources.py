@@ -18,6 +18,7 @@ PTX_NEEDLES = {
     "tma.load": "cp.async.bulk.tensor",
     "mbarrier.wait": "mbarrier.try_wait",
     "red.v2.f32": "red.global.add.v2.f32",
+    "red.v4.f32": "red.global.add.v4.f32",
     "setmaxnreg": "setmaxnreg",
     "pdl.wait": "griddepcontrol.wait",
     "pdl.trigger": "griddepcontrol.launch_dependents",

@@ -12,12 +12,18 @@ Model (numpy only)
 * :func:`row_reduce_model` reduces a whole (16, 8n) accumulator tile by rows exactly the way the
   device does: each lane reduces the values it owns (``mma.c_coord``), then the quad butterfly.
   Result: one value per (lane, row half), which equals numpy's row reduction.
+* :func:`pair_to_v4_model` is the lane-pair exchange that turns each lane's m16n8 accumulator
+  values ``c0..c3`` (row g: cols 2t, 2t+1; row g+8: the same cols) into four consecutive
+  columns of ONE row: even lanes keep row g and take their partner's row-g pair, odd lanes
+  keep row g+8 and take their partner's row-(g+8) pair (one ``shfl.bfly 1`` per value sent),
+  so a warp issues one 16-byte vector store or atomic where it issued two 8-byte ones.
 
 Device forms (call inside ``@cute.kernel`` code)
 ------------------------------------------------
 * :func:`convert` returns a register tensor of the new dtype with the fragment's layout (the
   compiler emits paired ``cvt.rn.bf16x2.f32`` / ``cvt.rn.f16x2.f32``);
   :func:`packed_words` views a 16-bit fragment as 32-bit words.
+* :func:`pair_to_v4` is the device form of :func:`pair_to_v4_model`.
 * :func:`quad_allreduce` (two ``shfl.sync.bfly``) and :func:`row_reduce`, which takes a thread's
   accumulator fragment ``((2, 2), MMA_M, MMA_N)`` of a tiled m16n8k16 MMA and returns a register
   tensor with one value per row the thread touches, indexed ``half + 2 * m`` (row
@@ -116,6 +122,20 @@ def quad_allreduce_model(lane_values, op: ReduceOp = ReduceOp.SUM) -> np.ndarray
     return x
 
 
+def pair_to_v4_model(lane_values) -> list[tuple[int, int, tuple]]:
+    """``lane_values[lane] = (c0, c1, c2, c3)`` of one m16n8 accumulator tile; returns per lane
+    ``(row, col, (a, b, c, d))``: the four values now at (row, col..col+3) of the 16x8 tile."""
+    out = []
+    for lane, (c0, c1, c2, c3) in enumerate(lane_values):
+        g, t = lane // QUAD, lane % QUAD
+        p0, p1, p2, p3 = lane_values[lane ^ 1]
+        if t % 2 == 0:
+            out.append((g, 2 * t, (c0, c1, p0, p1)))
+        else:
+            out.append((g + 8, 2 * t - 2, (p2, p3, c2, c3)))
+    return out
+
+
 def row_reduce_model(tile, op: ReduceOp = ReduceOp.SUM) -> np.ndarray:
     """Reduce a (16, 8 n) accumulator tile by rows through its fragment map.
 
@@ -167,6 +187,21 @@ def _dev_op(op: ReduceOp):
     if op == ReduceOp.MAX:
         return cute.arch.fmax
     raise ValueError(f"op must be SUM or MAX, got {op!r}")
+
+
+def pair_to_v4(c0, c1, c2, c3):
+    """Device form of :func:`pair_to_v4_model` for this lane: returns ``(odd, a, b, c, d)``;
+    the values go to row ``g + 8·odd``, columns ``2t − 2·odd`` .. ``+3`` of the m16n8 tile.
+    Every lane of the warp must call it (two ``shfl.sync.bfly`` with offset 1)."""
+    import cutlass
+    import cutlass.cute as cute
+
+    odd = (cute.arch.lane_idx() & 1) == 1
+    sel = cutlass.select_
+    rx = cute.arch.shuffle_sync_bfly(cutlass.Float32(sel(odd, c0, c2)), offset=1)
+    ry = cute.arch.shuffle_sync_bfly(cutlass.Float32(sel(odd, c1, c3)), offset=1)
+    return (odd, cutlass.Float32(sel(odd, rx, c0)), cutlass.Float32(sel(odd, ry, c1)),
+            cutlass.Float32(sel(odd, c2, rx)), cutlass.Float32(sel(odd, c3, ry)))
 
 
 def quad_allreduce(x, op: ReduceOp = ReduceOp.SUM):

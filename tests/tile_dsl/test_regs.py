@@ -155,3 +155,22 @@ def test_regs_gpu_matches_model(op, out_dtype):
             np.testing.assert_allclose(model[::4, 0], ref[16 * mb: 16 * mb + 8], rtol=1e-12)
     want = R.round_model(x.cpu().numpy(), out_dtype)
     assert np.array_equal(packed.float().cpu().numpy(), want)
+
+
+def test_pair_to_v4_model_covers_the_tile_once_with_aligned_quads():
+    """The lane-pair exchange moves every element of an m16n8 accumulator to exactly one lane,
+    as four consecutive, 16-byte-aligned columns of one row, with the values intact."""
+    import numpy as np
+
+    from frost.tile_dsl import mma
+    from frost.tile_dsl.regs import pair_to_v4_model
+
+    rng = np.random.default_rng(7)
+    tile = rng.standard_normal((16, 8))
+    lanes = [tuple(tile[mma.c_coord(lane, v)] for v in range(4)) for lane in range(32)]
+    seen = np.zeros((16, 8), int)
+    for row, col, vals in pair_to_v4_model(lanes):
+        assert col % 4 == 0 and 0 <= col <= 4
+        assert np.array_equal(np.array(vals), tile[row, col:col + 4])
+        seen[row, col:col + 4] += 1
+    assert (seen == 1).all()

@@ -14,7 +14,8 @@ Per iteration t (ring stage s = t % q_stages)::
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
                         (dV, dK and dQ chunk 0 interleaved)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
-    red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (rows < S_q)
+    red.global.add.v4.f32 dQ → dq_accum[b, h, rows, :]   (rows < S_q; lane pairs trade values
+                        first so each lane adds 4 consecutive columns; dq_vec=2: .v2, no trade)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. dK/dV stay in fp32 registers for the whole pass.
@@ -28,7 +29,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
-from frost.tile_dsl.ptx import ex2, red_add_v2_f32
+from frost.tile_dsl.ptx import ex2, red_add_v2_f32, red_add_v4_f32
+from frost.tile_dsl.regs import pair_to_v4
 from frost.tile_dsl.smem import transpose_view
 
 from . import masks
@@ -288,12 +290,25 @@ class MmaRole:
 
     @cute.jit
     def dq_atomics(self, acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, col0: cutlass.Constexpr):
-        """Add this tile's dQ partial into dq_accum (fp32, un-scaled), two columns per atomic."""
+        """Add this tile's dQ partial into dq_accum (fp32, un-scaled): ``dq_vec`` columns per
+        atomic (4: lane pairs first trade values, ``regs.pair_to_v4``, so each lane holds four
+        consecutive columns of one row; 2: each lane's own pairs)."""
         t_m, d = self.kp.tile["tile_m"], self.kp.tile["d"]
         g = cute.local_tile(mdQacc[b, h, None, None], (t_m, d), (m_block, 0))
         row0 = m_block * t_m
-        for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
-            r, c = tdQcdQ[i]
-            if row0 + r < s_q:
-                ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
-                red_add_v2_f32(ptr, acc_dQ[i], acc_dQ[i + 1])
+        if cutlass.const_expr(self.dq_vec == 4):
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
+                r, c = tdQcdQ[i]  # c0 of this m16n8 atom: row g, column 2t
+                odd, v0, v1, v2, v3 = pair_to_v4(acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2],
+                                                 acc_dQ[i + 3])
+                rr = r + cutlass.select_(odd, 8, 0)
+                cc = c - cutlass.select_(odd, 2, 0)
+                if row0 + rr < s_q:
+                    ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
+                    red_add_v4_f32(ptr, v0, v1, v2, v3)
+        else:
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
+                r, c = tdQcdQ[i]
+                if row0 + r < s_q:
+                    ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
+                    red_add_v2_f32(ptr, acc_dQ[i], acc_dQ[i + 1])
