@@ -15,7 +15,7 @@ def test_chain_resources_sm121_causal():
     assert [r.kernel for r in rows] == ["rowdot", "bwd_main", "dq_convert"]
     main = rows[1]
     assert 0 < main.smem_bytes <= get_arch("sm_121a").smem_budget
-    assert main.ptx["mma.sync"] > 0 and main.ptx["tma.load"] > 0 and main.ptx["red.v4.f32"] > 0
+    assert main.ptx["mma.sync"] > 0 and main.ptx["tma.load"] > 0 and main.ptx["red.v2.f32"] > 0
     for r in rows:
         assert r.spill_bytes == 0 and r.registers > 0, r
         assert r.ptx["pdl.wait"] >= 1 and r.ptx["pdl.trigger"] >= 1, r

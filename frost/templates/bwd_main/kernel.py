@@ -5,7 +5,7 @@ Public interface (stable)::
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          interleave=None,  # None: pick_interleave(plan); 0, 1 or 2
-                         dq_vec=None)  # fp32 columns per dQ atomic (4, or 2 where d > 192)
+                         dq_vec=None)  # fp32 columns per dQ atomic: 2 (default) or 4
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -121,8 +121,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.dq_chunks = self.pick_dq_chunks(kplan)
         self.interleave = self.pick_interleave(kplan, self.dq_chunks) if interleave is None \
             else int(interleave)
-        if dq_vec is None:  # 4; above d=192 the shuffles cost spills (sm_120a: 8 B at d 200..224)
-            dq_vec = 4 if kplan.tile["d"] <= 192 else 2
+        if dq_vec is None:  # measured (H200, v4): the 16-byte form was 2-9 % slower, see RESULTS
+            dq_vec = 2
         if dq_vec not in (2, 4):
             raise BwdMainError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), got {dq_vec!r}")
         self.dq_vec = dq_vec

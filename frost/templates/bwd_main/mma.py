@@ -14,8 +14,8 @@ Per iteration t (ring stage s = t % q_stages)::
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
                         (dV, dK and dQ chunk 0 interleaved)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
-    red.global.add.v4.f32 dQ → dq_accum[b, h, rows, :]   (rows < S_q; lane pairs trade values
-                        first so each lane adds 4 consecutive columns; dq_vec=2: .v2, no trade)
+    red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (rows < S_q; dq_vec=4: lane pairs
+                        trade values first and each lane adds 4 consecutive columns, .v4)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. dK/dV stay in fp32 registers for the whole pass.

@@ -1,0 +1,126 @@
+"""A/B of ``bwd_main`` code variants on one plan, round-robin so host drift cancels.
+
+Why: on the H200 the same kernel drifts by up to ~5 % between runs minutes apart, as much as
+the code changes being judged (bench/RESULTS.md, v3/v4). Here every variant of a shape is
+compiled first, then timed in ``--rounds`` rounds, each round running every variant (in a
+rotated order) for ``--iters`` CUDA-event-timed calls. Per variant: the median over all calls;
+per round: each variant's median / the baseline's (the first variant), whose spread over rounds
+says how far to trust the ratio.
+
+Usage (GPU host, repo root)::
+
+    python3 bench/bwd_main_ab.py --dims 64,128 --variants "default;interleave=0;dq_vec=4"
+
+A variant is ``default`` or ``key=int[,key=int]`` of ``BwdMainKernel`` keywords
+(``interleave``, ``dq_vec``). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
+
+
+def parse_variant(text: str) -> dict:
+    """"default" -> {}; "interleave=0,dq_vec=4" -> {"interleave": 0, "dq_vec": 4}."""
+    text = text.strip()
+    if text == "default":
+        return {}
+    out = {}
+    for part in text.split(","):
+        key, _, val = part.partition("=")
+        if key.strip() not in ("interleave", "dq_vec") or not val.strip().lstrip("-").isdigit():
+            raise ValueError(f"bad variant {text!r}: want 'default' or key=int among "
+                             "interleave, dq_vec")
+        out[key.strip()] = int(val)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--variants", default="default;interleave=0;dq_vec=4")
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--shape", default="4,16,4096", help="B,H,S")
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(_ROOT, "bench", "out"))
+    args = ap.parse_args(argv)
+    names = [v.strip() for v in args.variants.split(";")]
+    variants = [parse_variant(v) for v in names]
+
+    import torch
+
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    b, h, s = (int(x) for x in args.shape.split(","))
+    results = []
+    for d in (int(x) for x in args.dims.split(",")):
+        kp = default_plan(ARCH, d, causal=args.causal)
+        t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"])
+        kerns = [BwdMainKernel(kp, "bf16", causal=args.causal, **v) for v in variants]
+
+        def call(k):
+            k.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],
+                     t["dk"], t["dv"], t["scale"])
+
+        for k in kerns:  # compile + warm up
+            for _ in range(3):
+                call(k)
+        torch.cuda.synchronize()
+        samples = [[] for _ in kerns]
+        round_ratio = [[] for _ in kerns]
+        for r in range(args.rounds):
+            order = [(i + r) % len(kerns) for i in range(len(kerns))]
+            med = {}
+            for i in order:
+                ts = []
+                for _ in range(args.iters):
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    call(kerns[i])
+                    e1.record()
+                    e1.synchronize()
+                    ts.append(e0.elapsed_time(e1))
+                samples[i] += ts
+                med[i] = statistics.median(ts)
+            for i in range(len(kerns)):
+                round_ratio[i].append(med[i] / med[0])
+        f = flops(b, h, s, d, args.causal)
+        for i, name in enumerate(names):
+            ms = statistics.median(samples[i])
+            rr = round_ratio[i]
+            results.append(dict(d=d, variant=name, kwargs=variants[i], ms=ms,
+                                tflops=f / (ms * 1e-3) / 1e12,
+                                ratio=ms / statistics.median(samples[0]),
+                                round_ratio_min=min(rr), round_ratio_max=max(rr),
+                                interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec))
+        del t
+        torch.cuda.empty_cache()
+    meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                gpu=torch.cuda.get_device_name(), shape=[b, h, s], causal=args.causal,
+                rounds=args.rounds, iters=args.iters, plan_arch=ARCH)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bwd_main_ab.json"), "w") as fh:
+        json.dump(dict(meta=meta, results=results), fh, indent=1)
+    print(f"# {meta['gpu']} {meta['date']} B,H,S={b},{h},{s} causal={args.causal} "
+          f"{args.rounds} rounds x {args.iters} calls; ratio = ms / first variant's ms")
+    print(f"{'d':>4} {'variant':<24} {'ms':>8} {'TFLOP/s':>8} {'ratio':>7} {'per-round range':>18}")
+    for r in results:
+        print(f"{r['d']:>4} {r['variant']:<24} {r['ms']:8.3f} {r['tflops']:8.1f} {r['ratio']:7.3f} "
+              f"   [{r['round_ratio_min']:.3f}, {r['round_ratio_max']:.3f}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
