@@ -12,7 +12,7 @@ Usage (GPU host, repo root)::
     python3 bench/bwd_main_ab.py --dims 64,128 --variants "default;interleave=0;dq_vec=4"
 
 A variant is ``default`` or ``key=int[,key=int]`` of ``BwdMainKernel`` keywords
-(``interleave``, ``dq_vec``). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
+(``interleave``, ``dq_vec``, ``dq_chunks``). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ if _ROOT not in sys.path:
 from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
+KNOBS = ("interleave", "dq_vec", "dq_chunks")  # BwdMainKernel keywords that keep the plan
+
+
 def parse_variant(text: str) -> dict:
     """"default" -> {}; "interleave=0,dq_vec=4" -> {"interleave": 0, "dq_vec": 4}."""
     text = text.strip()
@@ -39,9 +42,9 @@ def parse_variant(text: str) -> dict:
     out = {}
     for part in text.split(","):
         key, _, val = part.partition("=")
-        if key.strip() not in ("interleave", "dq_vec") or not val.strip().lstrip("-").isdigit():
+        if key.strip() not in KNOBS or not val.strip().lstrip("-").isdigit():
             raise ValueError(f"bad variant {text!r}: want 'default' or key=int among "
-                             "interleave, dq_vec")
+                             f"{', '.join(KNOBS)}")
         out[key.strip()] = int(val)
     return out
 
@@ -104,7 +107,8 @@ def main(argv=None):
                                 tflops=f / (ms * 1e-3) / 1e12,
                                 ratio=ms / statistics.median(samples[0]),
                                 round_ratio_min=min(rr), round_ratio_max=max(rr),
-                                interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec))
+                                interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec,
+                                dq_chunks=kerns[i].dq_chunks))
         del t
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

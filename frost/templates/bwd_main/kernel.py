@@ -104,7 +104,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
                  use_pdl: bool = False, dq_splits: bool = False,
                  skip: frozenset[str] = frozenset(), interleave: int | None = None,
-                 dq_vec: int | None = None):
+                 dq_vec: int | None = None, dq_chunks: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -118,7 +118,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.align = masks.CausalAlign.parse(causal, causal_align)
         self.use_pdl = bool(use_pdl)
         self.can_implement(kplan)
-        self.dq_chunks = self.pick_dq_chunks(kplan)
+        self.dq_chunks = self.pick_dq_chunks(kplan) if dq_chunks is None else int(dq_chunks)
+        tl = kplan.tile
+        if tl["d"] % self.dq_chunks or (tl["d"] // self.dq_chunks) % (8 * tl["dq_wn"]):
+            raise BwdMainError(f"dq_chunks={self.dq_chunks} does not split d={tl['d']} over "
+                               f"{tl['dq_wn']} warp columns")
         self.interleave = self.pick_interleave(kplan, self.dq_chunks) if interleave is None \
             else int(interleave)
         if dq_vec is None:  # measured (H200, v4): the 16-byte form was 2-9 % slower, see RESULTS
