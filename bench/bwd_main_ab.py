@@ -11,8 +11,8 @@ Usage (GPU host, repo root)::
 
     python3 bench/bwd_main_ab.py --dims 64,128 --variants "default;interleave=0;dq_vec=4"
 
-A variant is ``default`` or ``key=int[,key=int]`` of ``BwdMainKernel`` keywords
-(``interleave``, ``dq_vec``, ``dq_chunks``). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
+A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywords
+(``interleave``, ``dq_vec``, ``dq_chunks``: ints; ``p_store``: stmatrix or st32). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if _ROOT not in sys.path:
 from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
-KNOBS = ("interleave", "dq_vec", "dq_chunks")  # BwdMainKernel keywords that keep the plan
+KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store")  # BwdMainKernel keywords, same plan
 
 
 def parse_variant(text: str) -> dict:
@@ -42,10 +42,11 @@ def parse_variant(text: str) -> dict:
     out = {}
     for part in text.split(","):
         key, _, val = part.partition("=")
-        if key.strip() not in KNOBS or not val.strip().lstrip("-").isdigit():
-            raise ValueError(f"bad variant {text!r}: want 'default' or key=int among "
+        key, val = key.strip(), val.strip()
+        if key not in KNOBS or not val:
+            raise ValueError(f"bad variant {text!r}: want 'default' or key=value among "
                              f"{', '.join(KNOBS)}")
-        out[key.strip()] = int(val)
+        out[key] = int(val) if val.lstrip("-").isdigit() else val
     return out
 
 
@@ -108,7 +109,7 @@ def main(argv=None):
                                 ratio=ms / statistics.median(samples[0]),
                                 round_ratio_min=min(rr), round_ratio_max=max(rr),
                                 interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec,
-                                dq_chunks=kerns[i].dq_chunks))
+                                dq_chunks=kerns[i].dq_chunks, p_store=kerns[i].p_store))
         del t
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -386,3 +386,21 @@ def test_dq_vec_four_issues_16_byte_atomics():
     assert rep.total_spill_bytes == 0
     with pytest.raises(ValueError, match="dq_vec"):
         BwdMainKernel(kp, dq_vec=3)
+
+
+@pytest.mark.compile
+def test_p_store_stmatrix_replaces_the_32_bit_stores():
+    """P and dS leave registers by stmatrix.x4 where warp tiles are whole 16x16 blocks."""
+    import re
+
+    kp = default_plan("sm_120a", 64)
+    on = BwdMainKernel(kp)
+    assert on.p_store == "stmatrix"
+    r_on, r_off = on.compile("sm_120a"), BwdMainKernel(kp, p_store="st32").compile("sm_120a")
+    assert r_on.count("stmatrix.sync.aligned") > 0 and r_off.count("stmatrix") == 0
+    b32 = [len(re.findall(r"st\.shared\.b32", r.ptx)) for r in (r_on, r_off)]
+    assert b32[0] < b32[1]
+    assert r_on.total_spill_bytes == 0
+    with pytest.raises(ValueError, match="p_store"):
+        BwdMainKernel(kp, p_store="st64")
+    assert BwdMainKernel(default_plan("sm_120a", 256)).p_store == "st32"  # 8-column warp tiles

@@ -104,7 +104,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
                  use_pdl: bool = False, dq_splits: bool = False,
                  skip: frozenset[str] = frozenset(), interleave: int | None = None,
-                 dq_vec: int | None = None, dq_chunks: int | None = None):
+                 dq_vec: int | None = None, dq_chunks: int | None = None,
+                 p_store: str | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -130,6 +131,15 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         if dq_vec not in (2, 4):
             raise BwdMainError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), got {dq_vec!r}")
         self.dq_vec = dq_vec
+        # P/dS registers -> smem: stmatrix where every warp's S tile is whole 16x16 blocks
+        n_sdp = 16 if tl["tile_n"] % (16 * tl["s_wn"]) == 0 else 8
+        fits = n_sdp == 16 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
+        if p_store is None:
+            p_store = "stmatrix" if fits else "st32"
+        if p_store not in ("stmatrix", "st32") or (p_store == "stmatrix" and not fits):
+            raise BwdMainError(f"p_store must be 'st32' or (16-column warp tiles) 'stmatrix', "
+                               f"got {p_store!r}")
+        self.p_store = p_store
         self._compiled = None
 
     @staticmethod

@@ -159,9 +159,14 @@ class MmaRole:
         tdQsdS = c_dS.partition_S(sm.sdS)
         tdQsKt = c_Kt.partition_S(sKt_c)  # (CPY, N, K, chunk)
 
-        # registers -> smem for P and dS (32-bit stores in accumulator order).
-        st32 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=32)
-        r2s = cute.make_tiled_copy_C(st32, mma_sdp).get_slice(tidx)
+        # registers -> smem for P and dS: stmatrix.x4 (16 bytes per lane, one 16x16 block per
+        # warp and instruction) or, with p_store="st32", 32-bit stores in accumulator order.
+        if cutlass.const_expr(self.p_store == "stmatrix"):
+            st = cute.make_copy_atom(warp.StMatrix8x8x16bOp(transpose=False, num_matrices=4),
+                                     dtype)
+        else:
+            st = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=32)
+        r2s = cute.make_tiled_copy_C(st, mma_sdp).get_slice(tidx)
         tPsP = r2s.partition_D(sm.sP)
         tdSsdS = r2s.partition_D(sm.sdS)
 
