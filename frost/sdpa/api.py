@@ -346,14 +346,12 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     if ch is None:
         key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl)
         ch = prep.chains[use_pdl] = get_chain(key)
-    cfg = ch.cfg
-    s_pad = -(-p.s_q // cfg.tile_m) * cfg.tile_m
-    n_splits = -(-p.s_kv // cfg.tile_n) if prep.deterministic else 1
+    s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
     rows = p.b * p.h_q * s_pad  # a multiple of 32: every workspace region stays 128-byte aligned
     dq = torch.empty(shape_q, dtype=dt, device=dev)
     dk = torch.empty(shape_kv, dtype=dt, device=dev)
     dv = torch.empty(shape_kv, dtype=dt, device=dev)
-    ws = torch.empty(2 * rows + n_splits * rows * cfg.d_pad, dtype=torch.float32, device=dev)
+    ws = torch.empty(floats, dtype=torch.float32, device=dev)
     a = ws.data_ptr()
     vals = [*ptrs, lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows,
             a + 8 * rows, p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *prep.strides,

@@ -22,6 +22,9 @@ Device form (CuTe DSL, inside ``@cute.jit`` / ``@cute.kernel``): :func:`make_til
 closures do ``acc += op(A) . op(B)^T`` over the k-blocks of swizzled shared-memory tiles, with
 ``op`` chosen by the stored :class:`Major` of each operand (ldmatrix ``.trans`` for MN-major).
 :func:`acc_to_a` turns an accumulator into the register A operand of the next GEMM.
+:func:`gemm_interleaved` runs several independent GEMMs (:class:`Job`) with their k-blocks
+spread over one unrolled sequence (:func:`interleave_schedule`, the pure-Python model), so the
+short accumulator chains of a small warp tile sit next to independent MMAs.
 Compiled for sm_120a / sm_121a in ``tests/tile_dsl/test_mma.py``: a (2, 2)-warp 64x64x64 GEMM
 uses 60 registers, no spills (2026-11-30).
 """
@@ -357,3 +360,56 @@ def acc_to_a(tiled_mma, tid, acc, dtype):
             for v in range(4):
                 rA[v + 4 * (n % 2), m, n // 2] = low[v, m, n]
     return rA
+
+
+# ---- interleaved k-loops (device form; the schedule is the pure-Python model) -----------
+class Job:
+    """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A (and B unless it is
+    already in registers, ``sB is None``) streamed from smem one k-block at a time."""
+
+    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None):
+        """``sA``/``sB``: ldmatrix-partitioned smem sources (CPY, M|N, k-blocks); ``cpA``/``cpB``
+        their thread copies; ``rA``/``rB`` the MMA fragments (``rB`` already loaded when
+        ``sB`` is None)."""
+        self.mma, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
+        self.sB, self.cpB = sB, cpB
+        self.rA_v = cpA.retile(rA)
+        self.rB_v = None if sB is None else cpB.retile(rB)
+
+    @property
+    def k_blocks(self) -> int:
+        import cutlass.cute as cute
+
+        return cute.size(self.sA.shape[2])
+
+    def step(self, k: int):
+        import cutlass.cute as cute
+
+        cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
+        if self.sB is not None:
+            cute.copy(self.cpB, self.sB[None, None, k], self.rB_v[None, None, k])
+        cute.gemm(self.mma, self.acc, self.rA[None, None, k], self.rB[None, None, k], self.acc)
+
+
+def interleave_schedule(k_blocks: list[int]) -> list[list[tuple[int, int]]]:
+    """Steps of (job, k-block): job j's k-blocks spread evenly over max(k_blocks) steps, so
+    independent accumulator chains sit next to each other in the instruction stream. Pure Python
+    (tests check that every k-block appears once and in order)."""
+    steps = max(k_blocks) if k_blocks else 0
+    out: list[list[tuple[int, int]]] = [[] for _ in range(steps)]
+    for j, n in enumerate(k_blocks):
+        for k in range(n):
+            out[k * steps // n].append((j, k))
+    return out
+
+
+def gemm_interleaved(*jobs: Job) -> None:
+    """Run the jobs' GEMMs with their k-blocks interleaved (trace-time unrolled).
+
+    A warp tile of one mma.sync GEMM with few accumulators and many k-blocks is a few long
+    chains of dependent MMAs, and with two MMA warps per SM sub-partition nothing hides their
+    latency; mixing in an independent GEMM's MMAs does, at no register cost for accumulators
+    that are live anyway."""
+    for step in interleave_schedule([j.k_blocks for j in jobs]):
+        for j, k in step:
+            jobs[j].step(k)

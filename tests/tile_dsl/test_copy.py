@@ -91,7 +91,7 @@ def _copy_kernel(atom: cute.CopyAtom, mT: cute.Tensor, satom: cute.CopyAtom, mO:
     C.tma_store_fence()
     cute.arch.sync_threads()
     store = C.tma_store_fn(satom, mO, sT, TILE)
-    if warp == 0:
+    if tid == 0:  # the store elects nothing: one thread issues it
         store((bm, bk), 0)
         C.tma_store_wait(0)
     C.smem_to_global_fn(out_vec, sT[None, None, 1], TILE, tid, THREADS)((bm, bk))

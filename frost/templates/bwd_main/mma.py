@@ -29,6 +29,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
+from frost.tile_dsl.mma import Job, gemm_interleaved
 from frost.tile_dsl.ptx import ex2, red_add_v2_f32, red_add_v4_f32
 from frost.tile_dsl.regs import pair_to_v4
 from frost.tile_dsl.smem import transpose_view
@@ -51,51 +52,6 @@ def make_mma(dtype, wm: int, wn: int, n_warp: int):
 def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
     return cute.make_copy_atom(
         warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4 if n_warp == 16 else 2), dtype)
-
-
-class Job:
-    """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A (and B unless it is
-    already in registers, ``sB is None``) streamed from smem one k-block at a time."""
-
-    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None):
-        self.mma, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
-        self.sB, self.cpB = sB, cpB
-        self.rA_v = cpA.retile(rA)
-        self.rB_v = None if sB is None else cpB.retile(rB)
-
-    @property
-    def k_blocks(self) -> int:
-        return cute.size(self.sA.shape[2])
-
-    def step(self, k: int):
-        cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
-        if self.sB is not None:
-            cute.copy(self.cpB, self.sB[None, None, k], self.rB_v[None, None, k])
-        cute.gemm(self.mma, self.acc, self.rA[None, None, k], self.rB[None, None, k], self.acc)
-
-
-def interleave_schedule(k_blocks: list[int]) -> list[list[tuple[int, int]]]:
-    """Steps of (job, k-block): job j's k-blocks spread evenly over max(k_blocks) steps, so
-    independent accumulator chains sit next to each other in the instruction stream. Pure Python
-    (tests check that every k-block appears once and in order)."""
-    steps = max(k_blocks) if k_blocks else 0
-    out: list[list[tuple[int, int]]] = [[] for _ in range(steps)]
-    for j, n in enumerate(k_blocks):
-        for k in range(n):
-            out[k * steps // n].append((j, k))
-    return out
-
-
-def gemm_interleaved(*jobs: Job) -> None:
-    """Run the jobs' GEMMs with their k-blocks interleaved (trace-time unrolled).
-
-    A warp tile of one mma.sync GEMM with few accumulators and many k-blocks is a few long
-    chains of dependent MMAs, and with two MMA warps per SM sub-partition nothing hides their
-    latency; mixing in an independent GEMM's MMAs does, at no register cost for accumulators
-    that are live anyway."""
-    for step in interleave_schedule([j.k_blocks for j in jobs]):
-        for j, k in step:
-            jobs[j].step(k)
 
 
 class MmaRole:
