@@ -54,6 +54,8 @@ def format_plan(plan: Plan) -> str:
     for k in plan.kernels:
         out += ["", f"== {k.name} =="]
         out.append("  tile: " + ", ".join(f"{a}={b}" for a, b in k.tile.items()))
+        if k.params.get("tile_source"):
+            out.append(f"  tile chosen by: {k.params['tile_source']}")
         if k.roles:
             out += ["", "  Warp roles"]
             est = k.params.get("regs_estimate", {})

@@ -26,7 +26,7 @@ from frost.sched.plan import Plan
 from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
 from frost.sched.tiles import CostModel, candidates, iteration_cost
-from frost.sched.tuned import tuned_tile
+from frost.sched.tuned import SOURCE, tuned_tile
 
 HEAD_DIM_RANGE = (32, 256)
 PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
@@ -113,13 +113,21 @@ def _best(key) -> Plan:
         if measured is not None:
             ranked, _ = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, measured)
             if ranked:
-                return ranked[0][1]
+                return _sourced(ranked[0][1], f"measured pick ({SOURCE} via frost/sched/tuned.py)")
         tile = ()
     ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, dict(tile))
     if not ranked:
         why = "; ".join(sorted({r for _, r in rejected}))[:600]
         raise ValueError(f"no legal sdpa-bwd plan for head_dim={head_dim} tile={dict(tile)}: {why}")
-    return ranked[0][1]
+    how = "cost model" + (f", forced {dict(tile)}" if tile else "")
+    return _sourced(ranked[0][1], how)
+
+
+def _sourced(plan: Plan, how: str) -> Plan:
+    """The plan with ``params["tile_source"]`` (how its tile was chosen) on every kernel."""
+    kernels = tuple(dataclasses.replace(k, params={**k.params, "tile_source": how})
+                    for k in plan.kernels)
+    return dataclasses.replace(plan, kernels=kernels)
 
 
 def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool) -> Plan:

@@ -21,7 +21,12 @@ def test_ranking_is_sorted_and_best_is_returned(d):
     assert costs == sorted(costs) and len(ranked) >= 1
     assert all(why for _, why in rejected)
     best = ranked[0][1]
-    assert plan_sdpa_bwd(head_dim=d, tile={}) == best  # tile={}: the model's pick, not the table
+    got = plan_sdpa_bwd(head_dim=d, tile={})  # tile={}: the model's pick, not the table
+    for a, b in zip(got.kernels, best.kernels):  # the same plan, plus how it was chosen
+        assert (a.tile, a.buffers, a.roles) == (b.tile, b.buffers, b.roles)
+        assert {**b.params, "tile_source": "cost model"} == a.params
+    assert got.kernel("bwd_main").params["tile_source"] == "cost model"
+    assert "measured pick" in plan_sdpa_bwd(head_dim=d).kernel("bwd_main").params["tile_source"]
 
 
 def test_cost_model_prefers_double_buffering_when_it_fits():
