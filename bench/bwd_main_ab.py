@@ -12,7 +12,8 @@ Usage (GPU host, repo root)::
     python3 bench/bwd_main_ab.py --dims 64,128 --variants "default;interleave=0;dq_vec=4"
 
 A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywords
-(``interleave``, ``dq_vec``, ``dq_chunks``: ints; ``p_store``: stmatrix or st32). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
+(``interleave``, ``dq_vec``, ``dq_chunks``, ``lookahead``: ints; ``p_store``: stmatrix or
+st32). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ if _ROOT not in sys.path:
 from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
-KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store")  # BwdMainKernel keywords, same plan
+KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead")  # BwdMainKernel keywords, same plan
 
 
 def parse_variant(text: str) -> dict:
@@ -109,7 +110,8 @@ def main(argv=None):
                                 ratio=ms / statistics.median(samples[0]),
                                 round_ratio_min=min(rr), round_ratio_max=max(rr),
                                 interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec,
-                                dq_chunks=kerns[i].dq_chunks, p_store=kerns[i].p_store))
+                                dq_chunks=kerns[i].dq_chunks, p_store=kerns[i].p_store,
+                                lookahead=kerns[i].lookahead))
         del t
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -371,7 +371,7 @@ class Job:
         """``sA``/``sB``: ldmatrix-partitioned smem sources (CPY, M|N, k-blocks); ``cpA``/``cpB``
         their thread copies; ``rA``/``rB`` the MMA fragments (``rB`` already loaded when
         ``sB`` is None)."""
-        self.mma, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
+        self.mma_op, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
         self.sB, self.cpB = sB, cpB
         self.rA_v = cpA.retile(rA)
         self.rB_v = None if sB is None else cpB.retile(rB)
@@ -382,13 +382,23 @@ class Job:
 
         return cute.size(self.sA.shape[2])
 
-    def step(self, k: int):
+    def load(self, k: int):
+        """ldmatrix k-block ``k`` of the smem operands into their registers."""
         import cutlass.cute as cute
 
         cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
         if self.sB is not None:
             cute.copy(self.cpB, self.sB[None, None, k], self.rB_v[None, None, k])
-        cute.gemm(self.mma, self.acc, self.rA[None, None, k], self.rB[None, None, k], self.acc)
+
+    def mma(self, k: int):
+        """``acc += A[:, k] · B[:, k]ᵀ`` on the loaded k-block."""
+        import cutlass.cute as cute
+
+        cute.gemm(self.mma_op, self.acc, self.rA[None, None, k], self.rB[None, None, k], self.acc)
+
+    def step(self, k: int):
+        self.load(k)
+        self.mma(k)
 
 
 def interleave_schedule(k_blocks: list[int]) -> list[list[tuple[int, int]]]:
@@ -403,13 +413,24 @@ def interleave_schedule(k_blocks: list[int]) -> list[list[tuple[int, int]]]:
     return out
 
 
-def gemm_interleaved(*jobs: Job) -> None:
+def gemm_interleaved(*jobs: Job, lookahead: int = 0) -> None:
     """Run the jobs' GEMMs with their k-blocks interleaved (trace-time unrolled).
 
     A warp tile of one mma.sync GEMM with few accumulators and many k-blocks is a few long
     chains of dependent MMAs, and with two MMA warps per SM sub-partition nothing hides their
     latency; mixing in an independent GEMM's MMAs does, at no register cost for accumulators
-    that are live anyway."""
-    for step in interleave_schedule([j.k_blocks for j in jobs]):
+    that are live anyway. ``lookahead=1`` issues the ldmatrix loads of step s+1 before the MMAs
+    of step s (software pipelining in the instruction order; ptxas may reorder either way)."""
+    steps = interleave_schedule([j.k_blocks for j in jobs])
+    if not lookahead:
+        for step in steps:
+            for j, k in step:
+                jobs[j].step(k)
+        return
+    for j, k in steps[0] if steps else ():
+        jobs[j].load(k)
+    for s, step in enumerate(steps):
+        for j, k in steps[s + 1] if s + 1 < len(steps) else ():
+            jobs[j].load(k)
         for j, k in step:
-            jobs[j].step(k)
+            jobs[j].mma(k)

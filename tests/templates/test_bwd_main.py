@@ -146,12 +146,12 @@ def test_compile_dq_splits(arch):
 _KERNELS: dict = {}
 
 
-def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False):
-    key = (d, dtype, causal, align, use_pdl, alt_tile, splits)
+def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knobs=()):
+    key = (d, dtype, causal, align, use_pdl, alt_tile, splits, knobs)
     if key not in _KERNELS:
         kp = default_plan("sm_120a", d, causal=causal, dtype=dtype, tile=ALT_TILE if alt_tile else None)
         _KERNELS[key] = BwdMainKernel(kp, dtype, causal=causal, causal_align=align,
-                                      use_pdl=use_pdl, dq_splits=splits)
+                                      use_pdl=use_pdl, dq_splits=splits, **dict(knobs))
     return _KERNELS[key]
 
 
@@ -185,7 +185,7 @@ def reference(q, k, v, do, scale, causal, align):
 
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
-             use_pdl=False, seed=0, alt_tile=False, splits=False):
+             use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=()):
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -198,7 +198,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     q, k, v, do = rnd(B, Sq, Hq, D), rnd(B, Skv, Hkv, D), rnd(B, Skv, Hkv, D), rnd(B, Sq, Hq, D)
     scale = 1.0 / math.sqrt(D)
     lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, scale, causal, align)
-    kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits)
+    kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits, knobs)
     d_pad = kern.kp.tile["d"]
     sq_pad = -(-Sq // 128) * 128
     lse2 = torch.full((B, Hq, sq_pad), float("inf"), device=dev, dtype=torch.float32)
@@ -287,6 +287,19 @@ def test_gpu_pdl_on_off_identical():
     for x, y in zip(a[1:], b[1:]):  # dK, dV are deterministic; dQ uses atomics
         assert torch.equal(x, y)
     assert torch.allclose(a[0], b[0], rtol=1e-5, atol=1e-5)
+
+
+KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
+              (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("knobs", KNOB_CASES, ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_code_knobs(d, knobs):
+    """Every code-generation knob of bwd_main (same plan, other instruction order or width)
+    stays correct: causal with a ragged tail and S_q != S_kv, GQA 2:1."""
+    run_case(1, 333, 300, 4, 2, d, causal=True, knobs=knobs, seed=11)
 
 
 @pytest.mark.gpu
@@ -391,3 +404,16 @@ def test_p_store_stmatrix_replaces_the_32_bit_stores():
     with pytest.raises(ValueError, match="p_store"):
         BwdMainKernel(kp, p_store="st64")
     assert BwdMainKernel(default_plan("sm_120a", 256)).p_store == "st32"  # 8-column warp tiles
+
+
+@pytest.mark.compile
+def test_lookahead_reorders_the_loads():
+    kp = default_plan("sm_120a", 128)
+    base = BwdMainKernel(kp).compile("sm_120a")
+    ahead = BwdMainKernel(kp, lookahead=1).compile("sm_120a")
+    assert ahead.ptx != base.ptx
+    for needle in ("mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned"):
+        assert ahead.count(needle) == base.count(needle) > 0
+    assert ahead.total_spill_bytes == 0
+    with pytest.raises(ValueError, match="lookahead"):
+        BwdMainKernel(kp, lookahead=2)

@@ -105,7 +105,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  use_pdl: bool = False, dq_splits: bool = False,
                  skip: frozenset[str] = frozenset(), interleave: int | None = None,
                  dq_vec: int | None = None, dq_chunks: int | None = None,
-                 p_store: str | None = None):
+                 p_store: str | None = None, lookahead: int = 0):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -140,6 +140,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             raise BwdMainError(f"p_store must be 'st32' or (16-column warp tiles) 'stmatrix', "
                                f"got {p_store!r}")
         self.p_store = p_store
+        if lookahead not in (0, 1):
+            raise BwdMainError(f"lookahead must be 0 or 1, got {lookahead!r}")
+        self.lookahead = lookahead  # ldmatrix of k-step s+1 issued before the MMAs of step s
         self._compiled = None
 
     @staticmethod

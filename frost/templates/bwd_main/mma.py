@@ -156,12 +156,12 @@ class MmaRole:
             job_dP = Job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q,
                          None if v_in_regs else tdPsV, c_K)
             if cutlass.const_expr("dp_gemm" in self.skip):
-                gemm_interleaved(job_S)  # ablation (timing only): dP stays 0
+                gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
             elif cutlass.const_expr(self.interleave >= 1):
-                gemm_interleaved(job_S, job_dP)
+                gemm_interleaved(job_S, job_dP, lookahead=self.lookahead)
             else:
-                gemm_interleaved(job_S)
-                gemm_interleaved(job_dP)
+                gemm_interleaved(job_S, lookahead=self.lookahead)
+                gemm_interleaved(job_dP, lookahead=self.lookahead)
 
             row0 = m_block * t_m
             col0 = n_block * t_n
@@ -192,10 +192,10 @@ class MmaRole:
             with_dq = self.interleave >= 2 and dq_chunks == 1
             if cutlass.const_expr(not with_dq):
                 if cutlass.const_expr(self.interleave >= 1):
-                    gemm_interleaved(*dkdv)
+                    gemm_interleaved(*dkdv, lookahead=self.lookahead)
                 else:
                     for job in dkdv:
-                        gemm_interleaved(job)
+                        gemm_interleaved(job, lookahead=self.lookahead)
                 self.release_q(sm.q_empty + stage)  # dV/dK were the last readers of stage s
                 dkdv = []
             for ch in cutlass.range_constexpr(max(n_chunks, 1)):
@@ -207,7 +207,7 @@ class MmaRole:
                     acc_dQ.fill(0.0)
                     jobs.append(Job(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, c_dS,
                                     tdQsKt[None, None, None, ch], c_Kt))
-                gemm_interleaved(*jobs)
+                gemm_interleaved(*jobs, lookahead=self.lookahead)
                 if cutlass.const_expr(ch == 0 and with_dq):
                     self.release_q(sm.q_empty + stage)  # last read of sQ[stage] / sdO[stage]
                 if cutlass.const_expr(acc_dQ is None):
