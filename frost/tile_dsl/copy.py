@@ -135,6 +135,19 @@ def make_tma_store(gmem, smem_layout, tile):
     return atom, tma_tensor
 
 
+def tma_box(atom, tma_tensor, s_tile, tile, coord):
+    """(smem, gmem) TMA partitions of the box at tile coordinate ``coord`` of a tensor whose
+    first two modes are the box's (rows, cols); ``s_tile`` is one (rows, cols) smem tile. For
+    a caller that issues its own ``cute.copy(atom, g, s, tma_bar_ptr=...)`` (e.g. several
+    loads completing on one mbarrier)."""
+    import cutlass.cute as cute
+    from cutlass.cute.nvgpu import cpasync
+
+    g = cute.local_tile(tma_tensor, tile, coord)
+    return cpasync.tma_partition(atom, 0, cute.make_layout(1), cute.group_modes(s_tile, 0, 2),
+                                 cute.group_modes(g, 0, 2))
+
+
 def _tma_partition(atom, tma_tensor, s_tiles, tile):
     import cutlass.cute as cute
     from cutlass.cute.nvgpu import cpasync

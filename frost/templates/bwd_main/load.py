@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass.cute.nvgpu import cpasync
+
+from frost.tile_dsl.copy import tma_box
 
 
-@cute.jit
-def tma_tile(atom, m_t, s_tile, rows: cutlass.Constexpr, cols: cutlass.Constexpr, blk, h, b):
-    """(smem, gmem) TMA partitions of tile ``blk`` of the (S, D, H, B) tensor ``m_t``."""
-    g = cute.local_tile(m_t[None, None, h, b], (rows, cols), (blk, 0))
-    s_part, g_part = cpasync.tma_partition(atom, 0, cute.make_layout(1),
-                                           cute.group_modes(s_tile, 0, 2), cute.group_modes(g, 0, 2))
-    return s_part, g_part
+def tma_tile(atom, m_t, s_tile, rows: int, cols: int, blk, h, b):
+    """(smem, gmem) TMA partitions of row block ``blk`` of head ``h``, batch ``b`` of the
+    (S, D, H, B) tensor ``m_t`` (:func:`frost.tile_dsl.copy.tma_box`)."""
+    return tma_box(atom, m_t[None, None, h, b], s_tile, (rows, cols), (blk, 0))
 
 
 class ProducerRole:
