@@ -36,11 +36,18 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-11-30, commit 990e6c9; bench/results/v1/gpu_tests.log): the
-whole GPU suite, 104 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
+Verified (H200, sm_90a build, 2026-11-30, commit 8bfd962; bench/results/v6/gpu_tests.log): the
+whole GPU suite, 116 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000,
-fp16, PDL on/off, a second tile plan and the dq_splits mode, at rel. error <= 1e-2 (bf16) /
+fp16, PDL on/off, a second tile plan, the dq_splits mode and every code knob below (interleave
+0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks=2), at rel. error <= 1e-2 (bf16) /
 5e-3 (fp16) against a float64 reference.
+
+Code knobs (same plan, other instructions; each measured in bench/RESULTS.md with
+``bench/bwd_main_ab.py``): ``interleave`` 0/1/2 (default :meth:`BwdMainKernel.pick_interleave`),
+``dq_vec`` 2/4 (fp32 columns per dQ atomic; default 2), ``dq_chunks`` (default
+:meth:`BwdMainKernel.pick_dq_chunks`), ``p_store`` "stmatrix"/"st32" (default stmatrix where
+the S warp tiles are 16 columns wide), ``lookahead`` 0/1 (default 0).
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so

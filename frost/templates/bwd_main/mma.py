@@ -5,14 +5,16 @@ Per iteration t (ring stage s = t % q_stages)::
     wait q_full[s]
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
     dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
-                        (S and dP k-blocks interleaved: gemm_interleaved)
+                        (S and dP k-blocks interleaved at level ≥ 1: tile_dsl.mma.gemm_interleaved)
     P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
                         (the element mask only on tiles that need one: masks.tile_needs_mask)
-    bar mma_sync ; P, dS → sP, sdS (io dtype) ; bar mma_sync
+    bar mma_sync ; P, dS → sP, sdS (io dtype; stmatrix.x4, or 32-bit st.shared where a warp's
+                   S tile is 8 columns wide) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
-                        (dV, dK and dQ chunk 0 interleaved)
+                        (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
+                        dV with dK, then dQ; 0: one GEMM at a time; kernel.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
     red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (rows < S_q; dq_vec=4: lane pairs
                         trade values first and each lane adds 4 consecutive columns, .v4)
