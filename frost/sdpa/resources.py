@@ -19,6 +19,7 @@ PTX_NEEDLES = {
     "mbarrier.wait": "mbarrier.try_wait",
     "red.v2.f32": "red.global.add.v2.f32",
     "red.v4.f32": "red.global.add.v4.f32",
+    "stmatrix": "stmatrix.sync.aligned",
     "setmaxnreg": "setmaxnreg",
     "pdl.wait": "griddepcontrol.wait",
     "pdl.trigger": "griddepcontrol.launch_dependents",
@@ -33,6 +34,7 @@ class KernelResources:
     registers: int
     spill_bytes: int
     ptx: dict
+    code: dict = dataclasses.field(default_factory=dict)  # template code choices (bwd_main)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -60,10 +62,10 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     cdt = cutlass.BFloat16 if dtype == "bf16" else cutlass.Float16
     rows = []
 
-    def row(name, threads, smem, rep):
+    def row(name, threads, smem, rep, code=None):
         counts = {k: rep.count(v) for k, v in PTX_NEEDLES.items()}
         rows.append(KernelResources(name, threads, smem, rep.max_registers, rep.total_spill_bytes,
-                                    counts))
+                                    counts, code or {}))
 
     rd = RowDotConfig.from_plan(plan, 16, head_dim, use_pdl)
     row("rowdot", rd.threads, 0, compile_for(RowDot(rd), *rowdot_fake_args(rd, cdt), arch=arch))
@@ -71,7 +73,9 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     main = BwdMainKernel(kp, dtype, causal=causal, causal_align=causal_align if causal else None,
                          use_pdl=use_pdl)
     rep = main.compile(arch)
-    row("bwd_main", kp.threads, main.launched_smem_bytes, rep)
+    row("bwd_main", kp.threads, main.launched_smem_bytes, rep,
+        code={k: getattr(main, k) for k in ("interleave", "p_store", "dq_vec", "dq_chunks",
+                                            "lookahead")})
     dq = DqConvertConfig.from_plan(plan, 16, head_dim, use_pdl)
     row("dq_convert", dq.threads, 0, compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch))
     return rows
@@ -86,6 +90,9 @@ def format_resources(rows: list[KernelResources], arch: str, budget: int) -> str
     for r in rows:
         out.append(f"{r.kernel:<11}{r.threads:>8}{r.smem_bytes:>9,}{r.registers:>6}{r.spill_bytes:>8}  " +
                    "  ".join(f"{r.ptx[n]:>{max(4, len(n))}}" for n in names))
+    for r in rows:
+        if r.code:
+            out.append(f"{r.kernel} code: " + ", ".join(f"{k}={v}" for k, v in r.code.items()))
     worst = max(r.smem_bytes for r in rows)
     spills = sum(r.spill_bytes for r in rows)
     out += ["", f"Budget: largest kernel smem {worst:,} B of {budget:,} B: "

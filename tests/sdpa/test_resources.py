@@ -16,6 +16,9 @@ def test_chain_resources_sm121_causal():
     main = rows[1]
     assert 0 < main.smem_bytes <= get_arch("sm_121a").smem_budget
     assert main.ptx["mma.sync"] > 0 and main.ptx["tma.load"] > 0 and main.ptx["red.v2.f32"] > 0
+    assert main.code["p_store"] == "stmatrix" and main.ptx["stmatrix"] > 0
+    assert main.code["interleave"] in (0, 1, 2) and main.code["dq_vec"] == 2
+    assert rows[0].code == {} and rows[2].code == {}
     for r in rows:
         assert r.spill_bytes == 0 and r.registers > 0, r
         assert r.ptx["pdl.wait"] >= 1 and r.ptx["pdl.trigger"] >= 1, r
@@ -28,6 +31,7 @@ def test_cli_compile_json(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["kernel"] for r in rows] == ["rowdot", "bwd_main", "dq_convert"]
     assert all(r["ptx"]["pdl.wait"] == 0 for r in rows)  # compiled without PDL
+    assert set(rows[1]["code"]) == {"interleave", "p_store", "dq_vec", "dq_chunks", "lookahead"}
 
 
 def test_cli_compile_rejects_bad_head_dim(capsys):
