@@ -417,3 +417,22 @@ def test_lookahead_reorders_the_loads():
     assert ahead.total_spill_bytes == 0
     with pytest.raises(ValueError, match="lookahead"):
         BwdMainKernel(kp, lookahead=2)
+
+
+def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
+    from frost.templates.bwd_main.code import CodeChoiceError, CodeChoices
+
+    kp128, kp256 = default_plan("sm_120a", 128), default_plan("sm_120a", 256)
+    c = CodeChoices.resolve(kp128)
+    assert (c.dq_chunks, c.interleave, c.dq_vec, c.p_store, c.lookahead) == (1, 2, 2, "stmatrix", 0)
+    c = CodeChoices.resolve(kp256)
+    assert (c.dq_chunks, c.interleave, c.p_store) == (4, 0, "st32")  # 8-column S warp tiles
+    assert CodeChoices.resolve(kp128, interleave=0, dq_vec=4).interleave == 0
+    for bad in (dict(interleave=3), dict(dq_vec=8), dict(p_store="st64"), dict(lookahead=2),
+                dict(dq_chunks=3), dict(dq_chunks=0)):
+        with pytest.raises(CodeChoiceError):
+            CodeChoices.resolve(kp128, **bad)
+    with pytest.raises(CodeChoiceError, match="stmatrix"):
+        CodeChoices.resolve(kp256, p_store="stmatrix")
+    with pytest.raises(ValueError, match="interleave"):  # through the kernel: BwdMainError
+        BwdMainKernel(kp128, interleave=5)

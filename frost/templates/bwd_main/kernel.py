@@ -4,8 +4,8 @@ Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
-                         interleave=None,  # None: pick_interleave(plan); 0, 1 or 2
-                         dq_vec=None)  # fp32 columns per dQ atomic: 2 (default) or 4
+                         dq_chunks=None, interleave=None, dq_vec=None, p_store=None,
+                         lookahead=0)  # code choices, None = measured default: code.py
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -29,7 +29,7 @@ Tensors (torch, CUDA):
 
 H_q must be a multiple of H_kv (GQA/MQA: one CTA loops over the whole q-head group). B, H, S are
 runtime values: one compile per (dtype, head dim, causal + alignment, plan, use_pdl, dq_splits,
-skip).
+skip, code choices).
 
 How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the plan: MMA warps
 (``mma.py``), one TMA producer warp (``load.py``) and register donors in its warpgroup;
@@ -43,11 +43,8 @@ fp16, PDL on/off, a second tile plan, the dq_splits mode and every code knob bel
 0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks=2), at rel. error <= 1e-2 (bf16) /
 5e-3 (fp16) against a float64 reference.
 
-Code knobs (same plan, other instructions; each measured in bench/RESULTS.md with
-``bench/bwd_main_ab.py``): ``interleave`` 0/1/2 (default :meth:`BwdMainKernel.pick_interleave`),
-``dq_vec`` 2/4 (fp32 columns per dQ atomic; default 2), ``dq_chunks`` (default
-:meth:`BwdMainKernel.pick_dq_chunks`), ``p_store`` "stmatrix"/"st32" (default stmatrix where
-the S warp tiles are 16 columns wide), ``lookahead`` 0/1 (default 0).
+Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
+``dq_vec``, ``p_store`` and ``lookahead`` to their measured defaults; ``self.code`` holds them.
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
@@ -81,6 +78,7 @@ from frost.sched.plan import KernelPlan, WarpRole
 from frost.tile_dsl import smem
 
 from . import masks
+from .code import CodeChoiceError, CodeChoices, pick_dq_chunks, pick_interleave
 from .epilogue import EpilogueRole
 from .load import ProducerRole
 from .mma import MmaRole
@@ -90,6 +88,8 @@ _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 
 class BwdMainError(ValueError):
     """The bwd_main template cannot implement the requested plan or option."""
+
+
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
@@ -126,55 +126,17 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.align = masks.CausalAlign.parse(causal, causal_align)
         self.use_pdl = bool(use_pdl)
         self.can_implement(kplan)
-        self.dq_chunks = self.pick_dq_chunks(kplan) if dq_chunks is None else int(dq_chunks)
-        tl = kplan.tile
-        if tl["d"] % self.dq_chunks or (tl["d"] // self.dq_chunks) % (8 * tl["dq_wn"]):
-            raise BwdMainError(f"dq_chunks={self.dq_chunks} does not split d={tl['d']} over "
-                               f"{tl['dq_wn']} warp columns")
-        self.interleave = self.pick_interleave(kplan, self.dq_chunks) if interleave is None \
-            else int(interleave)
-        if dq_vec is None:  # measured (H200, v4): the 16-byte form was 2-9 % slower, see RESULTS
-            dq_vec = 2
-        if dq_vec not in (2, 4):
-            raise BwdMainError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), got {dq_vec!r}")
-        self.dq_vec = dq_vec
-        # P/dS registers -> smem: stmatrix where every warp's S tile is whole 16x16 blocks
-        n_sdp = 16 if tl["tile_n"] % (16 * tl["s_wn"]) == 0 else 8
-        fits = n_sdp == 16 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
-        if p_store is None:
-            p_store = "stmatrix" if fits else "st32"
-        if p_store not in ("stmatrix", "st32") or (p_store == "stmatrix" and not fits):
-            raise BwdMainError(f"p_store must be 'st32' or (16-column warp tiles) 'stmatrix', "
-                               f"got {p_store!r}")
-        self.p_store = p_store
-        if lookahead not in (0, 1):
-            raise BwdMainError(f"lookahead must be 0 or 1, got {lookahead!r}")
-        self.lookahead = lookahead  # ldmatrix of k-step s+1 issued before the MMAs of step s
+        try:
+            code = CodeChoices.resolve(kplan, dq_chunks, interleave, dq_vec, p_store, lookahead)
+        except CodeChoiceError as e:
+            raise BwdMainError(str(e)) from e
+        self.code = code
+        self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
+        self.p_store, self.lookahead = code.p_store, code.lookahead
         self._compiled = None
 
-    @staticmethod
-    def pick_dq_chunks(kp: KernelPlan) -> int:
-        """dQ = dS·K is computed in this many d-column chunks: fewer live fp32 accumulators
-        (needed to stay spill-free at d = 256 under a 240-register MMA budget)."""
-        d, wn = kp.tile["d"], kp.tile["dq_wn"]
-        want = 4 if d > 192 else 1
-        while want > 1 and (d % want or (d // want) % (8 * wn)):
-            want //= 2
-        return want
-
-    @staticmethod
-    def pick_interleave(kp: KernelPlan, dq_chunks: int) -> int:
-        """How much of the q-tile trip runs as interleaved GEMMs (``mma.gemm_interleaved``):
-        0 none (one GEMM at a time), 1 S with dP, 2 also dV with dK with dQ.
-
-        Level 2 keeps dQ's fp32 accumulator live across dV/dK; it is used where that accumulator
-        is at most 32 registers per thread (sm_120a compiles of d 168..192 at 64x64, 48 of them,
-        spilled 8 B). Chunked dQ (d > 192, registers already short) gets 0."""
-        tl = kp.tile
-        if dq_chunks > 1:
-            return 0
-        dq_acc_regs = tl["tile_m"] * tl["d"] // (32 * tl["num_mma_warps"])
-        return 2 if dq_acc_regs <= 32 else 1
+    pick_dq_chunks = staticmethod(pick_dq_chunks)
+    pick_interleave = staticmethod(pick_interleave)
 
     @staticmethod
     def can_implement(kp: KernelPlan) -> None:

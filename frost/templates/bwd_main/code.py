@@ -1,0 +1,89 @@
+"""How ``bwd_main`` emits a plan: code choices that keep the plan (tiles, smem, roles) and change
+only the instructions. Each default was measured on the H200 (bench/RESULTS.md, round-robin
+A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-tested.
+
+================  =========================================================================
+``dq_chunks``     dQ = dS·K in this many d-column chunks (fewer live fp32 accumulators)
+``interleave``    0: one GEMM at a time; 1: S with dP, dV with dK; 2: also dQ with dV/dK
+``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
+                  lane-pair shuffle; 2–9 % slower on the H200)
+``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
+``lookahead``     1: ldmatrix of k-step s+1 before the MMAs of step s (1.5–7 % slower)
+================  =========================================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from frost.sched.plan import KernelPlan
+
+
+class CodeChoiceError(ValueError):
+    """A code choice that this plan cannot take."""
+
+
+def pick_dq_chunks(kp: KernelPlan) -> int:
+    """dQ = dS·K is computed in this many d-column chunks: fewer live fp32 accumulators
+    (needed to stay spill-free at d = 256 under a 240-register MMA budget)."""
+    d, wn = kp.tile["d"], kp.tile["dq_wn"]
+    want = 4 if d > 192 else 1
+    while want > 1 and (d % want or (d // want) % (8 * wn)):
+        want //= 2
+    return want
+
+
+def pick_interleave(kp: KernelPlan, dq_chunks: int) -> int:
+    """How much of the q-tile trip runs as interleaved GEMMs (``tile_dsl.mma.gemm_interleaved``):
+    0 none (one GEMM at a time), 1 S with dP and dV with dK, 2 also dQ with dV/dK.
+
+    Level 2 keeps dQ's fp32 accumulator live across dV/dK; it is used where that accumulator
+    is at most 32 registers per thread (sm_120a compiles of d 168..192 at 64x64, 48 of them,
+    spilled 8 B; at d=160 it measured 10 % slower). Chunked dQ (d > 192) gets 0."""
+    tl = kp.tile
+    if dq_chunks > 1:
+        return 0
+    dq_acc_regs = tl["tile_m"] * tl["d"] // (32 * tl["num_mma_warps"])
+    return 2 if dq_acc_regs <= 32 else 1
+
+
+def stmatrix_fits(kp: KernelPlan) -> bool:
+    """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
+    tl = kp.tile
+    return tl["tile_n"] % (16 * tl["s_wn"]) == 0 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeChoices:
+    dq_chunks: int
+    interleave: int
+    dq_vec: int
+    p_store: str
+    lookahead: int
+
+    @classmethod
+    def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
+                dq_vec: int | None = None, p_store: str | None = None,
+                lookahead: int = 0) -> "CodeChoices":
+        """The measured default for every choice left None; raises CodeChoiceError for a value
+        the plan cannot take."""
+        tl = kp.tile
+        chunks = pick_dq_chunks(kp) if dq_chunks is None else int(dq_chunks)
+        if chunks < 1 or tl["d"] % chunks or (tl["d"] // chunks) % (8 * tl["dq_wn"]):
+            raise CodeChoiceError(f"dq_chunks={chunks} does not split d={tl['d']} over "
+                                  f"{tl['dq_wn']} warp columns")
+        level = pick_interleave(kp, chunks) if interleave is None else int(interleave)
+        if level not in (0, 1, 2):
+            raise CodeChoiceError(f"interleave must be 0, 1 or 2, got {interleave!r}")
+        vec = 2 if dq_vec is None else dq_vec
+        if vec not in (2, 4):
+            raise CodeChoiceError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), "
+                                  f"got {dq_vec!r}")
+        fits = stmatrix_fits(kp)
+        store = ("stmatrix" if fits else "st32") if p_store is None else p_store
+        if store not in ("stmatrix", "st32") or (store == "stmatrix" and not fits):
+            raise CodeChoiceError(f"p_store must be 'st32' or (16-column warp tiles) "
+                                  f"'stmatrix', got {p_store!r}")
+        if lookahead not in (0, 1):
+            raise CodeChoiceError(f"lookahead must be 0 or 1, got {lookahead!r}")
+        return cls(chunks, level, vec, store, lookahead)
