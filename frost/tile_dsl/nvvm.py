@@ -36,13 +36,19 @@ _ANCHOR = "enable-cuda-dialect=true"
 
 
 def add_nvvm_options(pipeline: str, opts: str) -> str:
-    """The pass pipeline string with ``nvvm-options='opts'`` added to the cute-to-nvvm pass."""
+    """The pass pipeline string with ``nvvm-options='opts'`` added to the cute-to-nvvm pass.
+
+    Idempotent, so :func:`nvvm_options` blocks nest: options already present are not repeated,
+    others join the existing ``nvvm-options`` string."""
     if _ANCHOR not in pipeline:
         raise RuntimeError("CuTe DSL's pipeline no longer has the expected cute-to-nvvm options; "
                            "frost.tile_dsl.nvvm needs updating for this DSL version")
-    if "nvvm-options=" in pipeline:
-        raise RuntimeError("the pipeline already carries nvvm-options")
-    return pipeline.replace(_ANCHOR, f"nvvm-options='{opts}' {_ANCHOR}", 1)
+    m = re.search(r"nvvm-options='([^']*)'", pipeline)
+    if m is None:
+        return pipeline.replace(_ANCHOR, f"nvvm-options='{opts}' {_ANCHOR}", 1)
+    if opts in m.group(1):
+        return pipeline
+    return pipeline[:m.end(1)] + f" {opts}" + pipeline[m.end(1):]
 
 
 @contextlib.contextmanager
