@@ -13,7 +13,8 @@ Usage (GPU host, repo root)::
 
 A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywords
 (``interleave``, ``dq_vec``, ``dq_chunks``, ``lookahead``: ints; ``p_store``: stmatrix or
-st32). Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
+st32), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
+``tile.exchange_stages=2``), which makes the A/B plan against plan. Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead")  # BwdMainKernel keywords, same plan
 
 
+PLAN_KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
+
+
 def parse_variant(text: str) -> dict:
     """"default" -> {}; "interleave=0,dq_vec=4" -> {"interleave": 0, "dq_vec": 4}."""
     text = text.strip()
@@ -44,6 +48,9 @@ def parse_variant(text: str) -> dict:
     for part in text.split(","):
         key, _, val = part.partition("=")
         key, val = key.strip(), val.strip()
+        if key.startswith("tile.") and val.lstrip("-").isdigit():
+            out[key] = int(val)
+            continue
         if key not in KNOBS or not val:
             raise ValueError(f"bad variant {text!r}: want 'default' or key=value among "
                              f"{', '.join(KNOBS)}")
@@ -73,7 +80,15 @@ def main(argv=None):
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan(ARCH, d, causal=args.causal)
         t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"])
-        kerns = [BwdMainKernel(kp, "bf16", causal=args.causal, **v) for v in variants]
+        base = {k: kp.tile[k] for k in PLAN_KNOBS}
+
+        def plan_for(v):
+            forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
+            return default_plan(ARCH, d, causal=args.causal, tile={**base, **forced}) if forced else kp
+
+        kerns = [BwdMainKernel(plan_for(v), "bf16", causal=args.causal,
+                               **{k: x for k, x in v.items() if not k.startswith("tile.")})
+                 for v in variants]
 
         def call(k):
             k.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],

@@ -55,3 +55,22 @@ def test_bwd_main_sweep_configs_are_legal():
         key = (tuple(c["shape"]), c["name"])
         assert key not in seen, key
         seen.add(key)
+
+
+AB = os.path.join(ROOT, "bench", "bwd_main_ab.py")
+
+
+def test_bwd_main_ab_help_and_variants():
+    res = subprocess.run([sys.executable, AB, "--help"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "--variants" in res.stdout and "--rounds" in res.stdout
+    import pytest
+
+    mod = _load(AB)
+    assert mod.parse_variant("default") == {}
+    assert mod.parse_variant("interleave=0,p_store=st32") == {"interleave": 0, "p_store": "st32"}
+    assert mod.parse_variant("tile.exchange_stages=2") == {"tile.exchange_stages": 2}
+    for bad in ("foo=1", "interleave=", "tile.q_stages=two"):
+        with pytest.raises(ValueError):
+            mod.parse_variant(bad)

@@ -37,13 +37,17 @@ class TileChoice:
     """Everything the scheduler is told rather than derives.
 
     ``sizes`` binds symbols (tile and head extents) to ints, ``ring_stages`` gives the depth of
-    each loop-refilled load ring, ``held`` names stationary tiles kept in registers.
+    each loop-refilled load ring, ``held`` names stationary tiles kept in registers, and
+    ``exchange_stages`` the number of copies of each tile the MMA warps exchange through shared
+    memory inside the loop (P, dS): with two, a trip writes one copy while the previous trip's
+    readers may still read the other, so one barrier per trip instead of two.
     """
 
     sizes: dict[sympy.Symbol, int]
     ring_stages: dict[str, int]
     mma_warps: int
     held: frozenset[str] = frozenset()
+    exchange_stages: int = 1
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -77,10 +81,13 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
             if t.space != Space.TILE or not where.get(t.name, Where.NONE) & Where.SMEM:
                 continue
             ld = ring_of.get(t.name)
-            stages = ch.ring_stages.get(ld.ring, 1) if ld is not None and ld.level == Level.BODY else 1
-            sym_t = next(x for st in sym_prog.stages for x in st.outputs if x.name == t.name)
             refilled = ld is not None and ld.level == Level.BODY
-            nstage = sympy.Symbol(f"{ld.ring}_stages", positive=True, integer=True) if refilled else 1
+            exchanged = ld is None and s.level == Level.BODY  # written and read by MMA warps
+            stages = ch.ring_stages.get(ld.ring, 1) if refilled else \
+                ch.exchange_stages if exchanged else 1
+            sym_t = next(x for st in sym_prog.stages for x in st.outputs if x.name == t.name)
+            nstage = sympy.Symbol(f"{ld.ring}_stages", positive=True, integer=True) if refilled \
+                else stages
             reqs.append(BufferRequest(t.smem_name, _int(t.rows), _int(t.cols), t.dtype.value,
                                       t.dtype.nbytes, stages, live[t.name],
                                       nstage * sym_t.nbytes, async_write=ld is not None))
@@ -110,6 +117,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     tile = {s.name: int(v) for s, v in ch.sizes.items()}
     for ring, n in ch.ring_stages.items():
         tile[f"{ring}_stages"] = n
+    if ch.exchange_stages != 1:
+        tile["exchange_stages"] = ch.exchange_stages
     tile["num_mma_warps"] = ch.mma_warps
     for g, (wm, wn) in grid_choice.items():
         tile[f"{g}_wm"], tile[f"{g}_wn"] = wm, wn

@@ -10,6 +10,9 @@ Residency of V: both choices (V in shared memory, or held in registers where it 
 ``dP = dO·Vᵀ`` as a B operand, which frees its smem for P and dS) are candidates of the tile
 space, ranked by the same cost model; above d=224 only the held form fits the budget.
 ``tile={"v_in_regs": 0 or 1}`` forces either.
+
+``tile={"exchange_stages": 2}`` gives P and dS two copies (one barrier per trip in bwd_main);
+the chooser never picks it on its own (not yet measured: bench/RESULTS.md v7).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "q_stages": (2, 1),
     "num_mma_warps": (8, 4),
     "v_in_regs": (0, 1),
+    "exchange_stages": (1,),  # 2 (P/dS double-buffered, one barrier per trip) only when forced
 }
 
 
@@ -77,7 +81,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         if c["v_in_regs"] and "V" not in can_hold:
             continue
         held = frozenset({"V"}) if c["v_in_regs"] else frozenset()
-        choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held)
+        choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held,
+                            exchange_stages=c["exchange_stages"])
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

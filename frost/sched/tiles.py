@@ -81,7 +81,8 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
                 red += b
             else:
                 gmem += b
-    stages = min([v for k, v in tile.items() if k.endswith("_stages") and k != "kv_stages"] or [1])
+    stages = min([v for k, v in tile.items()
+                  if k.endswith("_stages") and k not in ("kv_stages", "exchange_stages")] or [1])
     t_mma, t_smem = flops / model.mma_flops_per_clk, smem / model.smem_bytes_per_clk
     t_load, t_red = gmem / model.gmem_bytes_per_clk, red / model.red_bytes_per_clk
     t_warps = t_mma + t_smem + t_red

@@ -146,10 +146,11 @@ def test_compile_dq_splits(arch):
 _KERNELS: dict = {}
 
 
-def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knobs=()):
-    key = (d, dtype, causal, align, use_pdl, alt_tile, splits, knobs)
+def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knobs=(), tile=()):
+    key = (d, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile)
     if key not in _KERNELS:
-        kp = default_plan("sm_120a", d, causal=causal, dtype=dtype, tile=ALT_TILE if alt_tile else None)
+        forced = dict(tile) or (ALT_TILE if alt_tile else None)
+        kp = default_plan("sm_120a", d, causal=causal, dtype=dtype, tile=forced)
         _KERNELS[key] = BwdMainKernel(kp, dtype, causal=causal, causal_align=align,
                                       use_pdl=use_pdl, dq_splits=splits, **dict(knobs))
     return _KERNELS[key]
@@ -185,7 +186,7 @@ def reference(q, k, v, do, scale, causal, align):
 
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
-             use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=()):
+             use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=(), tile=()):
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -198,7 +199,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     q, k, v, do = rnd(B, Sq, Hq, D), rnd(B, Skv, Hkv, D), rnd(B, Skv, Hkv, D), rnd(B, Sq, Hq, D)
     scale = 1.0 / math.sqrt(D)
     lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, scale, causal, align)
-    kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits, knobs)
+    kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile)
     d_pad = kern.kp.tile["d"]
     sq_pad = -(-Sq // 128) * 128
     lse2 = torch.full((B, Hq, sq_pad), float("inf"), device=dev, dtype=torch.float32)
@@ -300,6 +301,18 @@ def test_gpu_code_knobs(d, knobs):
     """Every code-generation knob of bwd_main (same plan, other instruction order or width)
     stays correct: causal with a ragged tail and S_q != S_kv, GQA 2:1."""
     run_case(1, 333, 300, 4, 2, d, causal=True, knobs=knobs, seed=11)
+
+
+EXCHANGE2 = (("tile_m", 32), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1),
+             ("exchange_stages", 2))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (96, True)])
+def test_gpu_exchange_stages_two(d, causal):
+    """P/dS double-buffered (one barrier per trip): many trips per CTA, so both copies are
+    reused several times; GQA 2:1 and a ragged tail."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=EXCHANGE2, seed=13)
 
 
 @pytest.mark.gpu
@@ -436,3 +449,20 @@ def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
         CodeChoices.resolve(kp256, p_store="stmatrix")
     with pytest.raises(ValueError, match="interleave"):  # through the kernel: BwdMainError
         BwdMainKernel(kp128, interleave=5)
+
+
+@pytest.mark.compile
+def test_exchange_stages_two_plans_and_compiles():
+    """tile={"exchange_stages": 2}: the plan gives sP/sdS two copies inside V's bytes (V held),
+    the kernel drops the in-loop barrier before the P/dS writes, and stays spill-free."""
+    t = dict(tile_m=32, tile_n=128, q_stages=2, v_in_regs=1)
+    one = default_plan("sm_120a", 128, tile=t)
+    two = default_plan("sm_120a", 128, tile={**t, "exchange_stages": 2})
+    assert "exchange_stages" not in one.tile and two.tile["exchange_stages"] == 2
+    for name in ("sP", "sdS"):
+        assert one.buffer(name).stages == 1 and two.buffer(name).stages == 2
+        assert two.buffer(name).alias_of == "sV"
+    assert two.smem_bytes == one.smem_bytes <= SMEM_CAP
+    r1, r2 = BwdMainKernel(one).compile("sm_120a"), BwdMainKernel(two).compile("sm_120a")
+    assert r2.ptx != r1.ptx and r2.count("mma.sync") == r1.count("mma.sync")
+    assert r2.total_spill_bytes == 0

@@ -20,7 +20,9 @@ Per iteration t (ring stage s = t % q_stages)::
                         trade values first and each lane adds 4 consecutive columns, .v4)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
-second publishes the new P/dS. dK/dV stay in fp32 registers for the whole pass.
+second publishes the new P/dS. With the plan's ``exchange_stages = 2`` (``tile={"exchange_stages":
+2}``) trip t writes copy t % 2: a warp writing it has passed the previous trip's barrier, which
+every warp reached only after its reads of that copy two trips back, so the first barrier goes. dK/dV stay in fp32 registers for the whole pass.
 
 ``self.skip`` (timing-only ablations, see ``kernel.py``) removes stages at compile time.
 """
@@ -56,6 +58,16 @@ def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
         warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4 if n_warp == 16 else 2), dtype)
 
 
+def _xsel(part, xs, n_copies: int):
+    """Copy ``xs`` of a P/dS partition that carries a trailing stage mode (when 2 copies)."""
+    return part if n_copies == 1 else part[None, None, None, xs]
+
+
+def _one(view, n_copies: int):
+    """One copy of a (possibly staged) P/dS view, for fragment shapes."""
+    return view if n_copies == 1 else view[None, None, 0]
+
+
 class MmaRole:
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
 
@@ -82,17 +94,21 @@ class MmaRole:
 
         sQt, sdOt, sKt = transpose_view(sm.sQ), transpose_view(sm.sdO), transpose_view(sm.sK)
         sPt, sdSt = transpose_view(sm.sP), transpose_view(sm.sdS)
+        # P/dS copies (the plan's exchange stages): with 2, trip t uses copy t % 2 and needs
+        # one barrier; views below carry a trailing stage mode then, selected by xsel().
+        x_stages = kp.buffer("sP").stages
+        assert x_stages in (1, 2) and kp.buffer("sdS").stages == x_stages
 
         # Register fragments (mode 2 = k-blocks), one stage's worth.
         tSrQ = mma_sdp.make_fragment_A(thr_sdp.partition_A(sm.sQ[None, None, 0]))
         tSrK = mma_sdp.make_fragment_B(thr_sdp.partition_B(sm.sK))
         tdPrdO = mma_sdp.make_fragment_A(thr_sdp.partition_A(sm.sdO[None, None, 0]))
         tdPrV = mma_sdp.make_fragment_B(thr_sdp.partition_B(sm.sV))
-        tdVrP = mma_dkv.make_fragment_A(thr_dkv.partition_A(sPt))
+        tdVrP = mma_dkv.make_fragment_A(thr_dkv.partition_A(_one(sPt, x_stages)))
         tdVrdO = mma_dkv.make_fragment_B(thr_dkv.partition_B(sdOt[None, None, 0]))
-        tdKrdS = mma_dkv.make_fragment_A(thr_dkv.partition_A(sdSt))
+        tdKrdS = mma_dkv.make_fragment_A(thr_dkv.partition_A(_one(sdSt, x_stages)))
         tdKrQ = mma_dkv.make_fragment_B(thr_dkv.partition_B(sQt[None, None, 0]))
-        tdQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(sm.sdS))
+        tdQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(_one(sm.sdS, x_stages)))
         # dQ = dS·K in d-column chunks (fewer live fp32 accumulators at large head dims)
         d_c = d // dq_chunks
         sKt_c = cute.local_tile(sKt, (d_c, t_n), (None, 0))  # (d_c, t_n, chunk)
@@ -140,10 +156,13 @@ class MmaRole:
         v_in_regs = tl.get("v_in_regs", 0)
         if cutlass.const_expr(v_in_regs):
             # V stays in registers (B operand of dP); its smem is reused by sP/sdS, which are
-            # first written after this iteration's first mma_sync barrier.
+            # first written after this iteration's first mma_sync barrier (one stage), or after
+            # the barrier below (two stages: no barrier precedes a trip's P/dS writes).
             rV = c_K.retile(tdPrV)
             for k in cutlass.range_constexpr(cute.size(tdPsV.shape[2])):
                 cute.copy(c_K, tdPsV[None, None, k], rV[None, None, k])
+            if cutlass.const_expr(x_stages == 2):
+                cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
         for t in cutlass.range(n_iters, unroll=1):
             stage = t % stages
             h = h_kv * group + t // n_m
@@ -178,15 +197,17 @@ class MmaRole:
             rdS = cute.make_fragment_like(acc_dP, dtype)
             rdS.store(acc_dP.load().to(dtype))
 
-            cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
-            cute.copy(r2s, r2s.retile(rP), tPsP)
-            cute.copy(r2s, r2s.retile(rdS), tdSsdS)
+            xs = t % x_stages
+            if cutlass.const_expr(x_stages == 1):  # last trip's readers of sP/sdS are done
+                cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+            cute.copy(r2s, r2s.retile(rP), _xsel(tPsP, xs, x_stages))
+            cute.copy(r2s, r2s.retile(rdS), _xsel(tdSsdS, xs, x_stages))
             cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
 
             dkdv = [] if "dkdv_gemm" in self.skip else [
-                Job(mma_dkv, acc_dV, tdVrP, tdVrdO, tdVsPt, c_Pt,
+                Job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
                     tdVsdOt[None, None, None, stage], c_dOt),
-                Job(mma_dkv, acc_dK, tdKrdS, tdKrQ, tdKsdSt, c_Pt,
+                Job(mma_dkv, acc_dK, tdKrdS, tdKrQ, _xsel(tdKsdSt, xs, x_stages), c_Pt,
                     tdKsQt[None, None, None, stage], c_dOt)]
             n_chunks = 0 if "dq_gemm" in self.skip else dq_chunks
             # level 2: dV, dK and dQ interleave (dQ's long k-loop hides behind theirs); else
@@ -207,7 +228,8 @@ class MmaRole:
                     acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
                                                    cutlass.Float32)
                     acc_dQ.fill(0.0)
-                    jobs.append(Job(mma_dq, acc_dQ, tdQrdS, tdQrK, tdQsdS, c_dS,
+                    jobs.append(Job(mma_dq, acc_dQ, tdQrdS, tdQrK,
+                                    _xsel(tdQsdS, xs, x_stages), c_dS,
                                     tdQsKt[None, None, None, ch], c_Kt))
                 gemm_interleaved(*jobs, lookahead=self.lookahead)
                 if cutlass.const_expr(ch == 0 and with_dq):
