@@ -74,3 +74,10 @@ def test_bwd_main_ab_help_and_variants():
     for bad in ("foo=1", "interleave=", "tile.q_stages=two"):
         with pytest.raises(ValueError):
             mod.parse_variant(bad)
+
+
+def test_on_gpu_script_parses_and_needs_a_commit():
+    script = os.path.join(ROOT, "bench", "on_gpu.sh")
+    assert subprocess.run(["bash", "-n", script]).returncode == 0
+    res = subprocess.run(["bash", script], capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert res.returncode != 0 and "usage" in res.stderr

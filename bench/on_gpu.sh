@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One device call's worth of checks on the GPU host (after `bash .gpu/tools/setup-remote`):
+# the GPU test suite, the open A/B questions, and the peer benchmark, all written under $OUT.
+#
+#   usage: bash bench/on_gpu.sh COMMIT [tests|ab|bench|all]   (default: all)
+#
+# COMMIT is the sha being measured (the GPU copy has no .git); run it from the repo root.
+# Each part has its own time cap, so a hang in one still leaves the others' results.
+set -u
+commit=${1:?usage: bash bench/on_gpu.sh COMMIT [tests|ab|bench|all]}
+what=${2:-all}
+out=${OUT:-bench/out}
+mkdir -p "$out"
+. /tmp/frost-gpu/env.sh
+export PYTHONUNBUFFERED=1 FLASH_ATTENTION_ARCH=120
+echo "$commit" > "$out/commit.txt"
+
+if [[ $what == tests || $what == all ]]; then
+  timeout 240 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log" | tail -3
+fi
+if [[ $what == ab || $what == all ]]; then
+  mkdir -p "$out/ab" "$out/ab_causal"
+  timeout 120 python3 bench/bwd_main_ab.py --dims 96,128 --rounds 8 --iters 5 --out "$out/ab" \
+    --variants "default;tile.exchange_stages=2" 2>&1 | grep -v Warn | tail -6
+  timeout 90 python3 bench/bwd_main_ab.py --dims 128 --causal --rounds 6 --iters 5 \
+    --out "$out/ab_causal" --variants "default;tile.exchange_stages=2" 2>&1 | grep -v Warn | tail -4
+fi
+if [[ $what == bench || $what == all ]]; then
+  timeout 240 python3 bench/sdpa_bwd.py --commit "$commit" --warmup 3 --out "$out" \
+    > "$out/sdpa_bwd.log" 2>&1
+  tail -10 "$out/sdpa_bwd.log"
+fi
