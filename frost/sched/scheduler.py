@@ -13,7 +13,7 @@ import dataclasses
 import sympy
 
 from frost.ir.program import Program
-from frost.ir.stages import Accumulate, Gemm, Load
+from frost.ir.stages import Accumulate, AtomicReduce, Gemm, Load
 from frost.ir.symbols import Level
 from frost.ir.tensor import Space
 from frost.sched import barriers as bar
@@ -41,6 +41,8 @@ class TileChoice:
     ``exchange_stages`` the number of copies of each tile the MMA warps exchange through shared
     memory inside the loop (P, dS): with two, a trip writes one copy while the previous trip's
     readers may still read the other, so one barrier per trip instead of two.
+    ``stage_reductions`` stages the source of every in-loop atomic reduction in shared memory,
+    for one bulk TMA reduce-add per trip instead of per-thread atomics.
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -48,6 +50,7 @@ class TileChoice:
     mma_warps: int
     held: frozenset[str] = frozenset()
     exchange_stages: int = 1
+    stage_reductions: bool = False
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -71,6 +74,10 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     prog = sym_prog.subs(ch.sizes)
     held = frozenset(ch.held)
     where = residency(prog, held)
+    if ch.stage_reductions:
+        for s in prog.at(Level.BODY):
+            if isinstance(s, AtomicReduce):
+                where[s.src.name] |= Where.SMEM
     order = stage_order(prog, held)
     live = live_ranges(order, where, held)
     ring_of = {s.out.name: s for s in prog.stages if isinstance(s, Load)}
@@ -119,6 +126,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         tile[f"{ring}_stages"] = n
     if ch.exchange_stages != 1:
         tile["exchange_stages"] = ch.exchange_stages
+    if ch.stage_reductions:
+        tile["stage_reductions"] = 1
     tile["num_mma_warps"] = ch.mma_warps
     for g, (wm, wn) in grid_choice.items():
         tile[f"{g}_wm"], tile[f"{g}_wn"] = wm, wn

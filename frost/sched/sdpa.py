@@ -12,7 +12,9 @@ space, ranked by the same cost model; above d=224 only the held form fits the bu
 ``tile={"v_in_regs": 0 or 1}`` forces either.
 
 ``tile={"exchange_stages": 2}`` gives P and dS two copies (one barrier per trip in bwd_main);
-the chooser never picks it on its own (not yet measured: bench/RESULTS.md v7).
+the chooser never picks it on its own (not yet measured: bench/RESULTS.md v7). Likewise
+``tile={"stage_reductions": 1}``: dQ partials staged in shared memory and added to dq_accum by
+one TMA reduce-add per trip (bench/RESULTS.md v8).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "num_mma_warps": (8, 4),
     "v_in_regs": (0, 1),
     "exchange_stages": (1,),  # 2 (P/dS double-buffered, one barrier per trip) only when forced
+    "stage_reductions": (0,),  # 1 (dQ staged in smem, TMA reduce-add) only when forced
 }
 
 
@@ -82,7 +85,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
             continue
         held = frozenset({"V"}) if c["v_in_regs"] else frozenset()
         choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held,
-                            exchange_stages=c["exchange_stages"])
+                            exchange_stages=c["exchange_stages"],
+                            stage_reductions=bool(c["stage_reductions"]))
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

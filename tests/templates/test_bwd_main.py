@@ -315,6 +315,27 @@ def test_gpu_exchange_stages_two(d, causal):
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=EXCHANGE2, seed=13)
 
 
+STAGED_DQ = (("tile_m", 32), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1),
+             ("stage_reductions", 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (104, True)])
+def test_gpu_staged_dq_tma_reduce(d, causal):
+    """dQ partials staged in smem and added by one TMA reduce-add per trip."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=STAGED_DQ, seed=17)
+
+
+@pytest.mark.gpu
+def test_gpu_staged_dq_splits_deterministic():
+    import torch
+
+    _, a = run_case(2, 300, 333, 4, 2, 128, causal=True, splits=True, tile=STAGED_DQ, seed=19)
+    _, b = run_case(2, 300, 333, 4, 2, 128, causal=True, splits=True, tile=STAGED_DQ, seed=19)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+
+
 @pytest.mark.gpu
 def test_gpu_dq_splits_deterministic():
     import torch
@@ -466,3 +487,22 @@ def test_exchange_stages_two_plans_and_compiles():
     r1, r2 = BwdMainKernel(one).compile("sm_120a"), BwdMainKernel(two).compile("sm_120a")
     assert r2.ptx != r1.ptx and r2.count("mma.sync") == r1.count("mma.sync")
     assert r2.total_spill_bytes == 0
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("causal,splits", [(False, False), (True, False), (True, True)])
+def test_staged_dq_plans_and_compiles(causal, splits):
+    """tile={"stage_reductions": 1} at d=128: an fp32 sdQ_part buffer inside V's bytes (smem
+    does not grow), no per-thread red.global.add, a TMA reduce-add instead, no spills."""
+    t = dict(tile_m=32, tile_n=128, q_stages=2, v_in_regs=1)
+    base = default_plan("sm_120a", 128, causal=causal, tile=t)
+    kp = default_plan("sm_120a", 128, causal=causal, tile={**t, "stage_reductions": 1})
+    buf = kp.buffer("sdQ_part")
+    assert (buf.rows, buf.cols, buf.dtype, buf.alias_of) == (32, 128, "fp32", "sV")
+    assert kp.smem_bytes == base.smem_bytes and "stage_reductions" not in base.tile
+    k = BwdMainKernel(kp, causal=causal, dq_splits=splits, use_pdl=True)
+    assert k.stage_dq and k.interleave == 0
+    rep = k.compile("sm_120a")
+    assert rep.count("red.global.add") == 0
+    assert rep.count("cp.reduce.async.bulk.tensor") >= 1
+    assert rep.total_spill_bytes == 0

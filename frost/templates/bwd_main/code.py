@@ -41,7 +41,9 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int) -> int:
     is at most 32 registers per thread (sm_120a compiles of d 168..192 at 64x64, 48 of them,
     spilled 8 B; at d=160 it measured 10 % slower). Chunked dQ (d > 192) gets 0."""
     tl = kp.tile
-    if dq_chunks > 1:
+    if dq_chunks > 1 or tl.get("stage_reductions"):
+        # staged dQ (plan key stage_reductions): its smem copy leaves no room either; with
+        # interleaving, sm_120a compiles of d=96/128 causal spilled 16 B
         return 0
     dq_acc_regs = tl["tile_m"] * tl["d"] // (32 * tl["num_mma_warps"])
     return 2 if dq_acc_regs <= 32 else 1

@@ -46,6 +46,11 @@ fp16, PDL on/off, a second tile plan, the dq_splits mode and every code knob bel
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store`` and ``lookahead`` to their measured defaults; ``self.code`` holds them.
 
+Plan options the chooser never takes on its own (opt-in, compile-tested, GPU tests written but
+not yet run; bench/RESULTS.md v7, v8): ``tile={"exchange_stages": 2}`` double-buffers P/dS
+(one barrier per trip); ``tile={"stage_reductions": 1}`` stages each trip's dQ partial in smem
+and adds it to dq_accum with one TMA reduce-add (``kernel_staged_dq``) instead of atomics.
+
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
 a benchmark can see what the stage costs (``bench/bwd_main_sweep.py``). The user API
@@ -133,6 +138,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.code = code
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead = code.p_store, code.lookahead
+        # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)
+        self.stage_dq = bool(kplan.tile.get("stage_reductions", 0))
+        if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
+            raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None
 
     pick_dq_chunks = staticmethod(pick_dq_chunks)
@@ -205,9 +214,19 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         group = mQ.shape[2] // mK.shape[2]
         scale_log2 = scale * LOG2E
         self.launched_smem_bytes = kp.smem_bytes  # the dynamic smem this launch requests
-        self.kernel(tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t,
-                    tma_dv, mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
-                    scale_log2).launch(
+        args = (tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
+                mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2)
+        if cutlass.const_expr(self.stage_dq):
+            # dq_accum (B, H, S_pad, d) [with a leading split mode] as (S_pad, d, H, B[, split])
+            modes = [3, 4, 2, 1, 0] if self.dq_splits else [2, 3, 1, 0]
+            acc_view = cute.make_tensor(mdQacc.iterator, cute.select(mdQacc.layout, mode=modes))
+            tma_dq, mdQ_t = cpasync.make_tiled_tma_atom(
+                cpasync.CopyReduceBulkTensorTileS2GOp(), acc_view,
+                smem.composed_layout(kp.buffer("sdQ_part")), (t_m, d))
+            launcher = self.kernel_staged_dq(*args, tma_dq, mdQ_t)
+        else:
+            launcher = self.kernel(*args)
+        launcher.launch(
             grid=[cute.ceil_div(s_kv, t_n), mK.shape[2], mK.shape[0]],
             block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream, use_pdl=self.use_pdl,
             min_blocks_per_mp=1)
@@ -221,6 +240,28 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
                s_q: cutlass.Int32, s_kv: cutlass.Int32, group: cutlass.Int32,
                scale: cutlass.Float32, scale_log2: cutlass.Float32):
+        """The default entry. A ``@cute.kernel`` signature is fixed, so the staged-dQ form has
+        its own entry below with two more parameters; both run :meth:`body`."""
+        self.body(tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
+                  mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2)
+
+    @cute.kernel
+    def kernel_staged_dq(self, tma_q: cute.CopyAtom, mQ_t: cute.Tensor, tma_do: cute.CopyAtom,
+                         mdO_t: cute.Tensor, tma_k: cute.CopyAtom, mK_t: cute.Tensor,
+                         tma_v: cute.CopyAtom, mV_t: cute.Tensor, tma_dk: cute.CopyAtom,
+                         mdK_t: cute.Tensor, tma_dv: cute.CopyAtom, mdV_t: cute.Tensor,
+                         mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
+                         s_q: cutlass.Int32, s_kv: cutlass.Int32, group: cutlass.Int32,
+                         scale: cutlass.Float32, scale_log2: cutlass.Float32,
+                         tma_dq: cute.CopyAtom, mdQ_t: cute.Tensor):
+        """The plan stages dQ in smem (``stage_reductions``): one TMA reduce-add per trip."""
+        self.body(tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
+                  mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2, tma_dq, mdQ_t)
+
+    @cute.jit
+    def body(self, tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
+             mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2, tma_dq=None,
+             mdQ_t=None):
         kp = self.kp
         tl = kp.tile
         mma_role = kp.role(WarpRole.MMA)
@@ -232,12 +273,17 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
         kv_full, q_full, q_empty = (kp.mbarrier(n) for n in ("kv_full", "q_full", "q_empty"))
         sm = self.smem_views(raw)
+        if cutlass.const_expr(tma_dq is not None and self.dq_splits):
+            mdQ_t = mdQ_t[None, None, None, None, n_block]  # this KV tile's own split
         tmas = SimpleNamespace(q=tma_q, mQ=mQ_t, do=tma_do, mdO=mdO_t, k=tma_k, mK=mK_t,
-                               v=tma_v, mV=mV_t, dk=tma_dk, mdK=mdK_t, dv=tma_dv, mdV=mdV_t)
+                               v=tma_v, mV=mV_t, dk=tma_dk, mdK=mdK_t, dv=tma_dv, mdV=mdV_t,
+                               dq=tma_dq, mdQ=mdQ_t)
 
         if warp_idx == prod.first_warp:
             for a in (tma_q, tma_do, tma_k, tma_v, tma_dk, tma_dv):
                 cpasync.prefetch_descriptor(a)
+            if cutlass.const_expr(tma_dq is not None):
+                cpasync.prefetch_descriptor(tma_dq)
         if tidx == 0:
             cute.arch.mbarrier_init(sm.kv_full, kv_full.arrive_count)
             for s in cutlass.range_constexpr(q_full.stages):
@@ -285,6 +331,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                                 staged=kp.buffer("sP").stages > 1),
             sdS=smem.tile_tensor(raw, kp.buffer("sdS"), self.dtype,
                                  staged=kp.buffer("sdS").stages > 1),
+            sdQ=smem.tile_tensor(raw, kp.buffer("sdQ_part"), cutlass.Float32)
+            if self.stage_dq else None,
             sdK=smem.tile_tensor(raw, kp.buffer("sdK"), self.dtype),
             sdV=smem.tile_tensor(raw, kp.buffer("sdV"), self.dtype),
             sLSE=smem.row_tensor(raw, kp.buffer("sLSE")),

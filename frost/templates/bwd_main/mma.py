@@ -33,6 +33,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
+from frost.tile_dsl.copy import tma_box
 from frost.tile_dsl.mma import Job, gemm_interleaved
 from frost.tile_dsl.ptx import ex2, red_add_v2_f32, red_add_v4_f32
 from frost.tile_dsl.regs import pair_to_v4
@@ -144,6 +145,12 @@ class MmaRole:
         tPsP = r2s.partition_D(sm.sP)
         tdSsdS = r2s.partition_D(sm.sdS)
 
+        if cutlass.const_expr(self.stage_dq):  # dQ partial -> sdQ (fp32 pairs) for the TMA add
+            st64 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
+                                       num_bits_per_copy=64)
+            r2s_dq = cute.make_tiled_copy_C(st64, mma_dq).get_slice(tidx)
+            tQsdQ = r2s_dq.partition_D(sm.sdQ)
+
         tScS = thr_sdp.partition_C(cute.make_identity_tensor((t_m, t_n)))
         tdQcdQ = thr_dq.partition_C(cute.make_identity_tensor((t_m, d_c)))
 
@@ -198,6 +205,9 @@ class MmaRole:
             rdS.store(acc_dP.load().to(dtype))
 
             xs = t % x_stages
+            if cutlass.const_expr(self.stage_dq):
+                if tidx == 0:  # last trip's TMA reduce has read sdQ (published by the barrier)
+                    cute.arch.cp_async_bulk_wait_group(0, read=True)
             if cutlass.const_expr(x_stages == 1):  # last trip's readers of sP/sdS are done
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
             cute.copy(r2s, r2s.retile(rP), _xsel(tPsP, xs, x_stages))
@@ -236,12 +246,25 @@ class MmaRole:
                     self.release_q(sm.q_empty + stage)  # last read of sQ[stage] / sdO[stage]
                 if cutlass.const_expr(acc_dQ is None):
                     pass
+                elif cutlass.const_expr(self.stage_dq):
+                    cute.copy(r2s_dq, r2s_dq.retile(acc_dQ), tQsdQ)
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+                    if cutlass.const_expr("dq_atomic" not in self.skip):
+                        if tidx == 0:
+                            s_p, g_p = tma_box(tmas.dq, tmas.mdQ[None, None, h, b], sm.sdQ,
+                                               (t_m, d), (m_block, 0))
+                            cute.copy(tmas.dq, s_p, g_p)
+                            cute.arch.cp_async_bulk_commit_group()
                 elif cutlass.const_expr("dq_atomic" in self.skip):
                     # ablation (timing only): keep the GEMM alive without any global atomics
                     acc_dK[0] = acc_dK[0] + acc_dQ.load().reduce(cute.ReductionOp.ADD, 0.0, 0)
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, ch * d_c)
 
+        if cutlass.const_expr(self.stage_dq):
+            if tidx == 0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
+                cute.arch.cp_async_bulk_wait_group(0, read=False)
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
         self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
