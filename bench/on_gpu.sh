@@ -21,7 +21,8 @@ fi
 if [[ $what == ab || $what == all ]]; then
   mkdir -p "$out/ab" "$out/ab_causal"
   timeout 120 python3 bench/bwd_main_ab.py --dims 96,128 --rounds 8 --iters 5 --out "$out/ab" \
-    --variants "default;tile.exchange_stages=2;tile.stage_reductions=1" 2>&1 | grep -v Warn | tail -8
+    --variants "default;tile.exchange_stages=2;tile.stage_reductions=1;exp2_poly=1" 2>&1 \
+    | grep -v Warn | tail -10
   timeout 90 python3 bench/bwd_main_ab.py --dims 128 --causal --rounds 6 --iters 5 \
     --out "$out/ab_causal" --variants "default;tile.exchange_stages=2;tile.stage_reductions=1" \
     2>&1 | grep -v Warn | tail -5

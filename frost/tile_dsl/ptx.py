@@ -4,10 +4,16 @@
 * :func:`red_add_v2_f32` -- ``red.global.add.v2.f32``: one 8-byte vector atomic add of two fp32
   values (sm_90+, so sm_90a / sm_120a / sm_121a), the dQ partial-sum reduction;
 * :func:`red_add_v4_f32` -- ``red.global.add.v4.f32``: the 16-byte form (sm_90+), fed by
-  :func:`frost.tile_dsl.regs.pair_to_v4`.
+  :func:`frost.tile_dsl.regs.pair_to_v4`;
+* :func:`ex2_poly` -- 2**x on the FMA pipe instead of the MUFU unit: x clamped to >= -127,
+  split into floor j and fraction f, 2**f by the cubic :data:`EX2_POLY` (relative error
+  < 1e-4 on [0, 1)), and j added to the exponent bits. :func:`ex2_poly_model` is its numpy
+  model. A kernel can compute part of its exponentials this way to unload MUFU.
 """
 
 from __future__ import annotations
+
+import struct
 
 import cutlass
 from cutlass._mlir.dialects import llvm
@@ -41,3 +47,51 @@ def red_add_v4_f32(ptr, a, b, c, d, *, loc=None, ip=None) -> None:
     llvm.inline_asm(
         None, [addr, *vals], "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
         has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+# 2**f ~ 1 + f (c1 + f (c2 + f c3)) on [0, 1): a relative-error fit (reweighted least squares,
+# max |p/2**f - 1| = 8.6e-5; p(0) = 1 exactly). tests/tile_dsl/test_ptx.py checks the bound.
+EX2_POLY = (1.0, 0.69511593, 0.22764884, 0.07706351)
+EX2_POLY_MIN = -127.0
+
+
+def ex2_poly_model(x):
+    """numpy model of :func:`ex2_poly` (fp32 arithmetic, same clamp, split and bit trick)."""
+    import numpy as np
+
+    x = np.maximum(np.asarray(x, np.float32), np.float32(EX2_POLY_MIN))
+    j = np.floor(x)
+    f = (x - j).astype(np.float32)
+    c0, c1, c2, c3 = (np.float32(c) for c in EX2_POLY)
+    p = ((c3 * f + c2) * f + c1) * f + c0
+    bits = p.astype(np.float32).view(np.int32) + (j.astype(np.int32) << 23)
+    return bits.view(np.float32)
+
+
+def _f32_hex(v: float) -> str:
+    return "0f%08X" % struct.unpack("<I", struct.pack("<f", v))[0]
+
+
+_EX2_POLY_ASM = (
+    "{\n.reg .f32 e2x, e2j, e2f, e2p;\n.reg .s32 e2i, e2b;\n"
+    f"max.f32 e2x, $1, {_f32_hex(EX2_POLY_MIN)};\n"
+    "cvt.rmi.f32.f32 e2j, e2x;\n"
+    "sub.f32 e2f, e2x, e2j;\n"
+    f"fma.rn.f32 e2p, e2f, {_f32_hex(EX2_POLY[3])}, {_f32_hex(EX2_POLY[2])};\n"
+    f"fma.rn.f32 e2p, e2p, e2f, {_f32_hex(EX2_POLY[1])};\n"
+    f"fma.rn.f32 e2p, e2p, e2f, {_f32_hex(EX2_POLY[0])};\n"
+    "cvt.rzi.s32.f32 e2i, e2j;\n"
+    "shl.b32 e2i, e2i, 23;\n"
+    "mov.b32 e2b, e2p;\n"
+    "add.s32 e2b, e2b, e2i;\n"
+    "mov.b32 $0, e2b;\n}"
+)
+
+
+@dsl_user_op
+def ex2_poly(x, *, loc=None, ip=None) -> cutlass.Float32:
+    """2**x by FMA-pipe arithmetic (see :data:`EX2_POLY`); inputs at or below -127 (and -inf)
+    give +0, like ``ex2.approx.ftz``; (-127, -126) gives denormals, which ftz would flush."""
+    return cutlass.Float32(llvm.inline_asm(
+        T.f32(), [cutlass.Float32(x).ir_value(loc=loc, ip=ip)], _EX2_POLY_ASM, "=f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT))

@@ -291,7 +291,8 @@ def test_gpu_pdl_on_off_identical():
 
 
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
-              (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),)]
+              (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
+              (("exp2_poly", 1),)]
 
 
 @pytest.mark.gpu

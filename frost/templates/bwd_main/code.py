@@ -9,6 +9,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
 ``lookahead``     1: ldmatrix of k-step s+1 before the MMAs of step s (1.5–7 % slower)
+``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)
+                  instead of MUFU ``ex2.approx`` (not yet measured)
 ================  =========================================================================
 """
 
@@ -62,11 +64,12 @@ class CodeChoices:
     dq_vec: int
     p_store: str
     lookahead: int
+    exp2_poly: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
-                lookahead: int = 0) -> "CodeChoices":
+                lookahead: int = 0, exp2_poly: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -88,4 +91,6 @@ class CodeChoices:
                                   f"'stmatrix', got {p_store!r}")
         if lookahead not in (0, 1):
             raise CodeChoiceError(f"lookahead must be 0 or 1, got {lookahead!r}")
-        return cls(chunks, level, vec, store, lookahead)
+        if exp2_poly not in (0, 1):
+            raise CodeChoiceError(f"exp2_poly must be 0 or 1, got {exp2_poly!r}")
+        return cls(chunks, level, vec, store, lookahead, exp2_poly)

@@ -35,7 +35,7 @@ from cutlass.cute.nvgpu import warp
 
 from frost.tile_dsl.copy import tma_box
 from frost.tile_dsl.mma import Job, gemm_interleaved
-from frost.tile_dsl.ptx import ex2, red_add_v2_f32, red_add_v4_f32
+from frost.tile_dsl.ptx import ex2, ex2_poly, red_add_v2_f32, red_add_v4_f32
 from frost.tile_dsl.regs import pair_to_v4
 from frost.tile_dsl.smem import transpose_view
 
@@ -276,7 +276,11 @@ class MmaRole:
         acc_dP ← dS = P ∘ (dP − delta)."""
         for i in cutlass.range_constexpr(cute.size(acc_S)):
             r, c = tScS[i]
-            p = ex2(acc_S[i] * scale_log2 - sm.sLSE[r, stage])
+            x = acc_S[i] * scale_log2 - sm.sLSE[r, stage]
+            if cutlass.const_expr(self.exp2_poly and (i // 2) % 2 == 1):
+                p = ex2_poly(x)  # every other value pair on the FMA pipe: MUFU does half
+            else:
+                p = ex2(x)
             if cutlass.const_expr(masked):
                 ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
                 p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
