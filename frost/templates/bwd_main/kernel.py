@@ -44,7 +44,8 @@ fp16, PDL on/off, a second tile plan, the dq_splits mode and every code knob bel
 5e-3 (fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
-``dq_vec``, ``p_store`` and ``lookahead`` to their measured defaults; ``self.code`` holds them.
+``dq_vec``, ``p_store``, ``lookahead`` and ``exp2_poly`` to their defaults (measured, except
+``exp2_poly``: off until measured); ``self.code`` holds them.
 
 Plan options the chooser never takes on its own (opt-in, compile-tested, GPU tests written but
 not yet run; bench/RESULTS.md v7, v8): ``tile={"exchange_stages": 2}`` double-buffers P/dS
