@@ -9,7 +9,7 @@ least useful ones:
 
 1. ``default``: the plan ``frost.templates.bwd_main.default_plan`` picks;
 2. ``VARIANTS``: the default plan with other code for an A/B on one host (``interleave:0`` is
-   v2's one-GEMM-at-a-time order, ``dq-v2`` the 8-byte dQ atomics), then ``skip:<stage>``:
+   v2's one-GEMM-at-a-time order, ``dq-v4`` the 16-byte dQ atomics), then ``skip:<stage>``:
    the default plan with one stage compiled out (``BwdMainKernel(skip=...)``,
    TIMING ONLY, the results are wrong; see ``frost/templates/bwd_main/kernel.py``);
 3. ``tile:<m>x<n>/q<stages>/w<warps>``: other legal plans from
@@ -71,7 +71,7 @@ TILES = {
 }
 # same plan, other code: (name, BwdMainKernel keyword) A/B pairs measured on one host
 VARIANTS = [dict(name="interleave:0", interleave=0), dict(name="interleave:1", interleave=1),
-            dict(name="dq-v2", dq_vec=2), dict(name="default:again")]  # the last: drift check
+            dict(name="dq-v4", dq_vec=4), dict(name="default:again")]  # the last: drift check
 TILE_KEYS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs", "s_wm", "s_wn",
              "dkv_wm", "dkv_wn", "dq_wm", "dq_wn")
 DEV = "cuda"  # a CPU smoke harness may swap this

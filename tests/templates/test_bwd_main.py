@@ -304,27 +304,20 @@ def test_gpu_code_knobs(d, knobs):
     run_case(1, 333, 300, 4, 2, d, causal=True, knobs=knobs, seed=11)
 
 
-EXCHANGE2 = (("tile_m", 32), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1),
-             ("exchange_stages", 2))
+TILE_32x128 = (("tile_m", 32), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1))
+EXCHANGE2 = TILE_32x128 + (("exchange_stages", 2),)  # P/dS double-buffered, one barrier a trip
+STAGED_DQ = TILE_32x128 + (("stage_reductions", 1),)  # dQ staged in smem, TMA reduce-add
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (96, True)])
-def test_gpu_exchange_stages_two(d, causal):
-    """P/dS double-buffered (one barrier per trip): many trips per CTA, so both copies are
-    reused several times; GQA 2:1 and a ragged tail."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=EXCHANGE2, seed=13)
-
-
-STAGED_DQ = (("tile_m", 32), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1),
-             ("stage_reductions", 1))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (104, True)])
-def test_gpu_staged_dq_tma_reduce(d, causal):
-    """dQ partials staged in smem and added by one TMA reduce-add per trip."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=STAGED_DQ, seed=17)
+@pytest.mark.parametrize("tile,d,causal", [
+    (EXCHANGE2, 128, False), (EXCHANGE2, 128, True), (EXCHANGE2, 96, True),
+    (STAGED_DQ, 128, False), (STAGED_DQ, 128, True), (STAGED_DQ, 104, True)],
+    ids=lambda v: v[-1][0] if isinstance(v, tuple) else str(v))
+def test_gpu_opt_in_plan_options(tile, d, causal):
+    """The opt-in plan options against the float64 reference: many trips per CTA (both P/dS
+    copies and the sdQ buffer reused several times), GQA 2:1 and a ragged tail."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=13)
 
 
 @pytest.mark.gpu
