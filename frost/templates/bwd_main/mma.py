@@ -81,6 +81,7 @@ class MmaRole:
         dtype = self.dtype
         tidx = cute.arch.thread_idx()[0] - kp.role(self.MMA).first_warp * 32
         mma_bar = kp.barrier("mma_sync")
+        warp0 = cute.arch.make_warp_uniform(tidx // 32) == 0  # issues the staged-dQ TMA reduce
 
         n_sdp = warp_cols(tl["s_wn"], (t_n,))
         n_dkv = warp_cols(tl["dkv_wn"], (d, dv))
@@ -206,7 +207,7 @@ class MmaRole:
 
             xs = t % x_stages
             if cutlass.const_expr(self.stage_dq):
-                if tidx == 0:  # last trip's TMA reduce has read sdQ (published by the barrier)
+                if warp0:  # last trip's TMA reduce has read sdQ (published by the barrier)
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
             if cutlass.const_expr(x_stages == 1):  # last trip's readers of sP/sdS are done
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
@@ -251,7 +252,10 @@ class MmaRole:
                     cute.arch.fence_proxy("async.shared", space="cta")
                     cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
                     if cutlass.const_expr("dq_atomic" not in self.skip):
-                        if tidx == 0:
+                        # a TMA reduce's cute.copy elects one lane (elect.sync, full mask): the
+                        # whole of warp 0 must call it; the bulk groups are per thread, so the
+                        # waits above and below are also made by all of warp 0
+                        if warp0:
                             s_p, g_p = tma_box(tmas.dq, tmas.mdQ[None, None, h, b], sm.sdQ,
                                                (t_m, d), (m_block, 0))
                             cute.copy(tmas.dq, s_p, g_p)
@@ -263,7 +267,7 @@ class MmaRole:
                     self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, ch * d_c)
 
         if cutlass.const_expr(self.stage_dq):
-            if tidx == 0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
+            if warp0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
                 cute.arch.cp_async_bulk_wait_group(0, read=False)
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
