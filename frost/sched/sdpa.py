@@ -31,7 +31,7 @@ from frost.sched.plan import Plan
 from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
 from frost.sched.tiles import CostModel, candidates, iteration_cost
-from frost.sched.tuned import SOURCE, tuned_tile
+from frost.sched.tuned import SOURCE, tuned_options, tuned_tile
 
 HEAD_DIM_RANGE = (32, 256)
 PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
@@ -101,8 +101,9 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
 
 def plan_sdpa_bwd(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | None = None,
                   causal: bool = False, dtype: str = "bf16", tile: dict | None = None) -> Plan:
-    """The attention backward's plan: the measured pick of :mod:`frost.sched.tuned` when
-    ``tile`` is None and the table has one for this arch and head dim, else the cost model's
+    """The attention backward's plan: the measured pick of :mod:`frost.sched.tuned` (with its
+    measured plan options where they fit) when ``tile`` is None and the table has one for this
+    arch and head dim, else the cost model's
     cheapest legal plan (of the forced ``tile`` keys, if given: any of ``tile_m``, ``tile_n``,
     ``q_stages``, ``num_mma_warps``, ``v_in_regs``; ``tile={}`` asks for the model's pick).
 
@@ -118,11 +119,18 @@ def plan_sdpa_bwd(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | 
 def _best(key) -> Plan:
     arch, head_dim, head_dim_v, causal, dtype, tile = key
     if tile is None:
-        measured = tuned_tile(get_arch(arch).name, pad_head_dim(head_dim))
+        name, padded = get_arch(arch).name, pad_head_dim(head_dim)
+        measured = tuned_tile(name, padded)
         if measured is not None:
-            ranked, _ = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, measured)
-            if ranked:
-                return _sourced(ranked[0][1], f"measured pick ({SOURCE} via frost/sched/tuned.py)")
+            options = tuned_options(name, padded)
+            # the pick with its measured options, else the pick alone where they do not fit
+            for forced, extra in (({**measured, **options}, options), (measured, {})):
+                ranked, _ = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, forced)
+                if ranked:
+                    how = f"measured pick ({SOURCE} via frost/sched/tuned.py)"
+                    if extra:
+                        how += f", measured options {extra}"
+                    return _sourced(ranked[0][1], how)
         tile = ()
     ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, dict(tile))
     if not ranked:

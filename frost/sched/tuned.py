@@ -13,6 +13,11 @@ picks; other arches use the model only.
 Source: bench/results/v2/bwd_main_sweep.json (H200 running the sm_120a plans, bwd_main alone,
 (4, 16, 4096, d) bf16 non-causal, median of 10; 2026-11-30). tests/sched/test_tuned.py checks
 every row against that file.
+
+On top of a row's tile, :data:`OPTIONS` holds the plan options (keys the model never picks on
+its own, e.g. ``exchange_stages``) that a same-host A/B (``bench/bwd_main_ab.py``) measured
+faster on that tile (its median ratio < 1 in every source file that measured it; the files
+are :data:`OPTIONS_SOURCES`). Where a head dim of the row cannot take an option (smem), the tile alone is used.
 """
 
 from __future__ import annotations
@@ -31,13 +36,33 @@ _SM120 = {
 
 TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM120}
 
+# P/dS double-buffered (one barrier a trip instead of two): 0.973x the time at d=96 and 0.993x
+# at d=128, 0.988x at d=128 causal (bench/results/v7, 8 and 6 rounds).
+OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
+                   "bench/results/v7/ab_causal/bwd_main_ab.json")
+_SM120_OPTIONS = {
+    96: dict(exchange_stages=2),
+    128: dict(exchange_stages=2),
+}
+OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
+                                                  "sm_121a": _SM120_OPTIONS}
 
-def tuned_tile(arch: str, padded_d: int) -> dict[str, int] | None:
-    """The measured pick for ``arch`` at padded head dim ``padded_d``, or None."""
+
+def _row(arch: str, padded_d: int) -> int | None:
     table = TUNED.get(arch)
     if not table:
         return None
-    for d in sorted(table):
-        if padded_d <= d:
-            return dict(table[d])
-    return None
+    return next((d for d in sorted(table) if padded_d <= d), None)
+
+
+def tuned_tile(arch: str, padded_d: int) -> dict[str, int] | None:
+    """The measured pick for ``arch`` at padded head dim ``padded_d`` (tile knobs only), or
+    None."""
+    row = _row(arch, padded_d)
+    return None if row is None else dict(TUNED[arch][row])
+
+
+def tuned_options(arch: str, padded_d: int) -> dict[str, int]:
+    """The measured plan options for the pick of ``arch`` at ``padded_d`` ({} where none)."""
+    row = _row(arch, padded_d)
+    return {} if row is None else dict(OPTIONS.get(arch, {}).get(row, {}))

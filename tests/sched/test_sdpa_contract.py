@@ -50,7 +50,8 @@ def test_main_kernel_contract(arch, d):
     rows = {"sK": (t["tile_n"], t["d"], 1), "sV": (t["tile_n"], t["d_v"], 1),
             "sQ": (t["tile_m"], t["d"], t["q_stages"]), "sdO": (t["tile_m"], t["d_v"], t["q_stages"]),
             "sLSE": (t["tile_m"], 1, t["q_stages"]), "sDelta": (t["tile_m"], 1, t["q_stages"]),
-            "sP": (t["tile_m"], t["tile_n"], 1), "sdS": (t["tile_m"], t["tile_n"], 1),
+            "sP": (t["tile_m"], t["tile_n"], t.get("exchange_stages", 1)),
+            "sdS": (t["tile_m"], t["tile_n"], t.get("exchange_stages", 1)),
             "sdK": (t["tile_n"], t["d"], 1), "sdV": (t["tile_n"], t["d_v"], 1)}
     for name, (r, c, st) in rows.items():
         b = k.buffer(name)

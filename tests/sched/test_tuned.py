@@ -8,7 +8,7 @@ import pytest
 
 from frost.sched import plan_sdpa_bwd
 from frost.sched.sdpa import pad_head_dim
-from frost.sched.tuned import SOURCE, TUNED, tuned_tile
+from frost.sched.tuned import OPTIONS, OPTIONS_SOURCES, SOURCE, TUNED, tuned_options, tuned_tile
 
 ROOT = pathlib.Path(__file__).parents[2]
 KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
@@ -47,3 +47,52 @@ def test_scheduler_uses_the_pick_where_it_fits(d):
                        for k in KNOBS}
         return
     assert got == {k: forced[k] for k in KNOBS} == pick
+
+
+def _ab_ratios(d, option):
+    """(median ratio vs the default) of every A/B run in OPTIONS_SOURCES that forced ``option``
+    at head dim d."""
+    key, val = option
+    out = []
+    for src in OPTIONS_SOURCES:
+        for r in json.loads((ROOT / src).read_text())["results"]:
+            if r["d"] == d and r["kwargs"] == {f"tile.{key}": val}:
+                out.append(r["ratio"])
+    return out
+
+
+@pytest.mark.parametrize("d", sorted(OPTIONS["sm_120a"]))
+def test_each_option_was_measured_faster(d):
+    for option in OPTIONS["sm_120a"][d].items():
+        ratios = _ab_ratios(d, option)
+        assert ratios, f"no A/B of {option} at d={d} in {OPTIONS_SOURCES}"
+        assert all(r < 1.0 for r in ratios), (d, option, ratios)
+
+
+@pytest.mark.parametrize("d", [72, 96, 104, 128])
+def test_scheduler_applies_the_options_where_they_fit(d):
+    padded = pad_head_dim(d)
+    opts = tuned_options("sm_120a", padded)
+    kp = plan_sdpa_bwd("sm_120a", d).kernel("bwd_main")
+    assert opts and all(kp.tile[k] == v for k, v in opts.items())
+    assert "measured options" in kp.params["tile_source"]
+    assert kp.buffer("sP").stages == opts["exchange_stages"]
+
+
+def test_options_fall_back_to_the_tile_alone():
+    """An option the head dim cannot take is dropped; the measured tile stays."""
+    import frost.sched.tuned as tuned
+    from frost.sched import sdpa
+
+    saved = dict(tuned._SM120_OPTIONS)
+    try:
+        tuned._SM120_OPTIONS[192] = dict(exchange_stages=2)  # does not fit at d=192 (smem)
+        sdpa._best.cache_clear()
+        kp = plan_sdpa_bwd("sm_120a", 192).kernel("bwd_main")
+        assert {k: kp.tile[k] for k in KNOBS} == tuned_tile("sm_120a", 192)
+        assert kp.tile.get("exchange_stages", 1) == 1
+        assert "measured options" not in kp.params["tile_source"]
+    finally:
+        tuned._SM120_OPTIONS.clear()
+        tuned._SM120_OPTIONS.update(saved)
+        sdpa._best.cache_clear()
