@@ -36,13 +36,19 @@ _SM120 = {
 
 TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM120}
 
-# P/dS double-buffered (one barrier a trip instead of two): 0.973x the time at d=96 and 0.993x
-# at d=128, 0.988x at d=128 causal (bench/results/v7, 8 and 6 rounds).
+# P/dS double-buffered (one barrier a trip instead of two), bwd_main time vs the tile alone:
+# 0.973x at d=96, 0.993x at d=128, 0.988x at d=128 causal (bench/results/v7, 8 and 6 rounds);
+# 0.959x at d=32, 0.989x at d=160, 0.988x at d=256 (bench/results/v8/ab2, 6 rounds). The d=64
+# pick (64x128, V in smem) cannot hold two copies in 101,376 B; the d=192 row neither.
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
-                   "bench/results/v7/ab_causal/bwd_main_ab.json")
+                   "bench/results/v7/ab_causal/bwd_main_ab.json",
+                   "bench/results/v8/ab2/bwd_main_ab.json")
 _SM120_OPTIONS = {
+    32: dict(exchange_stages=2),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2),
+    160: dict(exchange_stages=2),
+    256: dict(exchange_stages=2),
 }
 OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
                                                   "sm_121a": _SM120_OPTIONS}

@@ -69,7 +69,7 @@ def test_each_option_was_measured_faster(d):
         assert all(r < 1.0 for r in ratios), (d, option, ratios)
 
 
-@pytest.mark.parametrize("d", [72, 96, 104, 128])
+@pytest.mark.parametrize("d", [32, 72, 96, 104, 128, 136, 160, 224, 256])
 def test_scheduler_applies_the_options_where_they_fit(d):
     padded = pad_head_dim(d)
     opts = tuned_options("sm_120a", padded)
