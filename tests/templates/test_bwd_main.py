@@ -462,6 +462,12 @@ def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
             CodeChoices.resolve(kp128, **bad)
     with pytest.raises(CodeChoiceError, match="stmatrix"):
         CodeChoices.resolve(kp256, p_store="stmatrix")
+    # d=160: 80-column chunks are whole MMA steps but not whole 32-column sK swizzle atoms (the
+    # DSL failed deep in local_tile on the H200 before this check)
+    kp160 = default_plan("sm_120a", 160)
+    with pytest.raises(CodeChoiceError, match="swizzle"):
+        CodeChoices.resolve(kp160, dq_chunks=2)
+    assert CodeChoices.resolve(kp160, dq_chunks=5).dq_chunks == 5
     with pytest.raises(ValueError, match="interleave"):  # through the kernel: BwdMainError
         BwdMainKernel(kp128, interleave=5)
 

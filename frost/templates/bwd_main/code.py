@@ -10,7 +10,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
 ``lookahead``     1: ldmatrix of k-step s+1 before the MMAs of step s (1.5–7 % slower)
 ``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)
-                  instead of MUFU ``ex2.approx`` (not yet measured)
+                  instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
 ================  =========================================================================
 """
 
@@ -19,18 +19,27 @@ from __future__ import annotations
 import dataclasses
 
 from frost.sched.plan import KernelPlan
+from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 
 class CodeChoiceError(ValueError):
     """A code choice that this plan cannot take."""
 
 
+def dq_chunks_fit(kp: KernelPlan, n: int) -> bool:
+    """d splits into ``n`` chunks that are whole MMA steps of the dQ warp columns and whole
+    swizzle atoms of sK (each chunk is a column block of K's smem tile)."""
+    d, wn = kp.tile["d"], kp.tile["dq_wn"]
+    sk = kp.buffer("sK")
+    atom = chunk_cols_for(Swizzle(*sk.swizzle), dtype_bytes(sk.dtype))
+    return n >= 1 and d % n == 0 and (d // n) % (8 * wn) == 0 and (d // n) % atom == 0
+
+
 def pick_dq_chunks(kp: KernelPlan) -> int:
     """dQ = dS·K is computed in this many d-column chunks: fewer live fp32 accumulators
     (needed to stay spill-free at d = 256 under a 240-register MMA budget)."""
-    d, wn = kp.tile["d"], kp.tile["dq_wn"]
-    want = 4 if d > 192 else 1
-    while want > 1 and (d % want or (d // want) % (8 * wn)):
+    want = 4 if kp.tile["d"] > 192 else 1
+    while want > 1 and not dq_chunks_fit(kp, want):
         want //= 2
     return want
 
@@ -74,9 +83,10 @@ class CodeChoices:
         the plan cannot take."""
         tl = kp.tile
         chunks = pick_dq_chunks(kp) if dq_chunks is None else int(dq_chunks)
-        if chunks < 1 or tl["d"] % chunks or (tl["d"] // chunks) % (8 * tl["dq_wn"]):
-            raise CodeChoiceError(f"dq_chunks={chunks} does not split d={tl['d']} over "
-                                  f"{tl['dq_wn']} warp columns")
+        if not dq_chunks_fit(kp, chunks):
+            raise CodeChoiceError(f"dq_chunks={chunks} does not split d={tl['d']} into whole "
+                                  f"MMA steps of {tl['dq_wn']} warp columns and whole sK "
+                                  f"swizzle atoms")
         level = pick_interleave(kp, chunks) if interleave is None else int(interleave)
         if level not in (0, 1, 2):
             raise CodeChoiceError(f"interleave must be 0, 1 or 2, got {interleave!r}")
