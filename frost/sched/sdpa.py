@@ -11,10 +11,11 @@ Residency of V: both choices (V in shared memory, or held in registers where it 
 space, ranked by the same cost model; above d=224 only the held form fits the budget.
 ``tile={"v_in_regs": 0 or 1}`` forces either.
 
-``tile={"exchange_stages": 2}`` gives P and dS two copies (one barrier per trip in bwd_main);
-the chooser never picks it on its own (not yet measured: bench/RESULTS.md v7). Likewise
-``tile={"stage_reductions": 1}``: dQ partials staged in shared memory and added to dq_accum by
-one TMA reduce-add per trip (bench/RESULTS.md v8).
+``tile={"exchange_stages": 2}`` gives P and dS two copies (one barrier per trip in bwd_main).
+The cost model does not rank it; the measured table (:data:`frost.sched.tuned.OPTIONS`) adds
+it to the measured tile wherever it fits (bench/RESULTS.md v7, v10). ``tile={"stage_reductions":
+1}``: dQ partials staged in shared memory and added to dq_accum by one TMA reduce-add per trip;
+measured slower (v8), so only when forced.
 """
 
 from __future__ import annotations

@@ -36,21 +36,25 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-11-30, commit 8bfd962; bench/results/v6/gpu_tests.log): the
-whole GPU suite, 116 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
+Verified (H200, sm_90a build, 2026-11-30, commit 4ece3af; bench/results/v9/gpu_tests.log): the
+whole GPU suite, 125 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000,
 fp16, PDL on/off, a second tile plan, the dq_splits mode and every code knob below (interleave
-0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks=2), at rel. error <= 1e-2 (bf16) /
+0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks=2, exp2_poly=1) and both plan options
+below, at rel. error <= 1e-2 (bf16) /
 5e-3 (fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
-``dq_vec``, ``p_store``, ``lookahead`` and ``exp2_poly`` to their defaults (measured, except
-``exp2_poly``: off until measured); ``self.code`` holds them.
+``dq_vec``, ``p_store``, ``lookahead`` and ``exp2_poly`` to their measured defaults;
+``self.code`` holds them.
 
-Plan options the chooser never takes on its own (opt-in, compile-tested, GPU tests written but
-not yet run; bench/RESULTS.md v7, v8): ``tile={"exchange_stages": 2}`` double-buffers P/dS
-(one barrier per trip); ``tile={"stage_reductions": 1}`` stages each trip's dQ partial in smem
-and adds it to dq_accum with one TMA reduce-add (``kernel_staged_dq``) instead of atomics.
+Plan options the cost model never takes on its own: ``tile={"exchange_stages": 2}`` double-buffers
+P/dS (one barrier per trip instead of two); the scheduler's measured table
+(:mod:`frost.sched.tuned`) applies it by default wherever it fits (d ≤ 32, 72–160, 224–256;
+0.5–4 % faster, bench/RESULTS.md v7/v10). ``tile={"stage_reductions": 1}`` stages each trip's dQ
+partial in smem and adds it to dq_accum with one TMA reduce-add, issued by all of MMA warp 0
+(``kernel_staged_dq``), instead of atomics: opt-in, measured 3–6 % slower (v8). Both pass the
+GPU numerics tests (H200, 2026-11-30, commit 4ece3af: 125 passed).
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
