@@ -468,6 +468,8 @@ def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
     with pytest.raises(CodeChoiceError, match="swizzle"):
         CodeChoices.resolve(kp160, dq_chunks=2)
     assert CodeChoices.resolve(kp160, dq_chunks=5).dq_chunks == 5
+    # d=64: 32-column chunks are half of one 64-column atom (GPU-tested in test_gpu_code_knobs)
+    assert CodeChoices.resolve(default_plan("sm_120a", 64), dq_chunks=2).dq_chunks == 2
     with pytest.raises(ValueError, match="interleave"):  # through the kernel: BwdMainError
         BwdMainKernel(kp128, interleave=5)
 

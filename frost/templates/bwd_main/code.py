@@ -27,12 +27,17 @@ class CodeChoiceError(ValueError):
 
 
 def dq_chunks_fit(kp: KernelPlan, n: int) -> bool:
-    """d splits into ``n`` chunks that are whole MMA steps of the dQ warp columns and whole
-    swizzle atoms of sK (each chunk is a column block of K's smem tile)."""
+    """d splits into ``n`` chunks that are whole MMA steps of the dQ warp columns and that
+    tile sK's swizzle atoms (each chunk is a column block of K's smem tile, so it must hold
+    whole atoms or divide one: 32-column chunks of d=64's 64-column atoms do, 80-column chunks
+    of d=160's 32-column atoms do not)."""
     d, wn = kp.tile["d"], kp.tile["dq_wn"]
+    if n < 1 or d % n or (d // n) % (8 * wn):
+        return False
     sk = kp.buffer("sK")
     atom = chunk_cols_for(Swizzle(*sk.swizzle), dtype_bytes(sk.dtype))
-    return n >= 1 and d % n == 0 and (d // n) % (8 * wn) == 0 and (d // n) % atom == 0
+    d_c = d // n
+    return d_c % atom == 0 or atom % d_c == 0
 
 
 def pick_dq_chunks(kp: KernelPlan) -> int:
@@ -85,7 +90,7 @@ class CodeChoices:
         chunks = pick_dq_chunks(kp) if dq_chunks is None else int(dq_chunks)
         if not dq_chunks_fit(kp, chunks):
             raise CodeChoiceError(f"dq_chunks={chunks} does not split d={tl['d']} into whole "
-                                  f"MMA steps of {tl['dq_wn']} warp columns and whole sK "
+                                  f"MMA steps of {tl['dq_wn']} warp columns that tile sK's "
                                   f"swizzle atoms")
         level = pick_interleave(kp, chunks) if interleave is None else int(interleave)
         if level not in (0, 1, 2):
