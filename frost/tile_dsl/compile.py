@@ -84,6 +84,17 @@ class CompileReport:
         """How many times ``needle`` occurs in the PTX."""
         return self.ptx.count(needle)
 
+    def lint(self) -> list:
+        """Warp-collective instructions under lane-divergent branches
+        (:func:`frost.tile_dsl.ptx_lint.divergent_collectives`); [] when clean."""
+        from frost.tile_dsl.ptx_lint import divergent_collectives
+
+        return divergent_collectives(self.ptx)
+
+
+class DivergentCollectiveError(RuntimeError):
+    """The compiled PTX issues a warp-collective instruction from a lane-divergent branch."""
+
 
 _ENTRY = re.compile(r"Compiling\s+entry\s+function\s+'([^']+)'\s+for\s+'(sm_\w+)'")
 _FRAME = re.compile(r"(\d+)\s+bytes\s+stack\s+frame,\s+(\d+)\s+bytes\s+spill\s+stores,\s+(\d+)\s+bytes\s+spill\s+loads")
@@ -145,11 +156,17 @@ def _capture_stderr():
 
 
 def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "",
-                nvvm: str | None = None, **kwargs) -> CompileReport:
+                nvvm: str | None = None, lint: bool = True, **kwargs) -> CompileReport:
     """Compile ``fn(*args)`` for ``arch`` and return its PTX, cubin and resource report.
 
     ``nvvm``: extra NVVM options; None (default) means frost's options for ``arch``
     (:func:`frost.tile_dsl.nvvm.for_arch`), "" means none at all.
+
+    ``lint`` (default on): raise :class:`DivergentCollectiveError` when the PTX issues a
+    warp-collective instruction (``elect.sync``, ``bar.sync``, ``mma.sync``, ``ldmatrix``, ...)
+    from a branch only some lanes of a warp take (:mod:`frost.tile_dsl.ptx_lint`): such a
+    kernel hangs or is undefined on the GPU. ``lint=False`` returns the report anyway
+    (``report.lint()`` lists the findings).
 
     Works without a GPU: pass fake tensors (``cute.runtime.make_fake_compact_tensor``) and
     ``cute.sym_int()`` extents.
@@ -173,5 +190,13 @@ def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "",
                            "cannot check registers or spills")
     ptx = compiled.__ptx__ if isinstance(compiled.__ptx__, str) else ""
     cubin = compiled.__cubin__ if isinstance(compiled.__cubin__, (bytes, bytearray)) else b""
-    return CompileReport(arch=arch, compiled=compiled, ptx=ptx, cubin=bytes(cubin), log=log,
-                         kernels=kernels)
+    report = CompileReport(arch=arch, compiled=compiled, ptx=ptx, cubin=bytes(cubin), log=log,
+                           kernels=kernels)
+    found = report.lint() if lint else []
+    if found:
+        raise DivergentCollectiveError(
+            f"{len(found)} warp-collective instruction(s) under lane-divergent branches, e.g. "
+            f"{found[0]}. Issue them from whole warps (a branch on "
+            f"cute.arch.make_warp_uniform(tidx // 32) rather than on tidx); "
+            f"compile_for(..., lint=False) returns the report anyway")
+    return report

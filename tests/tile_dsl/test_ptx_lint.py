@@ -1,0 +1,142 @@
+"""frost.tile_dsl.ptx_lint: warp-collective instructions under lane-divergent branches.
+
+The model tests run the check on hand-written PTX; the compile tests run it on real kernels:
+a kernel that elects a lane from one thread is refused by ``compile_for``, the same kernel
+with a warp-uniform branch passes, and bwd_main's staged-dQ form (whose one-thread TMA reduce
+hung the H200, bench/RESULTS.md v8) is clean.
+"""
+
+import pytest
+
+from frost.tile_dsl.ptx_lint import divergent_collectives, lane_varying_registers
+from tests.conftest import ARCHS
+
+
+def _fn(name, body):
+    return f""".visible .entry {name}(
+    .param .u64 {name}_param_0
+)
+{{
+    .reg .pred %p<9>;
+    .reg .b32 %r<20>;
+{body}
+    ret;
+}}
+"""
+
+
+ONE_THREAD_ELECT = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    setp.ne.b32 %p1, %r2, 0;
+    @%p1 bra $L__BB0_2;
+    elect.sync %r3|%p2, -1;
+$L__BB0_2:
+""")
+
+
+def test_one_thread_elect_is_found():
+    found = divergent_collectives(ONE_THREAD_ELECT)
+    assert len(found) == 1
+    f = found[0]
+    assert f.instruction.startswith("elect.sync") and f.branch.startswith("@%p1 bra")
+    assert f.line == ONE_THREAD_ELECT.splitlines().index("    elect.sync %r3|%p2, -1;") + 1
+    assert "0:%p1" in lane_varying_registers(ONE_THREAD_ELECT)
+
+
+@pytest.mark.parametrize("guard,flagged", [
+    ("setp.ne.b32 %p1, %r2, 0;", True),          # tid == 0: one lane
+    ("setp.ge.s32 %p1, %r2, 64;", False),        # tid < 64: whole warps
+    ("setp.ge.s32 %p1, %r2, 40;", True),         # tid < 40: warp 1 splits
+    ("setp.gt.s32 %p1, %r2, 63;", False),        # tid <= 63: whole warps
+    ("setp.ne.b32 %p1, %r5, 0;", False),         # warp index (shr 5) == 0
+    ("setp.ne.b32 %p1, %r6, 0;", False),         # make_warp_uniform: shfl.sync.idx broadcast
+    ("setp.ne.b32 %p1, %r7, 0;", True),          # lane (and 31) == 0
+    ("setp.ge.s32 %p1, %r8, 32;", False),        # (tid - 256) < 32: still whole warps
+    ("setp.ge.s32 %p1, %r9, 32;", True),         # (tid - 8) < 32: splits warps
+])
+def test_which_branches_split_a_warp(guard, flagged):
+    ptx = _fn("k", f"""
+    mov.u32 %r2, %tid.x;
+    shr.u32 %r5, %r2, 5;
+    shfl.sync.idx.b32 %r6, %r2, 0, 31, -1;
+    and.b32 %r7, %r2, 31;
+    add.s32 %r8, %r2, -256;
+    add.s32 %r9, %r2, -8;
+    {guard}
+    @%p1 bra $L__BB0_2;
+    bar.sync 1, 64;
+$L__BB0_2:
+""")
+    assert bool(divergent_collectives(ptx)) == flagged
+
+
+def test_registers_are_per_function_and_partial_masks_are_the_authors_choice():
+    uniform_r2 = _fn("b", """
+    mov.u32 %r1, %ctaid.x;
+    add.s32 %r2, %r1, 1;
+    setp.ne.b32 %p1, %r2, 0;
+    @%p1 bra $L__BB1_2;
+    mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%r3, %r4, %r5, %r6}, {%r7, %r8, %r9, %r10}, {%r11, %r12}, {%r13, %r14, %r15, %r16};
+$L__BB1_2:
+""")
+    # %r2 is the thread index in k but a block index in b: only k's election is found
+    found = divergent_collectives(ONE_THREAD_ELECT + uniform_r2)
+    assert [f.instruction.split()[0] for f in found] == ["elect.sync"]
+    assert found[0].line <= len(ONE_THREAD_ELECT.splitlines())
+    partial = _fn("c", """
+    mov.u32 %r2, %tid.x;
+    setp.ge.u32 %p1, %r2, 16;
+    @%p1 bra $L__BB0_2;
+    shfl.sync.bfly.b32 %r3, %r2, 1, 31, 65535;
+$L__BB0_2:
+""")
+    assert divergent_collectives(partial) == []
+    full = partial.replace("65535;", "-1;")
+    assert len(divergent_collectives(full)) == 1
+
+
+# ---- real kernels (compile only) -----------------------------------------------------------
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+
+
+@cute.kernel
+def _elect_kernel(x: cute.Tensor, uniform: cutlass.Constexpr):
+    tid, _, _ = cute.arch.thread_idx()
+    if cutlass.const_expr(uniform):
+        pick = cute.arch.make_warp_uniform(tid // 32) == 0
+    else:
+        pick = tid == 0
+    if pick:
+        with cute.arch.elect_one():
+            x[0] = cutlass.Float32(1.0)
+
+
+@cute.jit
+def _elect_host(x: cute.Tensor, uniform: cutlass.Constexpr):
+    _elect_kernel(x, uniform).launch(grid=[1, 1, 1], block=[64, 1, 1])
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_for_refuses_an_election_from_one_thread(arch):
+    from frost.tile_dsl.compile import DivergentCollectiveError, compile_for
+
+    x = cute.runtime.make_fake_compact_tensor(cutlass.Float32, (4,), assumed_align=16)
+    with pytest.raises(DivergentCollectiveError, match="elect.sync"):
+        compile_for(_elect_host, x, False, arch=arch)
+    rep = compile_for(_elect_host, x, False, arch=arch, lint=False)
+    assert rep.count("elect.sync") >= 1 and len(rep.lint()) >= 1
+    clean = compile_for(_elect_host, x, True, arch=arch)
+    assert clean.count("elect.sync") >= 1 and clean.lint() == []
+
+
+@pytest.mark.compile
+def test_bwd_main_staged_dq_issues_its_tma_reduce_from_a_whole_warp():
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    t = dict(tile_m=32, tile_n=128, q_stages=2, v_in_regs=1, stage_reductions=1)
+    rep = BwdMainKernel(default_plan("sm_120a", 128, tile=t), "bf16").compile("sm_120a")
+    assert rep.count("cp.reduce.async.bulk.tensor") >= 1 and rep.count("elect.sync") >= 1
+    assert rep.lint() == []
