@@ -37,6 +37,7 @@ KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly
 
 
 PLAN_KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
+PLAN_OPTIONS = ("exchange_stages", "stage_reductions")  # plan keys the cost model never ranks
 
 
 def parse_variant(text: str) -> dict:
@@ -80,7 +81,9 @@ def main(argv=None):
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan(ARCH, d, causal=args.causal)
         t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"])
-        base = {k: kp.tile[k] for k in PLAN_KNOBS}
+        # the default plan's tile knobs and plan options (e.g. exchange_stages from the tuned
+        # table), so that a tile.* variant differs from "default" in its forced keys only
+        base = {k: kp.tile[k] for k in PLAN_KNOBS + PLAN_OPTIONS if k in kp.tile}
 
         def plan_for(v):
             forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}

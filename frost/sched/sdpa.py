@@ -125,7 +125,8 @@ def _best(key) -> Plan:
         if measured is not None:
             options = tuned_options(name, padded)
             # the pick with its measured options, else the pick alone where they do not fit
-            for forced, extra in (({**measured, **options}, options), (measured, {})):
+            tries = [({**measured, **options}, options)] + ([(measured, {})] if options else [])
+            for forced, extra in tries:
                 ranked, _ = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, forced)
                 if ranked:
                     how = f"measured pick ({SOURCE} via frost/sched/tuned.py)"

@@ -1,34 +1,43 @@
-"""A PTX check for warp-collective instructions inside lane-divergent branches (no GPU needed).
+"""A PTX check for warp-collective instructions inside lane-divergent code (no GPU needed).
 
 Several PTX instructions are *warp-collective*: every lane their member mask names (the whole
-warp for the ``.aligned`` forms) must execute them together. Issued from a branch that only
-some lanes of a warp take, they hang or are undefined. CuTe DSL hides some of them inside
-helpers: ``cute.copy`` of a TMA *reduce* wraps the instruction in ``elect.sync`` with a full
-mask, so calling it under ``if tidx == 0:`` hangs the kernel (bench/RESULTS.md v8: found on
-the H200 after the compile-only tests had passed). This check finds that class of bug in the
-compiled PTX::
+warp for the ``.aligned`` forms) must execute them together. Issued where only some lanes of a
+warp are, they hang or are undefined. CuTe DSL hides some of them inside helpers: ``cute.copy``
+of a TMA *reduce* wraps the instruction in ``elect.sync`` with a full mask, so calling it under
+``if tidx == 0:`` hangs the kernel (bench/RESULTS.md v8: found on the H200 after the
+compile-only tests had passed). This check finds that class of bug in the compiled PTX::
 
     findings = divergent_collectives(report.ptx)   # [] when clean; CompileReport.lint()
 
-How (flow-insensitive, conservative where it must guess):
+How, per PTX function (registers are function-local), flow-insensitively:
 
-1. *lane-varying* registers: seeded by ``%tid.*`` / ``%laneid`` and by ``elect.sync``'s
-   leader predicate; propagated through every instruction that reads one, except those whose
-   result is the same on every lane of a warp: ``shfl.sync.idx`` (a broadcast, what
-   ``cute.arch.make_warp_uniform`` emits), ``vote``/``redux``/``match``, and right shifts or
-   divisions of a thread index by 32 or more (the warp index);
-2. a branch ``@%p bra L`` on a lane-varying predicate opens a *divergent region*: the lines
-   between it and the label L when L comes later (the if-then shape NVVM emits for a scalar
-   ``if``);
-3. a finding is a collective inside a divergent region: ``elect.sync``, ``shfl.sync`` /
-   ``vote.sync`` / ``match.sync`` / ``redux.sync`` with a full mask, ``bar.sync`` /
-   ``barrier.sync`` / ``bar.warp.sync``, ``mma.sync``, ``ldmatrix``, ``stmatrix``,
-   ``wgmma``.
+1. *lane-varying* values: seeded by ``%tid.*``, ``%laneid``, ``%lanemask_*``, ``elect.sync``'s
+   leader predicate and ``atom`` results; propagated through every instruction that reads one
+   (the guard predicate of a predicated instruction counts as read). A result is the same on
+   every lane of a warp, and stops the propagation, for ``vote``/``redux``/``match.all``, for
+   ``shfl.sync.idx`` from a uniform source lane with clamp 31 (a broadcast: what
+   ``cute.arch.make_warp_uniform`` emits), and for the warp index of a thread index (``%tid.x``
+   plus multiples of 32): a right shift by ≥ 5, a division by a multiple of 32, an ``and``
+   with a mask whose low 5 bits are clear, a ``bfe`` from bit ≥ 5, and ``lt/ge`` compares
+   against multiples of 32 (``le/gt`` against 32k − 1);
+2. *divergent code*: the then-block of a forward branch on a lane-varying predicate (up to its
+   label), its else-block (from the label to the then-block's closing ``bra``), and the body of
+   a loop whose backward branch is lane-varying;
+3. a *finding*: a collective there, or one guarded by a lane-varying predicate. Collectives are
+   every ``.aligned`` instruction (``mma.sync``, ``ldmatrix``, ``stmatrix``, ``movmatrix``,
+   ``wgmma``, ``wmma``, ``setmaxnreg``, ``barrier.sync.aligned``), ``bar.sync`` / ``bar.arrive``
+   / ``bar.red`` (aligned by definition), and ``elect.sync``, ``bar.warp.sync``, ``shfl.sync``,
+   ``vote.sync``, ``match.sync``, ``redux.sync`` with a full member mask. ``barrier.sync``
+   without ``.aligned`` is allowed in divergent code and is not reported.
 
-A branch on ``tidx < 32`` is warp-uniform in fact but lane-varying here (it compares a thread
-index): write ``cute.arch.make_warp_uniform(tidx // 32) == 0`` instead, which also tells
-ptxas the branch is uniform. The pure-Python model of the check is this module itself; its
-tests run it on hand-written PTX and on every frost kernel.
+Known limits: misses a lane dependence that round-trips through local memory, and a register
+that the PTX redefines (NVVM's output is in SSA form, so this does not arise there);
+reports a false finding for a collective that lanes reach again by a jump back from code
+placed out of line (a cold block after the function's tail). ``compile_for(..., lint=False)``
+returns the report anyway. ``tidx < 32`` on an index that is not ``%tid.x`` plus a multiple of
+32 counts as lane-varying: branch on ``cute.arch.make_warp_uniform(tidx // 32)`` instead,
+which also tells ptxas the branch is uniform. The tests run the check on hand-written PTX and
+on every frost kernel.
 """
 
 from __future__ import annotations
@@ -37,24 +46,22 @@ import dataclasses
 import re
 
 _REG = re.compile(r"%[A-Za-z_][\w.]*")
-_LABEL = re.compile(r"^\s*(\$?[\w$]+):\s*$")
-_BRANCH = re.compile(r"^\s*@(!?)(%\w+)\s+bra(?:\.uni)?\s+(\$?[\w$]+)\s*;")
-_SEEDS = ("%tid.", "%laneid")
-
-# instructions whose result is the same on every lane of the warp
-_UNIFORM_OPS = ("shfl.sync.idx", "vote.", "redux.", "match.", "activemask")
-# collective instructions: every lane of the (full) mask must execute them together
-_COLLECTIVE = re.compile(
-    r"^\s*(?:@!?%\w+\s+)?("
-    r"elect\.sync|bar\.sync|bar\.warp\.sync|barrier\.sync|barrier\.cta\.sync|mma\.sync|"
-    r"ldmatrix|stmatrix|wgmma|shfl\.sync|vote\.sync|match\.sync|redux\.sync)\b")
-_PARTIAL_MASK_OK = ("shfl.sync", "vote.sync", "match.sync", "redux.sync")
+_LABEL = re.compile(r"^(\$?[\w$]+):$")
+_GUARD = re.compile(r"^@(!?)(%\w+)\s+")
+_BRANCH = re.compile(r"^(?:@(!?)(%\w+)\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)$")
+_FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\b")
+_SEEDS = ("%tid.", "%laneid", "%lanemask_")
+_NO_DEST = ("st.", "st ", "red.", "bar.", "bar ", "barrier.", "cp.", "prefetch", "fence", "bra",
+            "ret", "stmatrix", "griddepcontrol", "membar", "trap", "exit", "setmaxnreg")
+# collectives that take a member mask (their last operand): only a full mask is checked
+_MASKED = ("elect.sync", "bar.warp.sync", "shfl.sync", "vote.sync", "match.sync", "redux.sync")
+_FULL_MASK = ("-1", "0xffffffff", "4294967295")
 
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    """A collective instruction at PTX line ``line`` (1-based) under the lane-divergent branch
-    at line ``branch_line``."""
+    """A collective instruction at PTX line ``line`` (1-based) in code that the lane-varying
+    branch (or guard) at line ``branch_line`` makes divergent."""
 
     line: int
     instruction: str
@@ -67,15 +74,8 @@ class Finding:
                 f"instruction needs every lane of its warp")
 
 
-def _instructions(lines):
-    for i, raw in enumerate(lines):
-        text = raw.split("//", 1)[0].strip()
-        if text and not text.startswith((".", "{", "}", "$")) and not _LABEL.match(text):
-            yield i, text
-
-
-_NO_DEST = ("st.", "st ", "red.", "bar.", "bar ", "barrier.", "cp.", "prefetch", "fence", "bra",
-            "ret", "stmatrix", "griddepcontrol", "membar", "trap", "exit")
+def _clean(raw: str) -> str:
+    return raw.split("//", 1)[0].strip()
 
 
 def _split_operands(rest: str) -> list[str]:
@@ -91,79 +91,118 @@ def _split_operands(rest: str) -> list[str]:
     return out + ([cur.strip()] if cur.strip() else [])
 
 
-def _operands(text: str):
-    """(destination registers, source registers) of one instruction: PTX writes its first
-    operand (``a|b``: both, as ``setp`` and ``elect.sync`` do), except for stores, barriers and
-    other instructions without a result, and where the first operand is an address ``[...]``."""
-    body = re.sub(r"^@!?%\w+\s+", "", text).rstrip(";").strip()
-    parts = body.split(None, 1)
-    if len(parts) < 2:
-        return [], []
-    op, ops = parts[0], _split_operands(parts[1])
-    if op.startswith(_NO_DEST) or ops[0].startswith("["):
-        return [], _REG.findall(parts[1])
-    return _REG.findall(ops[0]), _REG.findall(",".join(ops[1:]))
+@dataclasses.dataclass(frozen=True)
+class _Inst:
+    line: int  # 0-based
+    text: str
+    op: str
+    ops: tuple[str, ...]
+    guard: str | None
+
+    @property
+    def dst(self) -> list[str]:
+        """Registers written: the first operand (``a|b``: both), except for instructions
+        without a result and where the first operand is an address ``[...]``."""
+        if not self.ops or self.op.startswith(_NO_DEST) or self.ops[0].startswith("["):
+            return []
+        return _REG.findall(self.ops[0])
+
+    @property
+    def src(self) -> list[str]:
+        read = self.ops if not self.dst else self.ops[1:]
+        return _REG.findall(",".join(read)) + ([self.guard] if self.guard else [])
+
+    def imm(self, k: int) -> int | None:
+        """Operand k as an integer immediate, else None."""
+        try:
+            return int(self.ops[k], 0)
+        except (IndexError, ValueError):
+            return None
 
 
-def _is_warp_index(op: str, text: str) -> bool:
-    """``shr`` by >= 5 bits or ``div`` by a multiple of 32: a thread index becomes a warp's."""
-    m = re.search(r",\s*(\d+)\s*;?$", text)
-    if not m:
-        return False
-    k = int(m.group(1))
-    return (op.startswith("shr") and k >= 5) or (op.startswith("div") and k and k % 32 == 0)
-
-
-_FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\b")
+def _parse(lines: list[str], a: int, b: int) -> tuple[list[_Inst], dict[str, int]]:
+    insts, labels = [], {}
+    for i in range(a, b + 1):
+        text = _clean(lines[i]).rstrip(";").strip()
+        if not text or text.startswith((".", "{", "}")):
+            continue
+        if m := _LABEL.match(text):
+            labels[m.group(1)] = i
+            continue
+        g = _GUARD.match(text)
+        body = text[g.end():] if g else text
+        op, _, rest = body.partition(" ")
+        insts.append(_Inst(i, text, op, tuple(_split_operands(rest.strip())),
+                           g.group(2) if g else None))
+    return insts, labels
 
 
 def _functions(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, last) line index of every function in the PTX (registers are per function)."""
     starts = [i for i, raw in enumerate(lines) if _FUNC.match(raw)] or [0]
     return [(a, b - 1) for a, b in zip(starts, starts[1:] + [len(lines)])]
 
 
-def _tid_compare_is_uniform(text: str, tid_like: set[str]) -> bool:
-    """``setp.{lt,ge} t, 32k`` (or ``le,gt`` against 32k - 1) on a thread index plus a multiple
-    of 32: the same answer on every lane of a warp."""
-    m = re.match(r"setp\.(lt|ge|lo|hs|le|gt|ls|hi)\.\w+\s+%\w+\s*,\s*(%\w+)\s*,\s*(-?\d+)\s*;",
-                 text)
-    if not m or m.group(2) not in tid_like:
+def _warp_index_of(inst: _Inst, tid_like: set[str]) -> bool:
+    """The result is a function of the warp index only (same on every lane of a warp)."""
+    if len(inst.ops) < 3 or inst.ops[1] not in tid_like:
         return False
-    k = int(m.group(3))
-    return k % 32 == 0 if m.group(1) in ("lt", "ge", "lo", "hs") else (k + 1) % 32 == 0
+    op, k = inst.op, inst.imm(2)
+    if op.startswith("bfe"):
+        return k is not None and k >= 5
+    if k is None:
+        return False
+    if op.startswith("shr"):
+        return k >= 5
+    if op.startswith("div"):
+        return k != 0 and k % 32 == 0
+    if op.startswith("and"):
+        return k & 31 == 0
+    if op.startswith("setp"):
+        cmp = op.split(".")[1]
+        if cmp in ("lt", "ge", "lo", "hs"):
+            return k % 32 == 0
+        if cmp in ("le", "gt", "ls", "hi"):
+            return (k + 1) % 32 == 0
+    return False
 
 
-def _lane_varying(insts) -> set[str]:
+def _uniform_result(inst: _Inst, varying: set[str], tid_like: set[str]) -> bool:
+    op = inst.op
+    if op.startswith(("vote.", "redux.", "match.all", "activemask")):
+        return True
+    if op.startswith("shfl.sync.idx"):
+        lane, clamp = (inst.ops[2], inst.imm(3)) if len(inst.ops) > 3 else ("", None)
+        return lane not in varying and clamp == 31 and inst.guard not in varying
+    return _warp_index_of(inst, tid_like) and inst.guard not in varying
+
+
+def _lane_varying(insts: list[_Inst]) -> set[str]:
     varying: set[str] = set()
-    tid_like: set[str] = set()  # thread index + a multiple of 32 (its lane is the low 5 bits)
+    tid_like: set[str] = set()  # %tid.x plus a multiple of 32 (its low 5 bits are the lane)
     changed = True
     while changed:
         changed = False
-        for _, text in insts:
-            op = re.sub(r"^@!?%\w+\s+", "", text).split(None, 1)[0]
-            dst, src = _operands(text)
+        for inst in insts:
+            dst = inst.dst
             if not dst:
                 continue
-            if re.search(r"%tid\.x\b", text) and op.startswith("mov"):
-                if dst[0] not in tid_like:
-                    tid_like.add(dst[0])
-                    changed = True
-            elif (op.startswith(("add.", "sub.")) and src and src[0] in tid_like
-                  and re.search(r",\s*(-?\d+)\s*;$", text)
-                  and int(re.search(r",\s*(-?\d+)\s*;$", text).group(1)) % 32 == 0):
-                if dst[0] not in tid_like:
-                    tid_like.add(dst[0])
-                    changed = True
-            if op.startswith("elect.sync"):
-                new = set(dst[1:])  # the leader predicate; the lane id is the leader's
-            elif any(s in text for s in _SEEDS):
+            if inst.op.startswith("mov") and inst.ops[1:2] == ("%tid.x",):
+                grow = {dst[0]} - tid_like
+            elif (inst.op.startswith(("add.", "sub.")) and inst.ops[1:2] and inst.ops[1] in
+                  tid_like and inst.imm(2) is not None and inst.imm(2) % 32 == 0):
+                grow = {dst[0]} - tid_like
+            else:
+                grow = set()
+            if grow:
+                tid_like |= grow
+                changed = True
+            if inst.op.startswith("elect.sync"):
+                new = set(_REG.findall(inst.ops[0].split("|")[-1]))  # the leader predicate
+            elif inst.op.startswith("atom") or any(s in inst.text for s in _SEEDS):
                 new = set(dst)
-            elif op.startswith(_UNIFORM_OPS) or _is_warp_index(op, text):
+            elif _uniform_result(inst, varying, tid_like):
                 new = set()
-            elif op.startswith("setp") and _tid_compare_is_uniform(text, tid_like):
-                new = set()
-            elif any(s in varying for s in src):
+            elif any(s in varying for s in inst.src):
                 new = set(dst)
             else:
                 new = set()
@@ -175,37 +214,66 @@ def _lane_varying(insts) -> set[str]:
 
 def lane_varying_registers(ptx: str) -> set[str]:
     """Registers (and predicates) whose value can differ between the lanes of one warp, as
-    ``"<function index>:<register>"`` (PTX registers are local to their function)."""
+    ``"<function index>:<register>"``."""
     lines = ptx.splitlines()
     out = set()
     for f, (a, b) in enumerate(_functions(lines)):
-        insts = [(i, t) for i, t in _instructions(lines) if a <= i <= b]
-        out |= {f"{f}:{r}" for r in _lane_varying(insts)}
+        out |= {f"{f}:{r}" for r in _lane_varying(_parse(lines, a, b)[0])}
+    return out
+
+
+def _collective(inst: _Inst, consts: dict[str, int]) -> bool:
+    op = inst.op
+    if op.startswith(_MASKED):
+        mask = inst.ops[-1].lower() if inst.ops else ""
+        value = consts.get(mask)
+        return mask in _FULL_MASK or (value is not None and value & 0xFFFFFFFF == 0xFFFFFFFF)
+    if op.startswith("barrier.") and ".aligned" not in op:
+        return False  # the non-aligned barrier may be reached by any subset of a warp
+    return ".aligned" in op or (op.startswith("bar.") and not op.startswith("bar.warp"))
+
+
+def _regions(insts: list[_Inst], labels: dict[str, int], varying: set[str]):
+    """(first line, last line, branch) of the code each lane-varying branch makes divergent."""
+    by_line = {inst.line: k for k, inst in enumerate(insts)}
+    out = []
+    for k, inst in enumerate(insts):
+        m = _BRANCH.match(inst.text)
+        if not m or m.group(2) not in varying or m.group(3) not in labels:
+            continue
+        target = labels[m.group(3)]
+        if target < inst.line:  # a loop whose lanes leave at different trips
+            out.append((target, inst.line, inst))
+            continue
+        out.append((inst.line + 1, target - 1, inst))
+        # the else-block: from the label to where the then-block's closing bra goes
+        before = [j for line, j in by_line.items() if inst.line < line < target]
+        last = insts[max(before)] if before else None
+        e = _BRANCH.match(last.text) if last is not None else None
+        if e and e.group(2) is None and labels.get(e.group(3), -1) > target:
+            out.append((target + 1, labels[e.group(3)] - 1, inst))
     return out
 
 
 def divergent_collectives(ptx: str) -> list[Finding]:
-    """Every warp-collective instruction inside a forward branch region that a lane-varying
-    predicate guards (see the module doc); [] for a clean kernel."""
+    """Every warp-collective instruction in lane-divergent code (see the module doc); [] for
+    a clean kernel."""
     lines = ptx.splitlines()
-    labels = {m.group(1): i for i, raw in enumerate(lines) if (m := _LABEL.match(raw))}
     found = []
     for a, b in _functions(lines):
-        insts = [(i, t) for i, t in _instructions(lines) if a <= i <= b]
+        insts, labels = _parse(lines, a, b)
         varying = _lane_varying(insts)
-        regions = []  # (start, end, branch text)
-        for i, text in insts:
-            m = _BRANCH.match(text)
-            if m and m.group(2) in varying and b >= labels.get(m.group(3), -1) > i:
-                regions.append((i, labels[m.group(3)], text))
-        for i, text in insts:
-            m = _COLLECTIVE.match(text)
-            if not m:
+        consts = {inst.dst[0]: inst.imm(1) for inst in insts
+                  if inst.op.startswith("mov") and inst.dst and inst.imm(1) is not None}
+        regions = _regions(insts, labels, varying)
+        for inst in insts:
+            if not _collective(inst, consts):
                 continue
-            if m.group(1) in _PARTIAL_MASK_OK and not re.search(r",\s*(-1|0xffffffff)\s*;", text):
-                continue  # an explicit partial member mask: the author chose its lanes
-            for start, end, bt in regions:
-                if start < i < end:
-                    found.append(Finding(i + 1, text, start + 1, bt))
+            if inst.guard in varying:
+                found.append(Finding(inst.line + 1, inst.text, inst.line + 1, inst.text))
+                continue
+            for first, last, br in regions:
+                if first <= inst.line <= last:
+                    found.append(Finding(inst.line + 1, inst.text, br.line + 1, br.text))
                     break
     return found

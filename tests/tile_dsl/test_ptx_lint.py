@@ -53,6 +53,8 @@ def test_one_thread_elect_is_found():
     ("setp.ne.b32 %p1, %r7, 0;", True),          # lane (and 31) == 0
     ("setp.ge.s32 %p1, %r8, 32;", False),        # (tid - 256) < 32: still whole warps
     ("setp.ge.s32 %p1, %r9, 32;", True),         # (tid - 8) < 32: splits warps
+    ("setp.ne.b32 %p1, %r10, 64;", False),       # tid & 96 == 64: LLVM's tid // 32 == 2
+    ("setp.ne.b32 %p1, %r11, 0;", True),         # (tid + 8) >> 5: not the warp index
 ])
 def test_which_branches_split_a_warp(guard, flagged):
     ptx = _fn("k", f"""
@@ -62,12 +64,34 @@ def test_which_branches_split_a_warp(guard, flagged):
     and.b32 %r7, %r2, 31;
     add.s32 %r8, %r2, -256;
     add.s32 %r9, %r2, -8;
+    and.b32 %r10, %r2, 96;
+    shr.u32 %r11, %r9, 5;
     {guard}
     @%p1 bra $L__BB0_2;
     bar.sync 1, 64;
 $L__BB0_2:
 """)
     assert bool(divergent_collectives(ptx)) == flagged
+
+
+def test_else_blocks_guards_and_barrier_forms():
+    """The else-block of a lane-varying branch is divergent too; so is a collective guarded by
+    a lane-varying predicate; the non-aligned barrier.sync may be reached by part of a warp."""
+    tid = "    mov.u32 %r2, %tid.x;\n    setp.ne.b32 %p1, %r2, 0;\n"
+    if_else = _fn("k", tid + """    @%p1 bra $L_else;
+    st.shared.u32 [%r9], 1;
+    bra.uni $L_end;
+$L_else:
+    elect.sync %r3|%p2, -1;
+$L_end:
+""")
+    assert [f.instruction.split()[0] for f in divergent_collectives(if_else)] == ["elect.sync"]
+    assert len(divergent_collectives(_fn("k", tid + "    @%p1 bar.sync 0;\n"))) == 1
+    for body, flagged in (("bar.sync 1, 64;", True), ("barrier.sync.aligned 1, 64;", True),
+                          ("barrier.sync 1, 64;", False), ("bar.warp.sync -1;", True),
+                          ("bar.warp.sync 65535;", False)):
+        ptx = _fn("k", tid + f"    @%p1 bra $L1;\n    {body}\n$L1:\n")
+        assert bool(divergent_collectives(ptx)) == flagged, body
 
 
 def test_registers_are_per_function_and_partial_masks_are_the_authors_choice():

@@ -50,7 +50,7 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 
 Plan options the cost model never takes on its own: ``tile={"exchange_stages": 2}`` double-buffers
 P/dS (one barrier per trip instead of two); the scheduler's measured table
-(:mod:`frost.sched.tuned`) applies it by default wherever it fits (d ≤ 32, 72–160, 224–256;
+(:mod:`frost.sched.tuned`) applies it by default wherever it fits (d ≤ 32, 72–160, 200–256;
 0.5–4 % faster, bench/RESULTS.md v7/v10). ``tile={"stage_reductions": 1}`` stages each trip's dQ
 partial in smem and adds it to dq_accum with one TMA reduce-add, issued by all of MMA warp 0
 (``kernel_staged_dq``), instead of atomics: opt-in, measured 3–6 % slower (v8). Both pass the
