@@ -75,7 +75,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     rep = main.compile(arch)
     row("bwd_main", kp.threads, main.launched_smem_bytes, rep,
         code={k: getattr(main, k) for k in ("interleave", "p_store", "dq_vec", "dq_chunks",
-                                            "lookahead")})
+                                            "lookahead", "exp2_poly")})
     dq = DqConvertConfig.from_plan(plan, 16, head_dim, use_pdl)
     row("dq_convert", dq.threads, 0, compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch))
     return rows
@@ -96,5 +96,7 @@ def format_resources(rows: list[KernelResources], arch: str, budget: int) -> str
     worst = max(r.smem_bytes for r in rows)
     spills = sum(r.spill_bytes for r in rows)
     out += ["", f"Budget: largest kernel smem {worst:,} B of {budget:,} B: "
-            f"{'OK' if worst <= budget else 'OVER'}; spill bytes in total: {spills}"]
+            f"{'OK' if worst <= budget else 'OVER'}; spill bytes in total: {spills}",
+            "Warp-collectives in lane-divergent code: none (compile_for checks every kernel's "
+            "PTX: frost.tile_dsl.ptx_lint)"]
     return "\n".join(out)
