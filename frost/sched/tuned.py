@@ -17,7 +17,8 @@ every row against that file.
 On top of a row's tile, :data:`OPTIONS` holds the plan options (keys the model never picks on
 its own, e.g. ``exchange_stages``) that a same-host A/B (``bench/bwd_main_ab.py``) measured
 faster on that tile (its median ratio < 1 in every source file that measured it; the files
-are :data:`OPTIONS_SOURCES`). Where a head dim of the row cannot take an option (smem), the tile alone is used.
+are :data:`OPTIONS_SOURCES`). Where a head dim of the row cannot take an option (smem), the
+tile alone is used.
 """
 
 from __future__ import annotations

@@ -64,6 +64,7 @@ class CompileReport:
     cubin: bytes
     log: str
     kernels: list[KernelResources]
+    _findings: list | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def kernel(self, contains: str = "") -> KernelResources:
         """The one kernel whose mangled name contains ``contains``."""
@@ -86,10 +87,13 @@ class CompileReport:
 
     def lint(self) -> list:
         """Warp-collective instructions under lane-divergent branches
-        (:func:`frost.tile_dsl.ptx_lint.divergent_collectives`); [] when clean."""
+        (:func:`frost.tile_dsl.ptx_lint.divergent_collectives`); [] when clean. Computed once
+        per report."""
         from frost.tile_dsl.ptx_lint import divergent_collectives
 
-        return divergent_collectives(self.ptx)
+        if self._findings is None:
+            self._findings = divergent_collectives(self.ptx)
+        return list(self._findings)
 
 
 class DivergentCollectiveError(RuntimeError):

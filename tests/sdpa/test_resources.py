@@ -6,7 +6,7 @@ import pytest
 
 from frost import cli
 from frost.sched.arch import get_arch
-from frost.sdpa.resources import chain_resources
+from frost.sdpa.resources import PTX_NEEDLES, KernelResources, chain_resources, format_resources
 
 
 @pytest.mark.compile
@@ -21,7 +21,7 @@ def test_chain_resources_sm121_causal():
     assert main.code["exp2_poly"] == 0  # measured slower (bench/RESULTS.md v9)
     assert rows[0].code == {} and rows[2].code == {}
     for r in rows:
-        assert r.spill_bytes == 0 and r.registers > 0, r
+        assert r.spill_bytes == 0 and r.registers > 0 and r.divergent_collectives == 0, r
         assert r.ptx["pdl.wait"] >= 1 and r.ptx["pdl.trigger"] >= 1, r
 
 
@@ -39,3 +39,14 @@ def test_cli_compile_json(capsys):
 def test_cli_compile_rejects_bad_head_dim(capsys):
     assert cli.main(["compile", "sdpa-bwd", "--head-dim", "100"]) == 2
     assert "head" in capsys.readouterr().err.lower()
+
+
+def test_format_resources_reports_the_checks_from_the_rows():
+    ptx = dict.fromkeys(PTX_NEEDLES, 1)
+    ok = [KernelResources("a", 128, 1000, 40, 0, ptx), KernelResources("b", 384, 2000, 168, 0, ptx)]
+    text = format_resources(ok, "sm_120a", 101_376)
+    assert "largest kernel smem 2,000 B" in text and "lane-divergent code (frost.tile_dsl." \
+        "ptx_lint): none" in text
+    bad = ok + [KernelResources("c", 32, 0, 10, 8, ptx, {}, 3)]
+    text = format_resources(bad, "sm_120a", 101_376)
+    assert "spill bytes in total: 8" in text and text.rstrip().endswith(": 3")

@@ -41,8 +41,7 @@ whole GPU suite, 125 passed, of which tests/templates/test_bwd_main.py covers he
 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000,
 fp16, PDL on/off, a second tile plan, the dq_splits mode and every code knob below (interleave
 0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks=2, exp2_poly=1) and both plan options
-below, at rel. error <= 1e-2 (bf16) /
-5e-3 (fp16) against a float64 reference.
+below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead`` and ``exp2_poly`` to their measured defaults;
