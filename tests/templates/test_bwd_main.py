@@ -320,6 +320,23 @@ def test_gpu_opt_in_plan_options(tile, d, causal):
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=13)
 
 
+SIXTEEN_64x128 = (("tile_m", 64), ("tile_n", 128), ("q_stages", 2), ("num_mma_warps", 16))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile,d,causal", [
+    (SIXTEEN_64x128 + (("v_in_regs", 1),), 64, True),
+    (SIXTEEN_64x128 + (("v_in_regs", 0),), 64, False),
+    (SIXTEEN_64x128 + (("v_in_regs", 1), ("exchange_stages", 2)), 32, True),
+    ((("tile_m", 32), ("tile_n", 128), ("q_stages", 1), ("num_mma_warps", 16)), 128, True)],
+    ids=["d64-vregs-causal", "d64-vsmem", "d32-exchange2-causal", "d128-32x128-q1-causal"])
+def test_gpu_sixteen_mma_warps(tile, d, causal):
+    """Four MMA warpgroups (640 threads, 112 registers each after setmaxnreg): the warp grids,
+    barrier counts and q_empty arrivals all come from the plan; many trips, GQA 2:1, a ragged
+    tail."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=17)
+
+
 @pytest.mark.gpu
 def test_gpu_staged_dq_splits_deterministic():
     import torch
