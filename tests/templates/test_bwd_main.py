@@ -304,6 +304,16 @@ def test_gpu_code_knobs(d, knobs):
     run_case(1, 333, 300, 4, 2, d, causal=True, knobs=knobs, seed=11)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("knobs", [(("dq_chunks", 1), ("interleave", 1)),
+                                   (("dq_chunks", 1), ("interleave", 0)),
+                                   (("dq_chunks", 4), ("interleave", 0))],
+                         ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
+def test_gpu_d256_dq_chunks(knobs):
+    """d=256 (32x64 tile, one Q stage, V held): dQ = dS·K whole or in 64-column chunks."""
+    run_case(1, 333, 300, 4, 2, 256, causal=True, knobs=knobs, seed=23)
+
+
 TILE_32x128 = (("tile_m", 32), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1))
 EXCHANGE2 = TILE_32x128 + (("exchange_stages", 2),)  # P/dS double-buffered, one barrier a trip
 STAGED_DQ = TILE_32x128 + (("stage_reductions", 1),)  # dQ staged in smem, TMA reduce-add
