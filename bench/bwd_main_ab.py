@@ -13,7 +13,8 @@ Usage (GPU host, repo root)::
 
 A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywords
 (``interleave``, ``dq_vec``, ``dq_chunks``, ``lookahead``: ints; ``p_store``: stmatrix or
-st32), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
+st32), ``skip=<stage>[+<stage>]``: a timing-only ablation (``BwdMainKernel(skip=...)``, the
+results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
 ``tile.exchange_stages=2``), which makes the A/B plan against plan. Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
 """
 
@@ -52,6 +53,9 @@ def parse_variant(text: str) -> dict:
         if key.startswith("tile.") and val.lstrip("-").isdigit():
             out[key] = int(val)
             continue
+        if key == "skip" and val:  # timing-only ablation: stages compiled out (wrong results)
+            out[key] = "+".join(sorted(val.split("+")))
+            continue
         if key not in KNOBS or not val:
             raise ValueError(f"bad variant {text!r}: want 'default' or key=value among "
                              f"{', '.join(KNOBS)}")
@@ -89,8 +93,13 @@ def main(argv=None):
             forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
             return default_plan(ARCH, d, causal=args.causal, tile={**base, **forced}) if forced else kp
 
-        kerns = [BwdMainKernel(plan_for(v), "bf16", causal=args.causal,
-                               **{k: x for k, x in v.items() if not k.startswith("tile.")})
+        def kwargs_of(v):
+            kw = {k: x for k, x in v.items() if not k.startswith("tile.")}
+            if "skip" in kw:
+                kw["skip"] = frozenset(kw["skip"].split("+"))
+            return kw
+
+        kerns = [BwdMainKernel(plan_for(v), "bf16", causal=args.causal, **kwargs_of(v))
                  for v in variants]
 
         def call(k):

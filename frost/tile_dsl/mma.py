@@ -367,11 +367,14 @@ class Job:
     """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A (and B unless it is
     already in registers, ``sB is None``) streamed from smem one k-block at a time."""
 
-    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None):
+    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None, reuse_k0=False):
         """``sA``/``sB``: ldmatrix-partitioned smem sources (CPY, M|N, k-blocks); ``cpA``/``cpB``
         their thread copies; ``rA``/``rB`` the MMA fragments (``rB`` already loaded when
-        ``sB`` is None)."""
+        ``sB`` is None). ``reuse_k0`` (timing ablations only, WRONG results): load k-block 0
+        and feed it to every k-block's MMAs, so the GEMM keeps its MMAs without the smem
+        operand traffic of the other k-blocks."""
         self.mma_op, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
+        self.reuse_k0 = bool(reuse_k0)
         self.sB, self.cpB = sB, cpB
         self.rA_v = cpA.retile(rA)
         self.rB_v = None if sB is None else cpB.retile(rB)
@@ -386,6 +389,8 @@ class Job:
         """ldmatrix k-block ``k`` of the smem operands into their registers."""
         import cutlass.cute as cute
 
+        if self.reuse_k0 and k:
+            return
         cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
         if self.sB is not None:
             cute.copy(self.cpB, self.sB[None, None, k], self.rB_v[None, None, k])
@@ -394,6 +399,11 @@ class Job:
         """``acc += A[:, k] · B[:, k]ᵀ`` on the loaded k-block."""
         import cutlass.cute as cute
 
+        if self.reuse_k0:
+            kb = 0 if self.sB is not None else k  # B held in registers is whole: keep it
+            cute.gemm(self.mma_op, self.acc, self.rA[None, None, 0], self.rB[None, None, kb],
+                      self.acc)
+            return
         cute.gemm(self.mma_op, self.acc, self.rA[None, None, k], self.rB[None, None, k], self.acc)
 
     def step(self, k: int):

@@ -14,6 +14,7 @@ import pytest
 
 from frost.templates.bwd_main.mma import make_mma, warp_cols
 from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main.kernel import SKIP_STAGES
 from frost.templates.bwd_main import masks
 from frost.sched.arch import get_arch
 
@@ -378,18 +379,23 @@ def test_skip_rejects_unknown_stage():
 def test_compile_skip_ablations(arch):
     """skip=frozenset() compiles to the same PTX as no knob; each ablation removes exactly its
     stage: dq_atomic keeps every mma.sync (the dQ GEMM is not dead code) but no red.global.add,
-    dq_gemm drops mma.sync and red, dkdv_gemm / dp_gemm drop mma.sync but keep the atomics."""
+    dq_gemm drops mma.sync and red, dkdv_gemm / dp_gemm drop mma.sync but keep the atomics,
+    operand_loads keeps every mma.sync with a fraction of the ldmatrix, softmax drops ex2."""
     kp = default_plan(arch, 128)
     base = BwdMainKernel(kp, "bf16").compile(arch)
     empty = BwdMainKernel(kp, "bf16", skip=frozenset()).compile(arch)
     assert empty.ptx == base.ptx
     mma, red = base.count("mma.sync.aligned.m16n8k16"), base.count("red.global.add")
-    assert mma > 0 and red > 0
-    got = {}
-    for name in ("dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm"):
+    ldm, ex2 = base.count("ldmatrix"), base.count("ex2.approx")
+    assert mma > 0 and red > 0 and ldm > 0 and ex2 > 0
+    got, other = {}, {}
+    for name in sorted(SKIP_STAGES):
         rep = BwdMainKernel(kp, "bf16", skip={name}).compile(arch)
         got[name] = (rep.count("mma.sync.aligned.m16n8k16"), rep.count("red.global.add"))
+        other[name] = (rep.count("ldmatrix"), rep.count("ex2.approx"))
         assert _resources(rep)[1] == 0, (name, "spills")
+    assert got["operand_loads"] == (mma, red) and other["operand_loads"][0] < ldm / 2
+    assert got["softmax"] == (mma, red) and other["softmax"] == (ldm, 0)
     assert got["dq_atomic"] == (mma, 0)
     assert got["dq_gemm"][0] < mma and got["dq_gemm"][1] == 0
     for name in ("dkdv_gemm", "dp_gemm"):

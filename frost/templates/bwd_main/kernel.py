@@ -67,6 +67,10 @@ and with it the CuTe DSL JIT-cache key)::
     dq_gemm     no dQ = dS·K and no dQ atomics
     dkdv_gemm   no dV += Pᵀ dO and no dK += dSᵀ Q (dK, dV come out as zeros)
     dp_gemm     no dP = dO Vᵀ (dS = P ∘ (0 − delta))
+    operand_loads  every GEMM loads only its first k-block from smem and reuses it for the
+                others (``tile_dsl.mma.Job(reuse_k0=True)``): the MMAs stay, the ldmatrix
+                traffic of the other k-blocks goes
+    softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -99,7 +103,8 @@ class BwdMainError(ValueError):
     """The bwd_main template cannot implement the requested plan or option."""
 
 
-SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm"})
+SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
+                         "softmax"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 

@@ -181,8 +181,8 @@ class MmaRole:
             acc_S.fill(0.0)
             acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
             acc_dP.fill(0.0)
-            job_S = Job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q, tSsK, c_K)
-            job_dP = Job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q,
+            job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q, tSsK, c_K)
+            job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q,
                          None if v_in_regs else tdPsV, c_K)
             if cutlass.const_expr("dp_gemm" in self.skip):
                 gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
@@ -216,9 +216,9 @@ class MmaRole:
             cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
 
             dkdv = [] if "dkdv_gemm" in self.skip else [
-                Job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
+                self.job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
                     tdVsdOt[None, None, None, stage], c_dOt),
-                Job(mma_dkv, acc_dK, tdKrdS, tdKrQ, _xsel(tdKsdSt, xs, x_stages), c_Pt,
+                self.job(mma_dkv, acc_dK, tdKrdS, tdKrQ, _xsel(tdKsdSt, xs, x_stages), c_Pt,
                     tdKsQt[None, None, None, stage], c_dOt)]
             n_chunks = 0 if "dq_gemm" in self.skip else dq_chunks
             # level 2: dV, dK and dQ interleave (dQ's long k-loop hides behind theirs); else
@@ -239,7 +239,7 @@ class MmaRole:
                     acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
                                                    cutlass.Float32)
                     acc_dQ.fill(0.0)
-                    jobs.append(Job(mma_dq, acc_dQ, tdQrdS, tdQrK,
+                    jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK,
                                     _xsel(tdQsdS, xs, x_stages), c_dS,
                                     tdQsKt[None, None, None, ch], c_Kt))
                 gemm_interleaved(*jobs, lookahead=self.lookahead)
@@ -273,23 +273,30 @@ class MmaRole:
             cute.arch.griddepcontrol_launch_dependents()
         self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
 
+    def job(self, *args) -> Job:
+        """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
+        operands reused for every k-block, timing only)."""
+        return Job(*args, reuse_k0="operand_loads" in self.skip)
+
     @cute.jit
     def softmax_grad(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
                      masked: cutlass.Constexpr):
         """In place: acc_S ← P = ex2(S·scale·log2e − lse_log2) (0 where hidden, if ``masked``),
-        acc_dP ← dS = P ∘ (dP − delta)."""
-        for i in cutlass.range_constexpr(cute.size(acc_S)):
-            r, c = tScS[i]
-            x = acc_S[i] * scale_log2 - sm.sLSE[r, stage]
-            if cutlass.const_expr(self.exp2_poly and (i // 2) % 2 == 1):
-                p = ex2_poly(x)  # every other value pair on the FMA pipe: MUFU does half
-            else:
-                p = ex2(x)
-            if cutlass.const_expr(masked):
-                ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
-                p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
-            acc_S[i] = p
-            acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
+        acc_dP ← dS = P ∘ (dP − delta). The ``softmax`` ablation (timing only) leaves both as
+        they are."""
+        if cutlass.const_expr("softmax" not in self.skip):
+            for i in cutlass.range_constexpr(cute.size(acc_S)):
+                r, c = tScS[i]
+                x = acc_S[i] * scale_log2 - sm.sLSE[r, stage]
+                if cutlass.const_expr(self.exp2_poly and (i // 2) % 2 == 1):
+                    p = ex2_poly(x)  # every other value pair on the FMA pipe: MUFU does half
+                else:
+                    p = ex2(x)
+                if cutlass.const_expr(masked):
+                    ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
+                    p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
+                acc_S[i] = p
+                acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
 
     @cute.jit
     def release_q(self, bar):
