@@ -34,7 +34,7 @@ if _ROOT not in sys.path:
 from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
-KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly")  # BwdMainKernel keywords, same plan
+KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly", "q_rotate")  # BwdMainKernel keywords, same plan
 
 
 PLAN_KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
@@ -138,7 +138,8 @@ def main(argv=None):
                                 round_ratio_min=min(rr), round_ratio_max=max(rr),
                                 interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec,
                                 dq_chunks=kerns[i].dq_chunks, p_store=kerns[i].p_store,
-                                lookahead=kerns[i].lookahead, exp2_poly=kerns[i].exp2_poly))
+                                lookahead=kerns[i].lookahead, exp2_poly=kerns[i].exp2_poly,
+                                q_rotate=kerns[i].q_rotate))
         del t
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

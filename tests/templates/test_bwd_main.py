@@ -44,6 +44,22 @@ def test_q_block_range_model_matches_brute_force():
                 assert all(lo <= m < hi for m in seen), (align, s_q, s_kv, n_block)
 
 
+@pytest.mark.parametrize("rotate", [False, True])
+def test_q_tile_walk_visits_each_tile_once_per_head(rotate):
+    """Each CTA walks every q tile of its range exactly once per q head of its GQA group; with
+    ``rotate`` the CTAs of a head start at different tiles (all distinct while there are no
+    more KV tiles than q tiles)."""
+    for m_min, n_m, group in ((0, 7, 1), (3, 5, 2), (0, 1, 4), (2, 16, 1)):
+        firsts = set()
+        for n_block in range(12):
+            walk = [masks.q_tile_model(t, m_min, n_m, n_block, rotate) for t in range(n_m * group)]
+            for g in range(group):
+                assert sorted(walk[g * n_m:(g + 1) * n_m]) == list(range(m_min, m_min + n_m))
+            firsts.add(walk[0])
+        want = min(12, n_m) if rotate else 1
+        assert len(firsts) == want, (m_min, n_m, firsts)
+
+
 def test_tile_needs_mask_model_is_exact():
     """The unmasked fast path is taken exactly when every (row < S_q, key) pair of the tile is
     visible: a brute-force check over small problems, all alignments, ragged and square."""
@@ -293,7 +309,7 @@ def test_gpu_pdl_on_off_identical():
 
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
-              (("exp2_poly", 1),)]
+              (("exp2_poly", 1),), (("q_rotate", 1),)]
 
 
 @pytest.mark.gpu
@@ -435,6 +451,23 @@ def test_interleave_reorders_but_keeps_every_mma():
 def test_pick_interleave(d, want):
     kp = default_plan("sm_120a", d)
     assert BwdMainKernel(kp).interleave == want
+
+
+@pytest.mark.compile
+def test_q_rotate_changes_only_the_walk():
+    """q_rotate=1 adds the index arithmetic (a remainder by the range length in the producer
+    and the MMA warps) and keeps every MMA and atomic; 0 is the default."""
+    kp = default_plan("sm_120a", 128)
+    base = BwdMainKernel(kp)
+    assert base.q_rotate == 0
+    r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, q_rotate=1).compile("sm_120a")
+    assert r1.ptx != r0.ptx
+    for needle in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix"):
+        assert r1.count(needle) == r0.count(needle) > 0, needle
+    assert r1.count("rem.s32") + r1.count("rem.u32") > r0.count("rem.s32") + r0.count("rem.u32")
+    assert r1.total_spill_bytes == 0
+    with pytest.raises(ValueError, match="q_rotate"):
+        BwdMainKernel(kp, q_rotate=2)
 
 
 @pytest.mark.compile

@@ -11,6 +11,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``lookahead``     1: ldmatrix of k-step s+1 before the MMAs of step s (1.5–7 % slower)
 ``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)
                   instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
+``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
+                  concurrent CTAs of a head add dQ into different rows
 ================  =========================================================================
 """
 
@@ -79,11 +81,13 @@ class CodeChoices:
     p_store: str
     lookahead: int
     exp2_poly: int = 0
+    q_rotate: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
-                lookahead: int = 0, exp2_poly: int = 0) -> "CodeChoices":
+                lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None
+                ) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -108,4 +112,7 @@ class CodeChoices:
             raise CodeChoiceError(f"lookahead must be 0 or 1, got {lookahead!r}")
         if exp2_poly not in (0, 1):
             raise CodeChoiceError(f"exp2_poly must be 0 or 1, got {exp2_poly!r}")
-        return cls(chunks, level, vec, store, lookahead, exp2_poly)
+        rot = 0 if q_rotate is None else q_rotate
+        if rot not in (0, 1):
+            raise CodeChoiceError(f"q_rotate must be 0 or 1, got {q_rotate!r}")
+        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot)

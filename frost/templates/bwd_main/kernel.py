@@ -126,7 +126,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  use_pdl: bool = False, dq_splits: bool = False,
                  skip: frozenset[str] = frozenset(), interleave: int | None = None,
                  dq_vec: int | None = None, dq_chunks: int | None = None,
-                 p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0):
+                 p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
+                 q_rotate: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -142,12 +143,13 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.can_implement(kplan)
         try:
             code = CodeChoices.resolve(kplan, dq_chunks, interleave, dq_vec, p_store, lookahead,
-                                       exp2_poly)
+                                       exp2_poly, q_rotate)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
+        self.q_rotate = code.q_rotate
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)
         self.stage_dq = bool(kplan.tile.get("stage_reductions", 0))
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):

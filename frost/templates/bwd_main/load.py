@@ -7,8 +7,8 @@ Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
 3. ``bar.warp.sync``, then lane 0 arrives on ``q_full[s]`` with expect-tx = Q + dO tile bytes and
    issues the two TMA loads; the phase completes when both tiles have landed.
 
-Iteration t maps to (q head h_kv * G + t // n_m, q tile m_min + t % n_m), the same order the MMA
-warps walk.
+Iteration t maps to (q head h_kv * G + t // n_m, q tile ``masks.q_tile``), the same order the
+MMA warps walk.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import cutlass
 import cutlass.cute as cute
 
 from frost.tile_dsl.copy import tma_box
+
+from . import masks
 
 
 def tma_tile(atom, m_t, s_tile, rows: int, cols: int, blk, h, b):
@@ -55,7 +57,7 @@ class ProducerRole:
             stage = t % stages
             fill = t // stages
             h = h_kv * group + t // n_m
-            m_block = m_min + t % n_m
+            m_block = masks.q_tile(t, m_min, n_m, n_block, self.q_rotate)
             if fill > 0:
                 cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
             # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.

@@ -10,8 +10,13 @@ S_kv is not a multiple of tile_n, and under causal the tiles that cross the diag
 (:func:`tile_needs_mask`); every other tile takes the unmasked path.
 
 Rows i >= S_q need no mask here: their lse_log2 is +inf (loaded so by the producer), so P = 0.
-Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`) sit beside the device
-forms and are what the tests compare against.
+The walk over the range (:func:`q_tile`): trip t of a CTA takes q tile ``m_min + t % n_m``,
+or with ``rotate`` that index turned by the CTA's KV tile, ``(t + n_block) % n_m``, so the CTAs
+of one head, which start together, add their dQ partials into different rows of dq_accum
+instead of all into the same 16 KB at once.
+
+Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`)
+sit beside the device forms and are what the tests compare against.
 """
 
 from __future__ import annotations
@@ -56,6 +61,13 @@ def q_block_range_model(align, n_block, tile_m, tile_n, s_q, s_kv) -> tuple[int,
     return min(first_row // tile_m, m_max), m_max
 
 
+def q_tile_model(t: int, m_min: int, n_m: int, n_block: int, rotate: bool) -> int:
+    """The q tile of trip ``t`` (t % n_m is the place in the range; the quotient picks the
+    q head of a GQA group)."""
+    i = t % n_m
+    return m_min + ((i + n_block) % n_m if rotate else i)
+
+
 def tile_needs_mask_model(align, row0, col0, tile_m, tile_n, s_q, s_kv) -> bool:
     """True unless every key column of the tile is visible to every query row of it."""
     if col0 + tile_n > s_kv:
@@ -90,6 +102,16 @@ def q_block_range(align: cutlass.Constexpr, n_block, tile_m: cutlass.Constexpr,
         first_row = cutlass.max(n_block * tile_n - offset, cutlass.Int32(0))
         m_min = cutlass.min(first_row // tile_m, m_max)
     return m_min, m_max
+
+
+@cute.jit
+def q_tile(t, m_min, n_m, n_block, rotate: cutlass.Constexpr):
+    """Device form of :func:`q_tile_model` (``n_m`` > 0: it runs inside the trip loop)."""
+    i = t % n_m
+    if cutlass.const_expr(rotate):
+        i = i + n_block % n_m
+        i = cutlass.select_(i >= n_m, i - n_m, i)
+    return m_min + i
 
 
 @cute.jit

@@ -174,7 +174,7 @@ class MmaRole:
         for t in cutlass.range(n_iters, unroll=1):
             stage = t % stages
             h = h_kv * group + t // n_m
-            m_block = m_min + t % n_m
+            m_block = masks.q_tile(t, m_min, n_m, n_block, self.q_rotate)
             cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
 
             acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
