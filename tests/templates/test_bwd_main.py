@@ -453,6 +453,14 @@ def test_pick_interleave(d, want):
     assert BwdMainKernel(kp).interleave == want
 
 
+@pytest.mark.parametrize("d,want", [(64, 0), (128, 0), (160, 0), (192, 0), (200, 1), (256, 1)])
+def test_pick_q_rotate(d, want):
+    """The rotated walk is the default where it measured faster (d > 192, RESULTS.md v14)."""
+    kp = default_plan("sm_120a", d)
+    assert BwdMainKernel(kp).q_rotate == want
+    assert BwdMainKernel(kp, q_rotate=1 - want).q_rotate == 1 - want
+
+
 @pytest.mark.compile
 def test_q_rotate_changes_only_the_walk():
     """q_rotate=1 adds the index arithmetic (a remainder by the range length in the producer

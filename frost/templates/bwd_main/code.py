@@ -12,7 +12,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)
                   instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
-                  concurrent CTAs of a head add dQ into different rows
+                  concurrent CTAs of a head add dQ into different rows (default at d > 192)
 ================  =========================================================================
 """
 
@@ -67,6 +67,15 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int) -> int:
     return 2 if dq_acc_regs <= 32 else 1
 
 
+def pick_q_rotate(kp: KernelPlan) -> int:
+    """Rotated q-tile walk where it measured faster (bench/RESULTS.md v14, bwd_main A/B on the
+    H200): d=256 0.967x, d=224 0.980x, d=256 causal 0.993x; at d <= 192 it measured 1.007x to
+    1.041x (d=64 1.010, 128 1.012, 160 1.007, 192 1.041), so those keep the linear walk. The
+    rows above 192 run 32x64 tiles: twice the KV-tile CTAs per head and twice the dQ bytes a
+    trip of d=128, all landing on the same dq_accum rows when the walk is linear."""
+    return 1 if kp.tile["d"] > 192 else 0
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -112,7 +121,7 @@ class CodeChoices:
             raise CodeChoiceError(f"lookahead must be 0 or 1, got {lookahead!r}")
         if exp2_poly not in (0, 1):
             raise CodeChoiceError(f"exp2_poly must be 0 or 1, got {exp2_poly!r}")
-        rot = 0 if q_rotate is None else q_rotate
+        rot = pick_q_rotate(kp) if q_rotate is None else q_rotate
         if rot not in (0, 1):
             raise CodeChoiceError(f"q_rotate must be 0 or 1, got {q_rotate!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot)
