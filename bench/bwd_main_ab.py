@@ -15,7 +15,11 @@ A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywo
 (``interleave``, ``dq_vec``, ``dq_chunks``, ``lookahead``: ints; ``p_store``: stmatrix or
 st32), ``skip=<stage>[+<stage>]``: a timing-only ablation (``BwdMainKernel(skip=...)``, the
 results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
-``tile.exchange_stages=2``), which makes the A/B plan against plan. Writes ``bwd_main_ab.json`` to ``--out`` (default ``$OUT``).
+``tile.exchange_stages=2``), which makes the A/B plan against plan. Writes ``bwd_main_ab.json``
+and a bar plot ``bwd_main_ab.png`` to ``--out`` (default ``$OUT``); ``--replot JSON...`` draws
+stored files on any machine::
+
+    python3 bench/bwd_main_ab.py --replot bench/results/v13/d*/bwd_main_ab.json --out /tmp/v13
 """
 
 from __future__ import annotations
@@ -63,6 +67,54 @@ def parse_variant(text: str) -> dict:
     return out
 
 
+def plot(results: list[dict], path: str, title: str = "") -> str:
+    """Horizontal bars of each variant's time / its baseline's, one group per head dim (and
+    causal flag), with the per-round range as the error bar and a line at 1 (left: faster)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"d={r['d']}{' causal' if r.get('causal') else ''}  {r['variant']}" for r in results]
+    ratios = [r["ratio"] for r in results]
+    lo = [max(0.0, r["ratio"] - r["round_ratio_min"]) for r in results]
+    hi = [max(0.0, r["round_ratio_max"] - r["ratio"]) for r in results]
+    colors = ["0.6" if r["variant"] == "default" else
+              ("tab:green" if r["ratio"] < 1 else "tab:red") for r in results]
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(results) + 1.2))
+    y = list(range(len(results)))[::-1]
+    ax.barh(y, ratios, xerr=[lo, hi], color=colors, height=0.7)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xlabel("bwd_main time / first variant's (median; bars: per-round range)")
+    ax.set_xlim(min(0.3, min(ratios) - 0.05), max(1.1, max(ratios) + 0.05))
+    ax.set_title(title or "bwd_main A/B", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def replot(paths: list[str], out: str) -> int:
+    """Table and plot from stored ``bwd_main_ab.json`` files (no GPU, no torch)."""
+    results, metas = [], []
+    for p in paths:
+        with open(p) as fh:
+            doc = json.load(fh)
+        metas.append(doc["meta"])
+        results += [dict(r, causal=doc["meta"].get("causal", False)) for r in doc["results"]]
+    if not results:
+        raise SystemExit("no results in " + ", ".join(paths))
+    os.makedirs(out, exist_ok=True)
+    for r in results:
+        print(f"{r['d']:>4}{' c' if r['causal'] else '  '} {r['variant']:<44} {r['ratio']:7.3f}   "
+              f"[{r['round_ratio_min']:.3f}, {r['round_ratio_max']:.3f}]")
+    title = f"{metas[0].get('gpu', '')} {metas[0].get('date', '')[:10]} " \
+            f"B,H,S={','.join(str(x) for x in metas[0].get('shape', []))}"
+    print("plot:", plot(results, os.path.join(out, "bwd_main_ab.png"), title))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dims", default="64,128")
@@ -72,7 +124,11 @@ def main(argv=None):
     ap.add_argument("--shape", default="4,16,4096", help="B,H,S")
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(_ROOT, "bench", "out"))
+    ap.add_argument("--replot", nargs="+", metavar="JSON",
+                    help="no run: print and plot stored bwd_main_ab.json files into --out")
     args = ap.parse_args(argv)
+    if args.replot:
+        return replot(args.replot, args.out)
     names = [v.strip() for v in args.variants.split(";")]
     variants = [parse_variant(v) for v in names]
 
@@ -154,6 +210,9 @@ def main(argv=None):
     for r in results:
         print(f"{r['d']:>4} {r['variant']:<24} {r['ms']:8.3f} {r['tflops']:8.1f} {r['ratio']:7.3f} "
               f"   [{r['round_ratio_min']:.3f}, {r['round_ratio_max']:.3f}]")
+    plot([dict(r, causal=args.causal) for r in results],
+         os.path.join(args.out, "bwd_main_ab.png"),
+         f"{meta['gpu']} {meta['date'][:10]} B,H,S={b},{h},{s}")
     return 0
 
 

@@ -81,3 +81,23 @@ def test_on_gpu_script_parses_and_needs_a_commit():
     assert subprocess.run(["bash", "-n", script]).returncode == 0
     res = subprocess.run(["bash", script], capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert res.returncode != 0 and "usage" in res.stderr
+
+
+def test_bwd_main_ab_replot_draws_stored_results(tmp_path):
+    """--replot needs neither a GPU nor torch: it prints each stored ratio and saves a PNG."""
+    import glob
+    import json
+
+    files = sorted(glob.glob(os.path.join(ROOT, "bench", "results", "v13", "d*",
+                                          "bwd_main_ab.json")))
+    assert len(files) == 3
+    res = subprocess.run([sys.executable, AB, "--replot", *files, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    png = tmp_path / "bwd_main_ab.png"
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    want = [r for f in files for r in json.load(open(f))["results"]]
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("plot:")]
+    assert len(lines) == len(want)
+    for ln, r in zip(lines, want):
+        assert r["variant"] in ln and f"{r['ratio']:.3f}" in ln
