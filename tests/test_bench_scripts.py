@@ -101,3 +101,28 @@ def test_bwd_main_ab_replot_draws_stored_results(tmp_path):
     assert len(lines) == len(want)
     for ln, r in zip(lines, want):
         assert r["variant"] in ln and f"{r['ratio']:.3f}" in ln
+
+
+def test_ncu_stalls_summarises_a_source_page(tmp_path):
+    """bench/ncu_stalls.py on a small hand-made source page: shares by reason and by opcode
+    (predicates stripped), and shared wavefronts against their ideal."""
+    import gzip
+
+    mod = _load(os.path.join(ROOT, "bench", "ncu_stalls.py"))
+    hdr = ["Address", "Source", "Warp Stall Sampling (All Samples)",
+           "L1 Wavefronts Shared", "L1 Wavefronts Shared Ideal",
+           "stall_short_sb", "stall_wait", "stall_short_sb (Not Issued)"]
+    rows = [["0x0", "  HMMA.16816.F32.BF16 R4, R8, R12, R4", "60", "0", "0", "45", "15", "40"],
+            ["0x10", "  @!P0 LDSM.16.M88.4 R8, [R2]", "30", "8", "4", "10", "20", "5"],
+            ["0x20", "  HMMA.16816.F32.BF16 R6, R8, R14, R6", "10", "0", "0", "5", "5", "5"]]
+    text = '"Kernel Name","k",\n' + "\n".join(",".join(f'"{c}"' for c in r)
+                                             for r in [hdr] + rows) + "\n"
+    path = tmp_path / "page.csv.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    s = mod.summarise(str(path))
+    assert s["samples"] == 100
+    assert s["reasons"] == {"short_sb": 0.6, "wait": 0.4}
+    assert s["opcodes"]["HMMA"]["share"] == 0.7 and s["opcodes"]["LDSM"]["share"] == 0.3
+    assert s["opcodes"]["HMMA"]["reasons"]["short_sb"] == 0.5
+    assert s["shared_wavefronts"] == {"LDSM": {"actual": 8, "ideal": 4}}
+    assert mod.opcode("@!P0 LDSM.16.M88.4 R8, [R2]") == "LDSM"
