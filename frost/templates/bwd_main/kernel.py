@@ -5,7 +5,7 @@ Public interface (stable)::
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None,
-                         lookahead=0)  # code choices, None = measured default: code.py
+                         lookahead=0, exp2_poly=0, q_rotate=None)  # code choices: code.py
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -36,16 +36,16 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-11-30, commit 4ece3af; bench/results/v9/gpu_tests.log): the
-whole GPU suite, 125 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
+Verified (H200, sm_90a build, 2026-11-30, commit 36cdf03; bench/results/v14/chain/
+gpu_tests.log): the whole GPU suite, 134 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000,
-fp16, PDL on/off, a second tile plan, the dq_splits mode and every code knob below (interleave
-0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks=2, exp2_poly=1) and both plan options
-below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
+fp16, PDL on/off, a second tile plan, 16-MMA-warp plans, the dq_splits mode and every code knob
+below (interleave 0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks 1/2/4, exp2_poly=1,
+q_rotate=1) and both plan options below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
-``dq_vec``, ``p_store``, ``lookahead`` and ``exp2_poly`` to their measured defaults;
-``self.code`` holds them.
+``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly`` and ``q_rotate`` (the q-tile walk of
+``masks.q_tile``) to their measured defaults; ``self.code`` holds them.
 
 Plan options the cost model never takes on its own: ``tile={"exchange_stages": 2}`` double-buffers
 P/dS (one barrier per trip instead of two); the scheduler's measured table
@@ -53,7 +53,7 @@ P/dS (one barrier per trip instead of two); the scheduler's measured table
 0.5–4 % faster, bench/RESULTS.md v7/v10). ``tile={"stage_reductions": 1}`` stages each trip's dQ
 partial in smem and adds it to dq_accum with one TMA reduce-add, issued by all of MMA warp 0
 (``kernel_staged_dq``), instead of atomics: opt-in, measured 3–6 % slower (v8). Both pass the
-GPU numerics tests (H200, 2026-11-30, commit 4ece3af: 125 passed).
+GPU numerics tests (H200, 2026-11-30, commit 36cdf03: 134 passed).
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
