@@ -67,6 +67,24 @@ def parse_variant(text: str) -> dict:
     return out
 
 
+def build_kernel(d: int, causal: bool, v: dict, kp=None):
+    """The ``BwdMainKernel`` of variant ``v`` (from :func:`parse_variant`) at head dim ``d``:
+    ``tile.*`` keys re-plan on top of the default plan's tile knobs and plan options (e.g.
+    exchange_stages from the tuned table), so such a variant differs from "default" in its
+    forced keys only; ``skip`` becomes the timing-only ablation set; the rest are code choices."""
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    kp = kp or default_plan(ARCH, d, causal=causal)
+    forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
+    if forced:
+        base = {k: kp.tile[k] for k in PLAN_KNOBS + PLAN_OPTIONS if k in kp.tile}
+        kp = default_plan(ARCH, d, causal=causal, tile={**base, **forced})
+    kw = {k: x for k, x in v.items() if not k.startswith("tile.")}
+    if "skip" in kw:
+        kw["skip"] = frozenset(kw["skip"].split("+"))
+    return BwdMainKernel(kp, "bf16", causal=causal, **kw)
+
+
 def plot(results: list[dict], path: str, title: str = "") -> str:
     """Horizontal bars of each variant's time / its baseline's, one group per head dim (and
     causal flag), with the per-round range as the error bar and a line at 1 (left: faster)."""
@@ -134,29 +152,14 @@ def main(argv=None):
 
     import torch
 
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.templates.bwd_main import default_plan
 
     b, h, s = (int(x) for x in args.shape.split(","))
     results = []
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan(ARCH, d, causal=args.causal)
         t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"])
-        # the default plan's tile knobs and plan options (e.g. exchange_stages from the tuned
-        # table), so that a tile.* variant differs from "default" in its forced keys only
-        base = {k: kp.tile[k] for k in PLAN_KNOBS + PLAN_OPTIONS if k in kp.tile}
-
-        def plan_for(v):
-            forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
-            return default_plan(ARCH, d, causal=args.causal, tile={**base, **forced}) if forced else kp
-
-        def kwargs_of(v):
-            kw = {k: x for k, x in v.items() if not k.startswith("tile.")}
-            if "skip" in kw:
-                kw["skip"] = frozenset(kw["skip"].split("+"))
-            return kw
-
-        kerns = [BwdMainKernel(plan_for(v), "bf16", causal=args.causal, **kwargs_of(v))
-                 for v in variants]
+        kerns = [build_kernel(d, args.causal, v, kp) for v in variants]
 
         def call(k):
             k.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],

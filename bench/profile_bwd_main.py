@@ -19,8 +19,8 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from bench.bwd_main_ab import parse_variant  # noqa: E402
-from bench.bwd_main_sweep import ARCH, make_inputs  # noqa: E402
+from bench.bwd_main_ab import build_kernel, parse_variant  # noqa: E402
+from bench.bwd_main_sweep import make_inputs  # noqa: E402
 
 
 def main(argv=None):
@@ -33,21 +33,10 @@ def main(argv=None):
 
     import torch
 
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
-
     v = parse_variant(args.variant)
-    forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
-    kw = {k: x for k, x in v.items() if not k.startswith("tile.")}
-    if "skip" in kw:
-        kw["skip"] = frozenset(kw["skip"].split("+"))
     b, h, s = (int(x) for x in args.shape.split(","))
-    kp = default_plan(ARCH, args.dim, causal=args.causal)
-    if forced:
-        base = {k: kp.tile[k] for k in ("tile_m", "tile_n", "q_stages", "num_mma_warps",
-                                         "v_in_regs", "exchange_stages") if k in kp.tile}
-        kp = default_plan(ARCH, args.dim, causal=args.causal, tile={**base, **forced})
-    kern = BwdMainKernel(kp, "bf16", causal=args.causal, **kw)
-    t = make_inputs(torch, b, h, s, args.dim, args.causal, kp.tile["d"])
+    kern = build_kernel(args.dim, args.causal, v)
+    t = make_inputs(torch, b, h, s, args.dim, args.causal, kern.kp.tile["d"])
 
     def call():
         kern.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],

@@ -126,3 +126,16 @@ def test_ncu_stalls_summarises_a_source_page(tmp_path):
     assert s["opcodes"]["HMMA"]["reasons"]["short_sb"] == 0.5
     assert s["shared_wavefronts"] == {"LDSM": {"actual": 8, "ideal": 4}}
     assert mod.opcode("@!P0 LDSM.16.M88.4 R8, [R2]") == "LDSM"
+
+
+def test_bwd_main_ab_build_kernel_applies_each_kind_of_key():
+    """A variant's tile.* keys re-plan on top of the default's knobs and options, skip= becomes
+    the ablation set and the rest are code choices (shared by bwd_main_ab and profile_bwd_main)."""
+    mod = _load(AB)
+    base = mod.build_kernel(128, False, mod.parse_variant("default"))
+    assert base.kp.tile["exchange_stages"] == 2 and base.skip == frozenset()
+    k = mod.build_kernel(128, False, mod.parse_variant(
+        "tile.exchange_stages=1,interleave=1,skip=softmax+dq_atomic"))
+    assert k.kp.tile["exchange_stages"] == 1 and k.interleave == 1
+    assert k.skip == {"softmax", "dq_atomic"}
+    assert {x: k.kp.tile[x] for x in mod.PLAN_KNOBS} == {x: base.kp.tile[x] for x in mod.PLAN_KNOBS}
