@@ -53,11 +53,12 @@ class ProducerRole:
         cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full)
         cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full)
 
+        start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(n_iters, unroll=1):
             stage = t % stages
             fill = t // stages
             h = h_kv * group + t // n_m
-            m_block = masks.q_tile(t, m_min, n_m, n_block, self.q_rotate)
+            m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             if fill > 0:
                 cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
             # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.

@@ -105,11 +105,22 @@ def q_block_range(align: cutlass.Constexpr, n_block, tile_m: cutlass.Constexpr,
 
 
 @cute.jit
-def q_tile(t, m_min, n_m, n_block, rotate: cutlass.Constexpr):
-    """Device form of :func:`q_tile_model` (``n_m`` > 0: it runs inside the trip loop)."""
+def q_walk_start(n_block, n_m, rotate: cutlass.Constexpr):
+    """Where a CTA's q walk starts within its range: ``n_block % n_m`` with ``rotate`` (taken
+    once per CTA, before the trip loop; 0 when the range is empty), else 0."""
+    start = cutlass.Int32(0)
+    if cutlass.const_expr(rotate):
+        start = n_block % cutlass.max(n_m, cutlass.Int32(1))
+    return start
+
+
+@cute.jit
+def q_tile(t, m_min, n_m, start, rotate: cutlass.Constexpr):
+    """Device form of :func:`q_tile_model`, with ``start`` = :func:`q_walk_start` (``n_m`` > 0:
+    it runs inside the trip loop)."""
     i = t % n_m
     if cutlass.const_expr(rotate):
-        i = i + n_block % n_m
+        i = i + start
         i = cutlass.select_(i >= n_m, i - n_m, i)
     return m_min + i
 

@@ -171,10 +171,11 @@ class MmaRole:
                 cute.copy(c_K, tdPsV[None, None, k], rV[None, None, k])
             if cutlass.const_expr(x_stages == 2):
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+        start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(n_iters, unroll=1):
             stage = t % stages
             h = h_kv * group + t // n_m
-            m_block = masks.q_tile(t, m_min, n_m, n_block, self.q_rotate)
+            m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
 
             acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
