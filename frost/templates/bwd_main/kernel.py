@@ -36,7 +36,7 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-11-30, commit 36cdf03; bench/results/v14/chain/
+Verified (H200, sm_90a build, 2026-11-30, commit c9f7af6; bench/results/v14/hoisted/
 gpu_tests.log): the whole GPU suite, 134 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000,
 fp16, PDL on/off, a second tile plan, 16-MMA-warp plans, the dq_splits mode and every code knob
@@ -53,7 +53,7 @@ P/dS (one barrier per trip instead of two); the scheduler's measured table
 0.5–4 % faster, bench/RESULTS.md v7/v10). ``tile={"stage_reductions": 1}`` stages each trip's dQ
 partial in smem and adds it to dq_accum with one TMA reduce-add, issued by all of MMA warp 0
 (``kernel_staged_dq``), instead of atomics: opt-in, measured 3–6 % slower (v8). Both pass the
-GPU numerics tests (H200, 2026-11-30, commit 36cdf03: 134 passed).
+GPU numerics tests (H200, 2026-11-30, commit c9f7af6: 134 passed).
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
