@@ -43,6 +43,9 @@ class TileChoice:
     readers may still read the other, so one barrier per trip instead of two.
     ``stage_reductions`` stages the source of every in-loop atomic reduction in shared memory,
     for one bulk TMA reduce-add per trip instead of per-thread atomics.
+    ``reduce_block`` (0 or a block edge, e.g. 8) stores every in-loop atomic reduction's fp32
+    workspace in ``reduce_block`` x ``reduce_block`` tiles (:mod:`frost.tile_dsl.gmem`), so one
+    warp-wide m16n8 row-half add covers 2 cache lines instead of 8; 0 keeps it row-major.
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -51,6 +54,7 @@ class TileChoice:
     held: frozenset[str] = frozenset()
     exchange_stages: int = 1
     stage_reductions: bool = False
+    reduce_block: int = 0
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -74,6 +78,13 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     prog = sym_prog.subs(ch.sizes)
     held = frozenset(ch.held)
     where = residency(prog, held)
+    if ch.reduce_block:
+        if ch.stage_reductions:
+            raise Infeasible("reduce_block needs per-thread atomics: a staged reduction's TMA "
+                             "reduce-add writes the row-major workspace")
+        for name, n in ch.sizes.items():
+            if str(name) in ("tile_m", "d_qk") and int(n) % ch.reduce_block:
+                raise Infeasible(f"reduce_block={ch.reduce_block} does not tile {name}={n}")
     if ch.stage_reductions:
         for s in prog.at(Level.BODY):
             if isinstance(s, AtomicReduce):
@@ -128,6 +139,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         tile["exchange_stages"] = ch.exchange_stages
     if ch.stage_reductions:
         tile["stage_reductions"] = 1
+    if ch.reduce_block:
+        tile["reduce_block"] = ch.reduce_block
     tile["num_mma_warps"] = ch.mma_warps
     for g, (wm, wn) in grid_choice.items():
         tile[f"{g}_wm"], tile[f"{g}_wn"] = wm, wn

@@ -15,7 +15,9 @@ space, ranked by the same cost model; above d=224 only the held form fits the bu
 The cost model does not rank it; the measured table (:data:`frost.sched.tuned.OPTIONS`) adds
 it to the measured tile wherever it fits (bench/RESULTS.md v7, v10). ``tile={"stage_reductions":
 1}``: dQ partials staged in shared memory and added to dq_accum by one TMA reduce-add per trip;
-measured slower (v8), so only when forced.
+measured slower (v8), so only when forced. ``tile={"reduce_block": 8}``: the dQ workspace
+(dq_accum) is stored in 8x8 blocks (:mod:`frost.tile_dsl.gmem`): bwd_main's atomics and
+dq_convert's reads follow the plan's key; rowdot zeroes whole row bands, the same bytes either way.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "v_in_regs": (0, 1),
     "exchange_stages": (1,),  # 2 (P/dS double-buffered, one barrier per trip) only when forced
     "stage_reductions": (0,),  # 1 (dQ staged in smem, TMA reduce-add) only when forced
+    "reduce_block": (0,),  # 8: dq_accum stored in 8x8 blocks (tile_dsl.gmem), when forced
 }
 
 
@@ -87,7 +90,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         held = frozenset({"V"}) if c["v_in_regs"] else frozenset()
         choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held,
                             exchange_stages=c["exchange_stages"],
-                            stage_reductions=bool(c["stage_reductions"]))
+                            stage_reductions=bool(c["stage_reductions"]),
+                            reduce_block=c["reduce_block"])
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

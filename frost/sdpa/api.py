@@ -72,6 +72,8 @@ class VariantKey:
     causal_align: str     # "none" | "bottom_right" | "top_left"
     deterministic: bool
     use_pdl: bool
+    tile: tuple = ()      # forced plan keys ((key, value), ...) on top of the default plan's;
+                          # () for the default (tests and experiments; backward() never sets it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +192,15 @@ def make_plan(key: VariantKey):
         raise ValueError(f"q device: arch {key.arch} is not supported; frost's kernels need "
                          f"{', '.join(SUPPORTED_DEVICE_ARCHS)} (mma.sync + TMA + griddepcontrol)")
     plan_arch = key.arch if key.arch in ("sm_120a", "sm_121a") else "sm_120a"
-    return plan_sdpa_bwd(plan_arch, key.head_dim, key.head_dim, key.causal_align != "none", key.dtype)
+    args = (plan_arch, key.head_dim, key.head_dim, key.causal_align != "none", key.dtype)
+    plan = plan_sdpa_bwd(*args)
+    if key.tile:  # the default plan's tile knobs and options, with the forced keys on top
+        from frost.sched.sdpa import SDPA_BWD_SPACE
+
+        main = plan.kernel("bwd_main").tile
+        base = {k: main.get(k, first) for k, (first, *_) in SDPA_BWD_SPACE.items()}
+        plan = plan_sdpa_bwd(*args, tile={**base, **dict(key.tile)})
+    return plan
 
 
 def _main_kernel(key: VariantKey, plan):

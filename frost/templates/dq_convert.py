@@ -16,6 +16,9 @@ cast and one 16-byte store into the strided (B, S, H, D) dQ.
 PDL (``use_pdl``, compile time): ``griddepcontrol.wait`` before the first read of ``dq_accum`` (the
 main kernel's output), ``griddepcontrol.launch_dependents`` after the stores.
 
+Workspace layout (``cfg.reduce_block``, from the plan): row-major, or b x b tiles
+(:mod:`frost.tile_dsl.gmem`; b = 8 keeps each 8-float vector of a row contiguous).
+
 Constraints: head_dim % 8 == 0, d_pad >= head_dim with d_pad % 4 == 0, dQ last dim contiguous,
 its other strides multiples of 8 elements and its base 16-byte aligned.
 """
@@ -31,6 +34,7 @@ from cutlass import Float32
 
 from frost.templates.rowwise import RowwiseConfig
 from frost.tile_dsl import barrier as bar
+from frost.tile_dsl import gmem
 
 ELEMS_PER_VEC = 8  # one 16-byte store of fp16/bf16 (io dtypes are 16-bit)
 
@@ -47,8 +51,11 @@ class DqConvertConfig(RowwiseConfig):
     kernel = "dq_convert"
 
 
-def dq_convert_model(dq_accum, scale: float, seqlen: int, head_dim: int):
-    """Pure-Python (torch) model: (n_splits, B, H, S_pad, d_pad) fp32 -> (B, S, H, D) fp32."""
+def dq_convert_model(dq_accum, scale: float, seqlen: int, head_dim: int, reduce_block: int = 0):
+    """Pure-Python (torch) model: (n_splits, B, H, S_pad, d_pad) fp32 -> (B, S, H, D) fp32.
+    With ``reduce_block`` b > 0 the storage of each (S_pad, d_pad) matrix is b x b tiles
+    (:mod:`frost.tile_dsl.gmem`): the model reads it back into rows first."""
+    dq_accum = gmem.to_rows_model(dq_accum, reduce_block)
     acc = dq_accum[:, :, :, :seqlen, :head_dim]
     total = acc[0].clone()
     for s in range(1, acc.shape[0]):  # fixed order, like the device
@@ -88,6 +95,8 @@ class DqConvert:
         seqlen = mdQ.shape[1]
         lane_r = tid % tpr
         n_splits = mdQacc.shape[0]
+        # the plan's workspace layout: each 8-column vector of a row stays contiguous in both
+        mdQacc = gmem.blocked(mdQacc, cfg.reduce_block, cfg.d_pad)
         out = cute.make_rmem_tensor((epv,), mdQ.element_type)
 
         bar.pdl_wait(cfg.use_pdl)  # dq_accum is the main kernel's output

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from frost.sched.plan import KernelPlan, Plan
+from frost.tile_dsl.gmem import check_block
 
 VEC_BYTES = 16
 
@@ -25,6 +26,7 @@ class RowwiseConfig:
     block_m: int        # rows per CTA (divides S_q_pad)
     threads: int        # CTA size
     use_pdl: bool = True
+    reduce_block: int = 0  # dq_accum layout (frost.tile_dsl.gmem): 0 row-major, else b x b tiles
 
     error = ValueError  # the template's typed error (a ValueError subclass)
     kernel = ""         # the KernelPlan name this config is read from
@@ -67,6 +69,10 @@ class RowwiseConfig:
             raise err(f"threads must be a multiple of 32 in [32, 1024], got {self.threads}")
         if self.block_m <= 0:
             raise err(f"block_m must be positive, got {self.block_m}")
+        try:  # a CTA's band of block_m rows must be whole block rows of the workspace
+            check_block(self.reduce_block, self.block_m, self.d_pad)
+        except ValueError as e:
+            raise err(f"reduce_block: {e}") from None
 
     @classmethod
     def from_plan(cls, plan: Plan, io_bits: int, head_dim: int, use_pdl: bool = True):
@@ -78,6 +84,7 @@ class RowwiseConfig:
         if tile_m % block_m:
             raise cls.error(f"{cls.kernel} block_m={block_m} must divide bwd_main tile_m={tile_m}")
         cfg = cls(io_bits=io_bits, head_dim=head_dim, d_pad=int(main.tile["d"]), block_m=block_m,
-                  threads=int(kp.threads), use_pdl=use_pdl)
+                  threads=int(kp.threads), use_pdl=use_pdl,
+                  reduce_block=int(main.tile.get("reduce_block", 0)))
         cfg.can_implement()
         return cfg

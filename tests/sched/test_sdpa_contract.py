@@ -85,3 +85,25 @@ def test_forced_tile():
 def test_errors(bad):
     with pytest.raises(ValueError):
         plan_sdpa_bwd(**bad)
+
+
+def test_reduce_block_is_a_plan_key_every_kernel_of_the_chain_reads():
+    """tile={"reduce_block": 8}: dq_accum's storage layout is part of the plan, so bwd_main
+    (the atomics), dq_convert (the reads) and rowdot (zeroing whole 8-row bands) agree on it;
+    it cannot go with stage_reductions (whose TMA reduce-add writes rows)."""
+    from frost.templates.dq_convert import DqConvertConfig
+    from frost.templates.rowdot import RowDotConfig
+
+    plan = plan_sdpa_bwd("sm_120a", 96, tile={"tile_m": 32, "tile_n": 128, "reduce_block": 8})
+    assert {k.name: k.tile.get("reduce_block") for k in plan.kernels} == \
+        {"rowdot": 8, "bwd_main": 8, "dq_convert": 8}
+    for cfg in (RowDotConfig, DqConvertConfig):
+        got = cfg.from_plan(plan, 16, 96)
+        assert got.reduce_block == 8 and got.block_m % 8 == 0
+    assert "reduce_block" not in plan_sdpa_bwd("sm_120a", 96).kernel("bwd_main").tile
+    with pytest.raises(ValueError, match="reduce_block"):
+        plan_sdpa_bwd("sm_120a", 128, tile={"tile_m": 32, "tile_n": 128, "q_stages": 2,
+                                             "v_in_regs": 1, "reduce_block": 8,
+                                             "stage_reductions": 1})
+    with pytest.raises(ValueError, match="does not tile"):
+        plan_sdpa_bwd("sm_120a", 64, tile={"tile_m": 32, "reduce_block": 64})

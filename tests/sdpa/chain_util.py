@@ -6,22 +6,24 @@ from frost.sdpa import api
 
 
 @functools.lru_cache(maxsize=None)
-def _chain(stages, d, dtype, deterministic, use_pdl):
+def _chain(stages, d, dtype, deterministic, use_pdl, tile=()):
     import torch
 
-    key = api.VariantKey(api.device_arch(torch.device("cuda")), dtype, d, "none", deterministic, use_pdl)
+    key = api.VariantKey(api.device_arch(torch.device("cuda")), dtype, d, "none", deterministic, use_pdl,
+                         tile)
     return api.build(key, with_main=False, stages=stages)
 
 
 def run_stages(stages, d, dtype, *, o=None, do=None, lse=None, b=2, h=3, s_q=None, n_splits=1,
-               scale=1.0, random_accum=False, poison=True):
-    """Launch ``stages`` of the chain; returns the workspace views and dq (float tensors)."""
+               scale=1.0, random_accum=False, poison=True, tile=()):
+    """Launch ``stages`` of the chain (of the default plan, or with the forced plan keys
+    ``tile``); returns the workspace views (dq_accum as stored) and dq (float tensors)."""
     import torch
 
     tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
     if o is not None:
         b, s_q, h, _ = o.shape
-    ch = _chain(tuple(stages), d, dtype, n_splits > 1, api.pdl_enabled())
+    ch = _chain(tuple(stages), d, dtype, n_splits > 1, api.pdl_enabled(), tuple(tile))
     s_kv = n_splits * ch.cfg.tile_n
     mk = lambda s: torch.randn(b, s, h, d, device="cuda", dtype=tdt)  # noqa: E731
     q, k, v = mk(s_q), mk(s_kv), mk(s_kv)

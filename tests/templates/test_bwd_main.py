@@ -16,6 +16,7 @@ from frost.templates.bwd_main.mma import make_mma, warp_cols
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import SKIP_STAGES
 from frost.templates.bwd_main import masks
+from frost.tile_dsl.gmem import to_rows_model
 from frost.sched.arch import get_arch
 
 ARCHS = ("sm_120a", "sm_121a")
@@ -149,6 +150,26 @@ def test_compile(arch, d, causal):
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("d,splits", [(64, False), (128, True), (256, False)])
+def test_compile_blocked_dq_workspace(arch, d, splits):
+    """tile={"reduce_block": 8}: the same atomics (count and width) at other addresses,
+    still spill-free; the plan carries the key for dq_convert."""
+    base = default_plan(arch, d)
+    knobs = {k: base.tile[k] for k in ("tile_m", "tile_n", "q_stages", "v_in_regs",
+                                       "exchange_stages") if k in base.tile}
+    kp = default_plan(arch, d, tile={**knobs, "reduce_block": 8})
+    assert kp.tile["reduce_block"] == 8 and "reduce_block" not in base.tile
+    assert kp.smem_bytes == base.smem_bytes
+    blocked = BwdMainKernel(kp, "bf16", dq_splits=splits).compile(arch)
+    rows = BwdMainKernel(base, "bf16", dq_splits=splits).compile(arch)
+    n = rows.count("red.global.add.v2.f32")
+    assert n > 0 and blocked.count("red.global.add.v2.f32") == n
+    assert blocked.ptx != rows.ptx
+    assert _resources(blocked)[1] == 0
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
 def test_compile_dq_splits(arch):
     """Deterministic mode: dq_accum gains a leading split mode; still atomics, still spill-free."""
     kern = BwdMainKernel(default_plan(arch, 64), "bf16", causal=True, use_pdl=True,
@@ -232,6 +253,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     kern.launch(q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale)
     torch.cuda.synchronize()
     acc = dq_acc.sum(0) if splits else dq_acc  # split order is fixed: deterministic
+    acc = to_rows_model(acc, kern.kp.tile.get("reduce_block", 0))  # the plan's storage
     dq = (acc[:, :, :Sq, :D] * scale).transpose(1, 2)
     tol = 1e-2 if dtype == "bf16" else 5e-3
     errs = {}
@@ -362,6 +384,33 @@ def test_gpu_sixteen_mma_warps(tile, d, causal):
     barrier counts and q_empty arrivals all come from the plan; many trips, GQA 2:1, a ragged
     tail."""
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=17)
+
+
+BLOCKED = (("reduce_block", 8),)  # dq_accum in 8x8 blocks (frost.tile_dsl.gmem)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,tile", [
+    (128, False, TILE_32x128 + (("exchange_stages", 2),) + BLOCKED),
+    (128, True, TILE_32x128 + (("exchange_stages", 2),) + BLOCKED),
+    (64, True, (("tile_m", 64), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 0)) + BLOCKED),
+    (256, False, (("tile_m", 32), ("tile_n", 64), ("q_stages", 1), ("v_in_regs", 1)) + BLOCKED),
+    (40, False, BLOCKED)], ids=["d128", "d128-causal", "d64-causal", "d256-chunked", "d40-model"])
+def test_gpu_blocked_dq_workspace(d, causal, tile):
+    """reduce_block=8: every dQ atomic lands where the blocked layout's model says (the test
+    reads dq_accum back through ``gmem.to_rows_model``); many trips, GQA 2:1, ragged tails,
+    and d=256's 4 column chunks."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=29)
+
+
+@pytest.mark.gpu
+def test_gpu_blocked_dq_splits_deterministic():
+    import torch
+
+    _, a = run_case(2, 300, 333, 4, 2, 64, causal=True, splits=True, tile=BLOCKED, seed=31)
+    _, b = run_case(2, 300, 333, 4, 2, 64, causal=True, splits=True, tile=BLOCKED, seed=31)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
 
 
 @pytest.mark.gpu

@@ -15,7 +15,22 @@ def test_model_sums_splits_in_order():
     assert out.shape == (2, 50, 4, 32) and torch.equal(out, ref)
 
 
-@pytest.mark.parametrize("bad", [dict(head_dim=12), dict(io_bits=8), dict(threads=48), dict(block_m=0)])
+def test_model_reads_a_blocked_workspace():
+    import torch
+
+    from frost.tile_dsl.gmem import offset_model
+
+    rows = torch.randn(2, 1, 3, 32, 64)  # (n_splits, B, H, S_pad, d_pad), logical
+    flat = torch.empty(2, 1, 3, 32 * 64)
+    for r in range(32):
+        for c in range(64):
+            flat[..., offset_model(r, c, 64, 8)] = rows[..., r, c]
+    out = dq_convert_model(flat.view(2, 1, 3, 32, 64), 2.0, seqlen=30, head_dim=56, reduce_block=8)
+    assert torch.equal(out, dq_convert_model(rows, 2.0, seqlen=30, head_dim=56))
+
+
+@pytest.mark.parametrize("bad", [dict(head_dim=12), dict(io_bits=8), dict(threads=48), dict(block_m=0),
+                                 dict(reduce_block=16, block_m=24), dict(reduce_block=-8)])
 def test_can_implement_rejects(bad):
     kw = dict(io_bits=16, head_dim=64, d_pad=64, block_m=64, threads=128) | bad
     with pytest.raises(DqConvertError):
@@ -44,17 +59,38 @@ def test_compile_ptx(arch, d, tmp_path, monkeypatch):
     assert rep.total_spill_bytes == 0
 
 
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_blocked_workspace_keeps_16_byte_loads(arch, tmp_path, monkeypatch):
+    """reduce_block=8 (frost.tile_dsl.gmem): each 8-float vector of a row is still contiguous,
+    so the loads stay 16 bytes wide."""
+    import cutlass
+
+    from frost.templates.dq_convert import DqConvert, fake_args
+    from frost.tile_dsl.compile import compile_for
+
+    monkeypatch.chdir(tmp_path)
+    cfg = DqConvertConfig(io_bits=16, head_dim=128, d_pad=128, block_m=32, threads=128, reduce_block=8)
+    rep = compile_for(DqConvert(cfg), *fake_args(cfg, cutlass.BFloat16), arch=arch)
+    assert rep.count("ld.global.v4") + rep.count("ld.global.v2.b64") >= 2
+    assert rep.count("ld.global.f32") == 0 and rep.count("ld.global.v2.f32") == 0
+    assert rep.total_spill_bytes == 0
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("d,s_q,n_splits,dtype", [(64, 1, 1, "bf16"), (96, 127, 3, "fp16"),
-                                                   (256, 1000, 2, "bf16")])
-def test_dq_convert_numerics(d, s_q, n_splits, dtype):
+@pytest.mark.parametrize("d,s_q,n_splits,dtype,block", [
+    (64, 1, 1, "bf16", 0), (96, 127, 3, "fp16", 0), (256, 1000, 2, "bf16", 0),
+    (128, 1000, 1, "bf16", 8), (64, 77, 3, "fp16", 8)])
+def test_dq_convert_numerics(d, s_q, n_splits, dtype, block):
     import torch
 
     from tests.sdpa.chain_util import run_stages
 
+    tile = (("reduce_block", block),) if block else ()
     out = run_stages(("dq_convert",), d, dtype, s_q=s_q, n_splits=n_splits, scale=0.37,
-                     random_accum=True, poison=True)
+                     random_accum=True, poison=True, tile=tile)
     acc, dq = out["dq_accum"], out["dq"]
-    ref = dq_convert_model(acc.cpu(), 0.37, s_q, d).to(dq.dtype)  # fp32 sum in split order, like the device
+    # fp32 sum in split order, like the device; the model reads the plan's storage layout
+    ref = dq_convert_model(acc.cpu(), 0.37, s_q, d, reduce_block=block).to(dq.dtype)
     assert not torch.isnan(dq).any()
     assert torch.equal(dq.cpu(), ref)

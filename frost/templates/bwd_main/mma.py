@@ -34,6 +34,7 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
 from frost.tile_dsl.copy import tma_box
+from frost.tile_dsl.gmem import ROWS, blocked
 from frost.tile_dsl.mma import Job, gemm_interleaved
 from frost.tile_dsl.ptx import ex2, ex2_poly, red_add_v2_f32, red_add_v4_f32
 from frost.tile_dsl.regs import pair_to_v4
@@ -317,8 +318,11 @@ class MmaRole:
         """Add this tile's dQ partial into dq_accum (fp32, un-scaled): ``dq_vec`` columns per
         atomic (4: lane pairs first trade values, ``regs.pair_to_v4``, so each lane holds four
         consecutive columns of one row; 2: each lane's own pairs)."""
-        t_m, d = self.kp.tile["tile_m"], self.kp.tile["d"]
-        g = cute.local_tile(mdQacc[b, h, None, None], (t_m, d), (m_block, 0))
+        tl = self.kp.tile
+        t_m, d = tl["tile_m"], tl["d"]
+        # the plan's workspace layout: row-major, or reduce_block x reduce_block tiles
+        acc = blocked(mdQacc, tl.get("reduce_block", ROWS), d)
+        g = cute.local_tile(acc[b, h, None, None], (t_m, d), (m_block, 0))
         row0 = m_block * t_m
         if cutlass.const_expr(self.dq_vec == 4):
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):

@@ -1,0 +1,91 @@
+"""Global-memory layouts of fp32 reduction workspaces: rows, or ``block`` x ``block`` tiles.
+
+Why: an MMA warp adds its m16n8 accumulator into a workspace with one ``red.global.add.v2.f32``
+per row half: 32 lanes x 2 floats covering rows ``g = lane // 4`` (8 of them) and columns ``2 t,
+2 t + 1`` (``t = lane % 4``) of one 8 x 8 block. In a row-major workspace those 8 rows are 8
+cache lines, and the L1 handles the instruction as 8 requests (H200 Nsight Compute, 2026-11-30:
+8 "L1 Tag Requests Global" per REDG, 512 a trip at d=128, next to 2,818 ldmatrix wavefronts on
+the same pipe). Stored as 8 x 8 blocks, the same 64 floats are 256 contiguous bytes: 2 lines.
+
+Layout ``blocked(block)`` of a (rows, cols) matrix, ``rows % block == cols % block == 0``::
+
+    offset(r, c) = ((r // block) * (cols // block) + c // block) * block**2
+                   + (r % block) * block + c % block
+
+Blocks are row-major and so are the elements inside a block. A band of whole block rows
+(``block`` consecutive rows, or any multiple) occupies the same contiguous bytes as in the
+row-major layout, so a kernel that only zeroes or copies whole bands need not know the layout.
+Inside a row, each ``block`` consecutive columns starting at a multiple of ``block`` are
+contiguous (a 16-byte vector load of 4 floats stays inside one block when block % 4 == 0).
+
+``block = 0`` means the row-major layout: ``offset(r, c) = r * cols + c``.
+
+Model: :func:`offset_model` (plain Python); :func:`to_rows_model` reads a whole blocked array
+(numpy or torch) back into rows. Device form: :func:`blocked` re-views a CuTe tensor
+whose last two modes are a contiguous row-major (rows, cols) matrix (:func:`blocked_layout` does
+the same to a layout); every other mode keeps its stride.
+"""
+
+from __future__ import annotations
+
+ROWS = 0  # the block value that means "plain row-major"
+
+
+def check_block(block: int, rows: int | None, cols: int) -> None:
+    """Raise ValueError unless ``block`` tiles a (rows, cols) matrix (rows None: not known)."""
+    if not isinstance(block, int) or block < 0:
+        raise ValueError(f"block must be a non-negative int, got {block!r}")
+    if block == ROWS:
+        return
+    if cols % block or (rows is not None and rows % block):
+        raise ValueError(f"block={block} does not tile a ({rows}, {cols}) matrix")
+
+
+def offset_model(r: int, c: int, cols: int, block: int) -> int:
+    """Element offset of (r, c) in a (·, cols) matrix stored in ``block`` x ``block`` tiles."""
+    if block == ROWS:
+        return r * cols + c
+    return ((r // block) * (cols // block) + c // block) * block * block \
+        + (r % block) * block + c % block
+
+
+def to_rows_model(x, block: int):
+    """An array (numpy or torch) whose last two dims hold (rows, cols) in ``block`` x ``block``
+    storage, read back into row-major order (a copy; ``x`` itself when ``block`` is 0)."""
+    if block == ROWS:
+        return x
+    *lead, rows, cols = x.shape
+    n = len(lead)
+    check_block(block, rows, cols)
+    y = x.reshape(*lead, rows // block, cols // block, block, block)
+    axes = list(range(n)) + [n, n + 2, n + 1, n + 3]
+    y = y.permute(*axes) if hasattr(y, "permute") else y.transpose(axes)
+    return y.reshape(*lead, rows, cols)
+
+
+def blocked_layout(layout, block: int, cols: int):
+    """``layout`` (…, rows, cols) with its last two modes re-strided as ``block`` x ``block``
+    tiles (see the module docstring); the other modes keep their shapes and strides. ``rows``
+    may be a runtime value (a multiple of ``block``); ``cols`` is the static row length."""
+    import cutlass.cute as cute
+
+    check_block(block, None, cols)
+    if block == ROWS:
+        return layout
+    n = cute.rank(layout)
+    lead_shape = tuple(layout.shape[i] for i in range(n - 2))
+    lead_stride = tuple(layout.stride[i] for i in range(n - 2))
+    rows = layout.shape[n - 2]
+    shape = lead_shape + ((block, rows // block), (block, cols // block))
+    stride = lead_stride + ((block, block * cols), (1, block * block))
+    return cute.make_layout(shape, stride=stride)
+
+
+def blocked(t, block: int, cols: int):
+    """Tensor ``t`` (…, rows, cols), row-major in its last two modes, viewed as stored in
+    ``block`` x ``block`` tiles (:func:`blocked_layout`); ``t`` itself when ``block`` is 0."""
+    import cutlass.cute as cute
+
+    if block == ROWS:
+        return t
+    return cute.make_tensor(t.iterator, blocked_layout(t.layout, block, cols))
