@@ -15,9 +15,11 @@ space, ranked by the same cost model; above d=224 only the held form fits the bu
 The cost model does not rank it; the measured table (:data:`frost.sched.tuned.OPTIONS`) adds
 it to the measured tile wherever it fits (bench/RESULTS.md v7, v10). ``tile={"stage_reductions":
 1}``: dQ partials staged in shared memory and added to dq_accum by one TMA reduce-add per trip;
-measured slower (v8), so only when forced. ``tile={"reduce_block": 8}``: the dQ workspace
-(dq_accum) is stored in 8x8 blocks (:mod:`frost.tile_dsl.gmem`): bwd_main's atomics and
-dq_convert's reads follow the plan's key; rowdot zeroes whole row bands, the same bytes either way.
+measured slower (v8), so only when forced. ``reduce_block`` (default 8; ``tile={"reduce_block":
+0}`` for row-major): the dQ workspace (dq_accum) is stored in 8x8 blocks
+(:mod:`frost.tile_dsl.gmem`), so a warp's dQ atomic covers 2 cache lines instead of 8 (bwd_main
+0.92–0.96x, bench/RESULTS.md v16). bwd_main's atomics and dq_convert's reads follow the plan's
+key; rowdot zeroes whole row bands, the same bytes either way. Staged reductions keep rows.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "v_in_regs": (0, 1),
     "exchange_stages": (1,),  # 2 (P/dS double-buffered, one barrier per trip) only when forced
     "stage_reductions": (0,),  # 1 (dQ staged in smem, TMA reduce-add) only when forced
-    "reduce_block": (0,),  # 8: dq_accum stored in 8x8 blocks (tile_dsl.gmem), when forced
+    "reduce_block": (8,),  # dq_accum in 8x8 blocks (tile_dsl.gmem); 0 (row-major) when forced
 }
 
 
@@ -91,7 +93,9 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held,
                             exchange_stages=c["exchange_stages"],
                             stage_reductions=bool(c["stage_reductions"]),
-                            reduce_block=c["reduce_block"])
+                            # a staged reduction writes rows: blocks only if forced (refused)
+                            reduce_block=c["reduce_block"] if "reduce_block" in forced
+                            or not c["stage_reductions"] else 0)
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

@@ -88,9 +88,10 @@ def test_errors(bad):
 
 
 def test_reduce_block_is_a_plan_key_every_kernel_of_the_chain_reads():
-    """tile={"reduce_block": 8}: dq_accum's storage layout is part of the plan, so bwd_main
-    (the atomics), dq_convert (the reads) and rowdot (zeroing whole 8-row bands) agree on it;
-    it cannot go with stage_reductions (whose TMA reduce-add writes rows)."""
+    """reduce_block (8 by default, 0 forced = row-major): dq_accum's storage layout is part of
+    the plan, so bwd_main (the atomics), dq_convert (the reads) and rowdot (zeroing whole 8-row
+    bands) agree on it; it cannot go with stage_reductions (whose TMA reduce-add writes rows),
+    which therefore plans row-major unless blocks are forced."""
     from frost.templates.dq_convert import DqConvertConfig
     from frost.templates.rowdot import RowDotConfig
 
@@ -100,7 +101,13 @@ def test_reduce_block_is_a_plan_key_every_kernel_of_the_chain_reads():
     for cfg in (RowDotConfig, DqConvertConfig):
         got = cfg.from_plan(plan, 16, 96)
         assert got.reduce_block == 8 and got.block_m % 8 == 0
-    assert "reduce_block" not in plan_sdpa_bwd("sm_120a", 96).kernel("bwd_main").tile
+    for d in (32, 64, 128, 256):
+        assert plan_sdpa_bwd("sm_120a", d).kernel("bwd_main").tile["reduce_block"] == 8
+    assert "reduce_block" not in plan_sdpa_bwd("sm_120a", 96, tile={"reduce_block": 0}).kernel(
+        "bwd_main").tile
+    staged = plan_sdpa_bwd("sm_120a", 128, tile={"tile_m": 32, "tile_n": 128, "q_stages": 2,
+                                                 "v_in_regs": 1, "stage_reductions": 1})
+    assert "reduce_block" not in staged.kernel("bwd_main").tile
     with pytest.raises(ValueError, match="reduce_block"):
         plan_sdpa_bwd("sm_120a", 128, tile={"tile_m": 32, "tile_n": 128, "q_stages": 2,
                                              "v_in_regs": 1, "reduce_block": 8,

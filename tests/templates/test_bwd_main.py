@@ -152,16 +152,18 @@ def test_compile(arch, d, causal):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("d,splits", [(64, False), (128, True), (256, False)])
 def test_compile_blocked_dq_workspace(arch, d, splits):
-    """tile={"reduce_block": 8}: the same atomics (count and width) at other addresses,
-    still spill-free; the plan carries the key for dq_convert."""
-    base = default_plan(arch, d)
-    knobs = {k: base.tile[k] for k in ("tile_m", "tile_n", "q_stages", "v_in_regs",
-                                       "exchange_stages") if k in base.tile}
-    kp = default_plan(arch, d, tile={**knobs, "reduce_block": 8})
+    """The default reduce_block=8 against a forced row-major workspace (reduce_block=0): the
+    same atomics (count and width) at other addresses, both spill-free; the plan carries the
+    key for dq_convert."""
+    kp = default_plan(arch, d)
+    knobs = {k: kp.tile[k] for k in ("tile_m", "tile_n", "q_stages", "v_in_regs",
+                                     "exchange_stages") if k in kp.tile}
+    base = default_plan(arch, d, tile={**knobs, "reduce_block": 0})
     assert kp.tile["reduce_block"] == 8 and "reduce_block" not in base.tile
     assert kp.smem_bytes == base.smem_bytes
     blocked = BwdMainKernel(kp, "bf16", dq_splits=splits).compile(arch)
     rows = BwdMainKernel(base, "bf16", dq_splits=splits).compile(arch)
+    assert _resources(rows)[1] == 0
     n = rows.count("red.global.add.v2.f32")
     assert n > 0 and blocked.count("red.global.add.v2.f32") == n
     assert blocked.ptx != rows.ptx
@@ -386,7 +388,8 @@ def test_gpu_sixteen_mma_warps(tile, d, causal):
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=17)
 
 
-BLOCKED = (("reduce_block", 8),)  # dq_accum in 8x8 blocks (frost.tile_dsl.gmem)
+BLOCKED = (("reduce_block", 8),)  # dq_accum in 8x8 blocks (frost.tile_dsl.gmem; the default)
+ROW_MAJOR = (("reduce_block", 0),)  # the row-major workspace, forced
 
 
 @pytest.mark.gpu
@@ -395,11 +398,13 @@ BLOCKED = (("reduce_block", 8),)  # dq_accum in 8x8 blocks (frost.tile_dsl.gmem)
     (128, True, TILE_32x128 + (("exchange_stages", 2),) + BLOCKED),
     (64, True, (("tile_m", 64), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 0)) + BLOCKED),
     (256, False, (("tile_m", 32), ("tile_n", 64), ("q_stages", 1), ("v_in_regs", 1)) + BLOCKED),
-    (40, False, BLOCKED)], ids=["d128", "d128-causal", "d64-causal", "d256-chunked", "d40-model"])
+    (40, False, BLOCKED), (128, True, ROW_MAJOR), (256, False, ROW_MAJOR)],
+    ids=["d128", "d128-causal", "d64-causal", "d256-chunked", "d40-model", "d128-rows-causal",
+         "d256-rows"])
 def test_gpu_blocked_dq_workspace(d, causal, tile):
-    """reduce_block=8: every dQ atomic lands where the blocked layout's model says (the test
-    reads dq_accum back through ``gmem.to_rows_model``); many trips, GQA 2:1, ragged tails,
-    and d=256's 4 column chunks."""
+    """reduce_block=8 (default) and 0 (forced): every dQ atomic lands where the layout's model
+    says (the test reads dq_accum back through ``gmem.to_rows_model``); many trips, GQA 2:1,
+    ragged tails, and d=256's 4 column chunks."""
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=29)
 
 
@@ -504,10 +509,14 @@ def test_pick_interleave(d, want):
 
 @pytest.mark.parametrize("d,want", [(64, 0), (128, 0), (160, 0), (192, 0), (200, 1), (256, 1)])
 def test_pick_q_rotate(d, want):
-    """The rotated walk is the default where it measured faster (d > 192, RESULTS.md v14)."""
+    """The rotated walk is the default where it measured faster (d > 192, RESULTS.md v14),
+    non-causal only (causal: 0.993x, and 20 B of spills with the blocked dQ workspace, v16)."""
     kp = default_plan("sm_120a", d)
     assert BwdMainKernel(kp).q_rotate == want
     assert BwdMainKernel(kp, q_rotate=1 - want).q_rotate == 1 - want
+    kpc = default_plan("sm_120a", d, causal=True)
+    assert BwdMainKernel(kpc, causal=True).q_rotate == 0
+    assert BwdMainKernel(kpc, causal=True, q_rotate=1).q_rotate == 1
 
 
 @pytest.mark.compile

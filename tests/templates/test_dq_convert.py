@@ -86,7 +86,7 @@ def test_dq_convert_numerics(d, s_q, n_splits, dtype, block):
 
     from tests.sdpa.chain_util import run_stages
 
-    tile = (("reduce_block", block),) if block else ()
+    tile = (("reduce_block", block),)  # forced either way (8 is also the default)
     out = run_stages(("dq_convert",), d, dtype, s_q=s_q, n_splits=n_splits, scale=0.37,
                      random_accum=True, poison=True, tile=tile)
     acc, dq = out["dq_accum"], out["dq"]

@@ -67,13 +67,17 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int) -> int:
     return 2 if dq_acc_regs <= 32 else 1
 
 
-def pick_q_rotate(kp: KernelPlan) -> int:
+def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
     """Rotated q-tile walk where it measured faster (bench/RESULTS.md v14, bwd_main A/B on the
     H200): d=256 0.967x, d=224 0.980x, d=256 causal 0.993x; at d <= 192 it measured 1.007x to
     1.041x (d=64 1.010, 128 1.012, 160 1.007, 192 1.041), so those keep the linear walk. The
     rows above 192 run 32x64 tiles: twice the KV-tile CTAs per head and twice the dQ bytes a
-    trip of d=128, all landing on the same dq_accum rows when the walk is linear."""
-    return 1 if kp.tile["d"] > 192 else 0
+    trip of d=128, all landing on the same dq_accum rows when the walk is linear.
+
+    Causal plans keep the linear walk: there it measured 0.993x only, and with the blocked
+    dQ workspace (reduce_block=8, v16) the rotated causal d=256 kernel spilled 20 B on
+    sm_120a (the linear one: none)."""
+    return 1 if kp.tile["d"] > 192 and not causal else 0
 
 
 def stmatrix_fits(kp: KernelPlan) -> bool:
@@ -95,8 +99,8 @@ class CodeChoices:
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
-                lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None
-                ) -> "CodeChoices":
+                lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
+                causal: bool = False) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -121,7 +125,7 @@ class CodeChoices:
             raise CodeChoiceError(f"lookahead must be 0 or 1, got {lookahead!r}")
         if exp2_poly not in (0, 1):
             raise CodeChoiceError(f"exp2_poly must be 0 or 1, got {exp2_poly!r}")
-        rot = pick_q_rotate(kp) if q_rotate is None else q_rotate
+        rot = pick_q_rotate(kp, causal) if q_rotate is None else q_rotate
         if rot not in (0, 1):
             raise CodeChoiceError(f"q_rotate must be 0 or 1, got {q_rotate!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot)

@@ -20,7 +20,9 @@ Tensors (torch, CUDA):
 * lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q; lse_log2 = LSE·log2(e) with −inf
   already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
-  (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``.
+  (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``. Each
+  (S_q_pad, d_pad) matrix is stored as the plan's ``reduce_block`` says (default 8: 8x8 blocks,
+  :mod:`frost.tile_dsl.gmem`, so one warp's atomic covers 256 contiguous bytes; 0: row-major).
   With ``dq_splits=True`` (deterministic dQ): (n_splits, B, H_q, S_q_pad, d_pad), n_splits >=
   ⌈S_kv/tile_n⌉, zeroed; KV tile n adds its partial into split n only. Every element of a split
   has one writer (the CTA of that KV tile walks each q head once), so the single atomic add onto
@@ -143,7 +145,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.can_implement(kplan)
         try:
             code = CodeChoices.resolve(kplan, dq_chunks, interleave, dq_vec, p_store, lookahead,
-                                       exp2_poly, q_rotate)
+                                       exp2_poly, q_rotate,
+                                       causal=self.align != masks.CausalAlign.NONE)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code

@@ -155,6 +155,8 @@ class MmaRole:
 
         tScS = thr_sdp.partition_C(cute.make_identity_tensor((t_m, t_n)))
         tdQcdQ = thr_dq.partition_C(cute.make_identity_tensor((t_m, d_c)))
+        # thread 0's coordinates: static, so value i's offset from value 0 is a constant
+        tdQcdQ0 = mma_dq.get_slice(0).partition_C(cute.make_identity_tensor((t_m, d_c)))
 
         acc_dK = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, d)), cutlass.Float32)
         acc_dV = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, dv)), cutlass.Float32)
@@ -266,7 +268,8 @@ class MmaRole:
                     # ablation (timing only): keep the GEMM alive without any global atomics
                     acc_dK[0] = acc_dK[0] + acc_dQ.load().reduce(cute.ReductionOp.ADD, 0.0, 0)
                 else:
-                    self.dq_atomics(acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, ch * d_c)
+                    self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
+                                    ch * d_c)
 
         if cutlass.const_expr(self.stage_dq):
             if warp0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
@@ -314,14 +317,16 @@ class MmaRole:
             cute.arch.mbarrier_arrive(bar)
 
     @cute.jit
-    def dq_atomics(self, acc_dQ, tdQcdQ, mdQacc, b, h, m_block, s_q, col0: cutlass.Constexpr):
+    def dq_atomics(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
+                   col0: cutlass.Constexpr):
         """Add this tile's dQ partial into dq_accum (fp32, un-scaled): ``dq_vec`` columns per
         atomic (4: lane pairs first trade values, ``regs.pair_to_v4``, so each lane holds four
         consecutive columns of one row; 2: each lane's own pairs)."""
         tl = self.kp.tile
         t_m, d = tl["tile_m"], tl["d"]
         # the plan's workspace layout: row-major, or reduce_block x reduce_block tiles
-        acc = blocked(mdQacc, tl.get("reduce_block", ROWS), d)
+        block = tl.get("reduce_block", ROWS)
+        acc = blocked(mdQacc, block, d)
         g = cute.local_tile(acc[b, h, None, None], (t_m, d), (m_block, 0))
         row0 = m_block * t_m
         if cutlass.const_expr(self.dq_vec == 4):
@@ -334,7 +339,20 @@ class MmaRole:
                 if row0 + rr < s_q:
                     ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
                     red_add_v4_f32(ptr, v0, v1, v2, v3)
-        else:
+        elif cutlass.const_expr(block != ROWS):
+            # one base address per thread; every pair's offset from it is a constant: pairs
+            # sit 8 rows (row halves) or whole atoms (16 rows, 8 columns) apart, and whole
+            # blocks are linear in the blocked layout
+            r0, c0 = tdQcdQ[0]
+            base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
+                r, _ = tdQcdQ[i]
+                dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
+                assert dr % block == 0 and dc % block == 0, (dr, dc, block)
+                if row0 + r < s_q:
+                    red_add_v2_f32(base + cute.crd2idx((dr, dc), g.layout), acc_dQ[i],
+                                   acc_dQ[i + 1])
+        else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
                 r, c = tdQcdQ[i]
                 if row0 + r < s_q:
