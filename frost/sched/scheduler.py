@@ -46,6 +46,10 @@ class TileChoice:
     ``reduce_block`` (0 or a block edge, e.g. 8) stores every in-loop atomic reduction's fp32
     workspace in ``reduce_block`` x ``reduce_block`` tiles (:mod:`frost.tile_dsl.gmem`), so one
     warp-wide m16n8 row-half add covers 2 cache lines instead of 8; 0 keeps it row-major.
+    ``grid_rows`` forces the warp-grid rows of named GEMM groups ((group, wm), ...): that grid
+    is taken even where the register estimate says it does not fit (the estimate is an upper
+    bound; the compile's spill report decides, and the plan's ``params["forced_grids"]`` says
+    so).
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -55,6 +59,7 @@ class TileChoice:
     exchange_stages: int = 1
     stage_reductions: bool = False
     reduce_block: int = 0
+    grid_rows: tuple[tuple[str, int], ...] = ()
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -121,7 +126,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     if W.PRODUCER_REGS > low:
         raise Infeasible(f"producer needs ~{W.PRODUCER_REGS} registers > {low}")
     mma = next(g for g in groups if g.role == WarpRole.MMA)
-    grid_choice, regs = _grids_and_regs(prog, order, held, ch.mma_warps, mma.max_regs)
+    grid_choice, regs = _grids_and_regs(prog, order, held, ch.mma_warps, mma.max_regs,
+                                        dict(ch.grid_rows))
 
     alloc = NamedBarrierAllocator(limit=arch.named_barriers)
     if any(where[t.name] & Where.SMEM and where[t.name] & Where.REGS
@@ -141,6 +147,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         tile["stage_reductions"] = 1
     if ch.reduce_block:
         tile["reduce_block"] = ch.reduce_block
+    for g, wm in ch.grid_rows:
+        tile[f"{g}_rows"] = wm  # forced; the grid itself is tile[f"{g}_wm"], tile[f"{g}_wn"]
     tile["num_mma_warps"] = ch.mma_warps
     for g, (wm, wn) in grid_choice.items():
         tile[f"{g}_wm"], tile[f"{g}_wn"] = wm, wn
@@ -152,6 +160,7 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         smem_bytes=smem, tile=tile, stage_order=tuple(s.name for s in order),
         reads=spec.reads, writes=spec.writes, pdl=(),
         params={"launch_regs": r0, "mma_regs_estimate": regs,
+                **({"forced_grids": dict(ch.grid_rows)} if ch.grid_rows else {}),
                 "regs_estimate": {WarpRole.MMA.name: regs,
                                   WarpRole.PRODUCER.name: W.PRODUCER_REGS,
                                   WarpRole.DONOR.name: W.DONOR_REGS}, "smem_expr": str(smem_expr),
@@ -161,7 +170,15 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
                 "trips": str(sym_prog.trips)})
 
 
-def _grids_and_regs(prog: Program, order, held, warps: int, budget: int):
+def _grids_and_regs(prog: Program, order, held, warps: int, budget: int,
+                    forced: dict[str, int] | None = None):
+    """(grid per GEMM group, MMA registers estimate). A group in ``forced`` (group -> wm)
+    takes that many warp rows whatever the estimate says; the budget check then applies to
+    the unforced part only."""
+    forced = forced or {}
+    unknown = set(forced) - {s.warp_grid for s in prog.stages if isinstance(s, Gemm)}
+    if unknown:
+        raise Infeasible(f"grid_rows names unknown GEMM group(s) {sorted(unknown)}")
     shapes: dict[str, list[tuple[int, int, int]]] = {}
     for s in prog.stages:
         if isinstance(s, Gemm):
@@ -169,8 +186,20 @@ def _grids_and_regs(prog: Program, order, held, warps: int, budget: int):
     held_by = {s.warp_grid: s for s in prog.stages if isinstance(s, Gemm) and s.b.name in held}
     base = _register_estimate(prog, order, warps)
     out, regs = {}, base
+    over = 0  # registers a forced grid adds past the budget
     for g, sh in shapes.items():
-        if g in held_by:
+        if g in forced:
+            wm = forced[g]
+            best = W.best_grid(sh, warps, ok=lambda grid, wm=wm: grid[0] == wm)
+            if best is None:
+                raise Infeasible(f"no {warps}-warp grid with {wm} rows for GEMMs {sh} "
+                                 f"(grid {g!r})")
+            if g in held_by:
+                gemm = held_by[g]
+                regs = base + W.regs_for(_int(gemm.n) // best[1] * _int(gemm.k),
+                                         gemm.b.dtype.nbytes, 32)
+                over = max(over, regs - budget)
+        elif g in held_by:
             gemm = held_by[g]
             def cost(grid, gemm=gemm):
                 elems = _int(gemm.n) // grid[1] * _int(gemm.k)   # B rows of one warp x k
@@ -184,7 +213,7 @@ def _grids_and_regs(prog: Program, order, held, warps: int, budget: int):
             raise Infeasible(f"no {warps}-warp grid for GEMMs {sh} (grid {g!r}) within "
                              f"{budget} registers")
         out[g] = best
-    if regs > budget:
+    if regs - over > budget:
         raise Infeasible(f"MMA warps need ~{regs} registers > {budget}")
     return out, regs
 

@@ -50,6 +50,8 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "exchange_stages": (1,),  # 2 (P/dS double-buffered, one barrier per trip) only when forced
     "stage_reductions": (0,),  # 1 (dQ staged in smem, TMA reduce-add) only when forced
     "reduce_block": (8,),  # dq_accum in 8x8 blocks (tile_dsl.gmem); 0 (row-major) when forced
+    "s_rows": (0,),  # 0: the model's S/dP warp grid; n: force n warp rows (measured option)
+    "dq_rows": (0,),  # the same for the dQ GEMM's grid
 }
 
 
@@ -95,7 +97,9 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                             stage_reductions=bool(c["stage_reductions"]),
                             # a staged reduction writes rows: blocks only if forced (refused)
                             reduce_block=c["reduce_block"] if "reduce_block" in forced
-                            or not c["stage_reductions"] else 0)
+                            or not c["stage_reductions"] else 0,
+                            grid_rows=tuple((g, c[f"{g}_rows"]) for g in ("s", "dq")
+                                            if c[f"{g}_rows"]))
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

@@ -114,3 +114,20 @@ def test_reduce_block_is_a_plan_key_every_kernel_of_the_chain_reads():
                                              "stage_reductions": 1})
     with pytest.raises(ValueError, match="does not tile"):
         plan_sdpa_bwd("sm_120a", 64, tile={"tile_m": 32, "reduce_block": 64})
+
+
+def test_forced_grid_rows_override_the_register_estimate():
+    """s_rows / dq_rows force the warp rows of the S/dP and dQ grids: at d=256 the S/dP grid
+    2x4 (V held: 64 registers a thread) is past the model's 240-register estimate, so the
+    model picks 1x8; forced, the plan takes it and records that it was forced."""
+    t = {"tile_m": 32, "tile_n": 64, "q_stages": 1, "v_in_regs": 1}
+    model = plan_sdpa_bwd("sm_120a", 256, tile=t).kernel("bwd_main")
+    assert (model.tile["s_wm"], model.tile["s_wn"]) == (1, 8)
+    assert "forced_grids" not in model.params and model.params["mma_regs_estimate"] <= 240
+    kp = plan_sdpa_bwd("sm_120a", 256, tile={**t, "s_rows": 2, "dq_rows": 2}).kernel("bwd_main")
+    assert (kp.tile["s_wm"], kp.tile["s_wn"], kp.tile["dq_wm"], kp.tile["dq_wn"]) == (2, 4, 2, 4)
+    assert kp.tile["s_rows"] == 2 and kp.tile["dq_rows"] == 2
+    assert kp.params["forced_grids"] == {"s": 2, "dq": 2}
+    assert kp.params["mma_regs_estimate"] > 240
+    with pytest.raises(ValueError, match="3 rows"):
+        plan_sdpa_bwd("sm_120a", 256, tile={**t, "s_rows": 3})

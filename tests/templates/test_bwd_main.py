@@ -408,6 +408,20 @@ def test_gpu_blocked_dq_workspace(d, causal, tile):
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=29)
 
 
+D256 = (("tile_m", 32), ("tile_n", 64), ("q_stages", 1), ("v_in_regs", 1), ("exchange_stages", 2))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile,causal", [
+    (D256 + (("s_rows", 2),), False), (D256 + (("s_rows", 2),), True),
+    (D256 + (("dq_rows", 2),), False), (D256 + (("s_rows", 2), ("dq_rows", 2)), True)],
+    ids=["s2", "s2-causal", "dq2", "s2-dq2-causal"])
+def test_gpu_forced_warp_grids_d256(tile, causal):
+    """Forced warp-grid rows at d=256 (S/dP 2x4 with V held: 64 registers of V a thread, past
+    the model's estimate; dQ 2x4 in 4 chunks): the same numerics, many trips, GQA 2:1, tails."""
+    run_case(1, 700, 650, 4, 2, 256, causal=causal, tile=tile, seed=37)
+
+
 @pytest.mark.gpu
 def test_gpu_blocked_dq_splits_deterministic():
     import torch

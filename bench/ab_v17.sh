@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# v17 (bench/RESULTS.md): forced S/dP and dQ warp grids at d=256 against the model's grids,
+# bwd_main alone, same-host round-robin. Run on the GPU host after setup: bash bench/ab_v17.sh
+set -u
+out=${OUT:-bench/out}/ab17
+mkdir -p "$out" "$out/causal"
+. /tmp/frost-gpu/env.sh
+export PYTHONUNBUFFERED=1
+v="default;tile.s_rows=2;tile.dq_rows=2;tile.s_rows=2,tile.dq_rows=2"
+timeout 150 python3 bench/bwd_main_ab.py --dims 256 --rounds 8 --iters 5 --out "$out" \
+  --variants "$v" 2>&1 | grep -v Warn | tail -5
+timeout 120 python3 bench/bwd_main_ab.py --dims 256 --causal --rounds 8 --iters 5 \
+  --out "$out/causal" --variants "$v" 2>&1 | grep -v Warn | tail -5
