@@ -19,7 +19,7 @@ if [[ $what == tests || $what == all ]]; then
   timeout 240 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log" | tail -3
 fi
 if [[ $what == ab || $what == all ]]; then
-  # the measured defaults against their runner-up, same host (bench/RESULTS.md v7-v14): each
+  # the measured defaults against their runner-up, same host (bench/RESULTS.md v7-v17): each
   # ratio should stay > 1; one that drops below 1 means a default is stale
   mkdir -p "$out/ab" "$out/ab_causal"
   timeout 120 python3 bench/bwd_main_ab.py --dims 32,128,256 --rounds 6 --iters 5 --out "$out/ab" \
@@ -27,6 +27,14 @@ if [[ $what == ab || $what == all ]]; then
   timeout 90 python3 bench/bwd_main_ab.py --dims 128 --causal --rounds 6 --iters 5 \
     --out "$out/ab_causal" --variants "default;tile.exchange_stages=1;interleave=1" 2>&1 \
     | grep -v Warn | tail -5
+  mkdir -p "$out/ab_grids" "$out/ab_grids_causal" "$out/ab_v64"  # v16/v17 defaults, runner-ups
+  timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_grids" \
+    --variants "default;tile.s_rows=1;tile.reduce_block=0" 2>&1 | grep -v Warn | tail -4
+  timeout 90 python3 bench/bwd_main_ab.py --dims 256 --causal --rounds 6 --iters 5 \
+    --out "$out/ab_grids_causal" --variants "default;tile.dq_rows=0;tile.s_rows=1" 2>&1 \
+    | grep -v Warn | tail -4
+  timeout 90 python3 bench/bwd_main_ab.py --dims 64 --rounds 6 --iters 5 --out "$out/ab_v64" \
+    --variants "default;tile.v_in_regs=1" 2>&1 | grep -v Warn | tail -3
   mkdir -p "$out/ab_rotate"  # v14: the rotated q walk at d > 192
   timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_rotate" \
     --variants "default;q_rotate=0" 2>&1 | grep -v Warn | tail -3

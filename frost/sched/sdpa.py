@@ -135,7 +135,7 @@ def _best(key) -> Plan:
         name, padded = get_arch(arch).name, pad_head_dim(head_dim)
         measured = tuned_tile(name, padded)
         if measured is not None:
-            options = tuned_options(name, padded)
+            options = tuned_options(name, padded, bool(causal))
             # the pick with its measured options, else the pick alone where they do not fit
             tries = [({**measured, **options}, options)] + ([(measured, {})] if options else [])
             for forced, extra in tries:

@@ -41,18 +41,30 @@ TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM
 # 0.973x at d=96, 0.993x at d=128, 0.988x at d=128 causal (bench/results/v7, 8 and 6 rounds);
 # 0.959x at d=32, 0.989x at d=160, 0.988x at d=256 (bench/results/v8/ab2, 6 rounds). The d=64
 # pick (64x128, V in smem) cannot hold two copies in 101,376 B; the d=192 row neither.
+# d=256, s_rows=2 (the S/dP warp grid 2x4 with V held, past the register estimate; v17):
+# 0.953x non-causal, 0.955x causal (bench/results/v17/ab17, 8 rounds). Causal plans add
+# dq_rows=2 (the dQ grid 2x4): with s_rows=2, 0.934x of s_rows alone (0.892x of the v16
+# default); non-causal it measured 1.017x, so it is a causal-only option (CAUSAL_OPTIONS).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
-                   "bench/results/v8/ab2/bwd_main_ab.json")
+                   "bench/results/v8/ab2/bwd_main_ab.json",
+                   "bench/results/v17/ab17/bwd_main_ab.json",
+                   "bench/results/v17/ab17/causal/bwd_main_ab.json")
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2),
     160: dict(exchange_stages=2),
-    256: dict(exchange_stages=2),
+    256: dict(exchange_stages=2, s_rows=2),
 }
 OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
                                                   "sm_121a": _SM120_OPTIONS}
+# Options a causal plan takes on top of OPTIONS (measured on causal runs only; the source
+# holds both the row's options alone and with these added, in the same round-robin run).
+CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",)
+_SM120_CAUSAL_OPTIONS = {256: dict(dq_rows=2)}
+CAUSAL_OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_CAUSAL_OPTIONS,
+                                                         "sm_121a": _SM120_CAUSAL_OPTIONS}
 
 
 def _row(arch: str, padded_d: int) -> int | None:
@@ -69,7 +81,13 @@ def tuned_tile(arch: str, padded_d: int) -> dict[str, int] | None:
     return None if row is None else dict(TUNED[arch][row])
 
 
-def tuned_options(arch: str, padded_d: int) -> dict[str, int]:
-    """The measured plan options for the pick of ``arch`` at ``padded_d`` ({} where none)."""
+def tuned_options(arch: str, padded_d: int, causal: bool = False) -> dict[str, int]:
+    """The measured plan options for the pick of ``arch`` at ``padded_d`` ({} where none),
+    with the causal-only ones when ``causal``."""
     row = _row(arch, padded_d)
-    return {} if row is None else dict(OPTIONS.get(arch, {}).get(row, {}))
+    if row is None:
+        return {}
+    out = dict(OPTIONS.get(arch, {}).get(row, {}))
+    if causal:
+        out.update(CAUSAL_OPTIONS.get(arch, {}).get(row, {}))
+    return out

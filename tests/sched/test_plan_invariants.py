@@ -49,7 +49,10 @@ def check_plan(p: Plan):
             assert warps == list(range(k.threads // 32))
             assert sum(g.threads * g.max_regs for g in k.roles) <= 65536
             assert all(g.max_regs % 8 == 0 and 24 <= g.max_regs <= 256 for g in k.roles)
-            assert k.params["mma_regs_estimate"] <= k.role(WarpRole.MMA).max_regs
+            # a forced warp grid (measured, past the estimate) is the one exception; the
+            # compile tests hold every default plan to zero spills instead
+            if "forced_grids" not in k.params:
+                assert k.params["mma_regs_estimate"] <= k.role(WarpRole.MMA).max_regs
     # PDL: every read of an upstream output is covered by an edge the consumer waits on, and
     # the wait comes before anything else the kernel does.
     written_before: dict[str, str] = {}

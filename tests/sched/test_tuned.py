@@ -8,7 +8,8 @@ import pytest
 
 from frost.sched import plan_sdpa_bwd
 from frost.sched.sdpa import pad_head_dim
-from frost.sched.tuned import OPTIONS, OPTIONS_SOURCES, SOURCE, TUNED, tuned_options, tuned_tile
+from frost.sched.tuned import (CAUSAL_OPTIONS, CAUSAL_OPTIONS_SOURCES, OPTIONS, OPTIONS_SOURCES,
+                               SOURCE, TUNED, tuned_options, tuned_tile)
 
 ROOT = pathlib.Path(__file__).parents[2]
 KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
@@ -67,6 +68,31 @@ def test_each_option_was_measured_faster(d):
         ratios = _ab_ratios(d, option)
         assert ratios, f"no A/B of {option} at d={d} in {OPTIONS_SOURCES}"
         assert all(r < 1.0 for r in ratios), (d, option, ratios)
+
+
+@pytest.mark.parametrize("d", sorted(CAUSAL_OPTIONS["sm_120a"]))
+def test_each_causal_option_was_measured_faster_on_top_of_the_row_options(d):
+    """In one causal round-robin run: the row's forced options plus the causal ones beat the
+    row's options alone (both relative to the same default)."""
+    def forced(opts):
+        return {f"tile.{k}": v for k, v in opts.items() if k != "exchange_stages"}
+
+    row = OPTIONS["sm_120a"][d]
+    both = {**row, **CAUSAL_OPTIONS["sm_120a"][d]}
+    seen = 0
+    for src in CAUSAL_OPTIONS_SOURCES:
+        data = json.loads((ROOT / src).read_text())
+        assert data["meta"]["causal"] is True, src
+        res = {json.dumps(r["kwargs"], sort_keys=True): r["ratio"] for r in data["results"]
+               if r["d"] == d}
+        alone, with_causal = (res.get(json.dumps(forced(o), sort_keys=True)) for o in (row, both))
+        if alone is None or with_causal is None:
+            continue
+        seen += 1
+        assert with_causal < alone and with_causal < 1.0, (src, alone, with_causal)
+    assert seen, f"no causal A/B of {both} against {row} at d={d}"
+    assert tuned_options("sm_120a", d, causal=True) == both
+    assert tuned_options("sm_120a", d) == row
 
 
 @pytest.mark.parametrize("d", [32, 72, 96, 104, 128, 136, 160, 224, 256])

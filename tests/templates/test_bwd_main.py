@@ -577,7 +577,11 @@ def test_p_store_stmatrix_replaces_the_32_bit_stores():
     assert r_on.total_spill_bytes == 0
     with pytest.raises(ValueError, match="p_store"):
         BwdMainKernel(kp, p_store="st64")
-    assert BwdMainKernel(default_plan("sm_120a", 256)).p_store == "st32"  # 8-column warp tiles
+    # 8-column warp tiles: d=256's S grid as the model picks it (1x8; the default forces 2x4)
+    narrow = default_plan("sm_120a", 256, tile={**dict(D256), "s_rows": 1})
+    assert (narrow.tile["s_wm"], narrow.tile["s_wn"]) == (1, 8)
+    assert BwdMainKernel(narrow).p_store == "st32"
+    assert BwdMainKernel(default_plan("sm_120a", 256)).p_store == "stmatrix"
 
 
 @pytest.mark.compile
@@ -596,7 +600,8 @@ def test_lookahead_reorders_the_loads():
 def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
     from frost.templates.bwd_main.code import CodeChoiceError, CodeChoices
 
-    kp128, kp256 = default_plan("sm_120a", 128), default_plan("sm_120a", 256)
+    kp128 = default_plan("sm_120a", 128)
+    kp256 = default_plan("sm_120a", 256, tile={**dict(D256), "s_rows": 1})  # 1x8: 8-col tiles
     c = CodeChoices.resolve(kp128)
     assert (c.dq_chunks, c.interleave, c.dq_vec, c.p_store, c.lookahead) == (1, 2, 2, "stmatrix", 0)
     c = CodeChoices.resolve(kp256)
