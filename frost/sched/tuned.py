@@ -45,24 +45,33 @@ TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM
 # 0.953x non-causal, 0.955x causal (bench/results/v17/ab17, 8 rounds). Causal plans add
 # dq_rows=2 (the dQ grid 2x4): with s_rows=2, 0.934x of s_rows alone (0.892x of the v16
 # default); non-causal it measured 1.017x, so it is a causal-only option (CAUSAL_OPTIONS).
+# d=64, v_in_regs=1 (V held, v18): 0.982x, causal 0.984x (bench/results/v18/ab18, 10 rounds;
+# v12 had it 1.011x before the blocked dQ workspace). d=256 non-causal drops exchange_stages=2
+# once S/dP runs 2x4: one copy measured 0.985x (v17 re-check) and 0.981x (v18); causal keeps
+# two copies (one: 1.029x), so there it is a causal option.
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
                    "bench/results/v17/ab17/bwd_main_ab.json",
-                   "bench/results/v17/ab17/causal/bwd_main_ab.json")
+                   "bench/results/v17/ab17/causal/bwd_main_ab.json",
+                   "bench/results/v18/ab18/d64/bwd_main_ab.json",
+                   "bench/results/v18/ab18/d64_causal/bwd_main_ab.json")
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2),
+    64: dict(v_in_regs=1),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2),
     160: dict(exchange_stages=2),
-    256: dict(exchange_stages=2, s_rows=2),
+    256: dict(s_rows=2),
 }
 OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
                                                   "sm_121a": _SM120_OPTIONS}
-# Options a causal plan takes on top of OPTIONS (measured on causal runs only; the source
-# holds both the row's options alone and with these added, in the same round-robin run).
-CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",)
-_SM120_CAUSAL_OPTIONS = {256: dict(dq_rows=2)}
+# Options a causal plan takes on top of OPTIONS, measured on causal runs only. Each is backed
+# by a source that either holds the row's options alone and with it added (same round-robin
+# run; both forced), or ran with it in the default and measured the alternative slower.
+CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
+                          "bench/results/v18/ab18/d256_causal/bwd_main_ab.json")
+_SM120_CAUSAL_OPTIONS = {256: dict(dq_rows=2, exchange_stages=2)}
 CAUSAL_OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_CAUSAL_OPTIONS,
                                                          "sm_121a": _SM120_CAUSAL_OPTIONS}
 
