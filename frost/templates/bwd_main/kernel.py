@@ -38,24 +38,31 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-11-30, commit c9f7af6; bench/results/v14/hoisted/
-gpu_tests.log): the whole GPU suite, 134 passed, of which tests/templates/test_bwd_main.py covers head dims 32..256
-(and padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000,
-fp16, PDL on/off, a second tile plan, 16-MMA-warp plans, the dq_splits mode and every code knob
-below (interleave 0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks 1/2/4, exp2_poly=1,
-q_rotate=1) and both plan options below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
+Verified (H200, sm_90a build, 2026-11-30, commit eecf451; bench/results/v18/chain/
+gpu_tests.log): the whole GPU suite, 148 passed, of which tests/templates/test_bwd_main.py
+covers head dims 32..256 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA
+4:1, MQA, tails 1/127/1000, fp16, PDL on/off, a second tile plan, 16-MMA-warp plans, the
+dq_splits mode, every code knob below (interleave 0/1, dq_vec=4, p_store="st32", lookahead=1,
+dq_chunks 1/2/4, exp2_poly=1, q_rotate=1) and every plan option below, at rel. error <= 1e-2
+(bf16) / 5e-3 (fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly`` and ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``) to their measured defaults; ``self.code`` holds them.
 
-Plan options the cost model never takes on its own: ``tile={"exchange_stages": 2}`` double-buffers
-P/dS (one barrier per trip instead of two); the scheduler's measured table
-(:mod:`frost.sched.tuned`) applies it by default wherever it fits (d ≤ 32, 72–160, 200–256;
-0.5–4 % faster, bench/RESULTS.md v7/v10). ``tile={"stage_reductions": 1}`` stages each trip's dQ
-partial in smem and adds it to dq_accum with one TMA reduce-add, issued by all of MMA warp 0
-(``kernel_staged_dq``), instead of atomics: opt-in, measured 3–6 % slower (v8). Both pass the
-GPU numerics tests (H200, 2026-11-30, commit c9f7af6: 134 passed).
+Plan options the cost model never takes on its own (the scheduler's measured table,
+:mod:`frost.sched.tuned`, applies them per head-dim row where an A/B measured them faster):
+
+* ``exchange_stages: 2`` double-buffers P/dS (one barrier per trip instead of two): d ≤ 32,
+  72–160, and causal 200–256 (bench/RESULTS.md v7/v10/v18);
+* ``reduce_block: 8`` (every plan; 0 forces rows) stores dq_accum in 8x8 blocks
+  (:mod:`frost.tile_dsl.gmem`): one warp's atomic covers 256 contiguous bytes (v16: 0.90–0.94x);
+* ``s_rows`` / ``dq_rows`` force the warp rows of the S/dP and dQ grids past the register
+  estimate (d=256: S/dP 2x4, causal also dQ 2x4; v17);
+* ``v_in_regs: 1`` holds V in registers (the d=64 row since v18);
+* ``stage_reductions: 1`` stages each trip's dQ partial in smem and adds it to dq_accum with
+  one TMA reduce-add, issued by all of MMA warp 0 (``kernel_staged_dq``), instead of atomics:
+  opt-in, measured 3–6 % slower (v8); it keeps the row-major workspace.
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
