@@ -87,9 +87,11 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         if ch.stage_reductions:
             raise Infeasible("reduce_block needs per-thread atomics: a staged reduction's TMA "
                              "reduce-add writes the row-major workspace")
-        for name, n in ch.sizes.items():
-            if str(name) in ("tile_m", "d_qk") and int(n) % ch.reduce_block:
-                raise Infeasible(f"reduce_block={ch.reduce_block} does not tile {name}={n}")
+        for s in prog.at(Level.BODY):  # each atomic's source tile must be whole blocks
+            if isinstance(s, AtomicReduce) and (_int(s.src.rows) % ch.reduce_block
+                                                or _int(s.src.cols) % ch.reduce_block):
+                raise Infeasible(f"reduce_block={ch.reduce_block} does not tile {s.src.name} "
+                                 f"({_int(s.src.rows)} x {_int(s.src.cols)})")
     if ch.stage_reductions:
         for s in prog.at(Level.BODY):
             if isinstance(s, AtomicReduce):
