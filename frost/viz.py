@@ -5,7 +5,8 @@ Sections, each self-contained so that more can be added beside them:
 * plans and programs (this part): :func:`draw_program`, :func:`draw_chain`,
   :func:`draw_smem_map` and :func:`save_plan_figure` (all three on one PNG, for
   ``frost plan ... --graph out.png``).
-* tiles (in :mod:`frost.viz_tiles`, re-exported here): swizzle bank grids, bank-conflict
+* tiles (in :mod:`frost.viz_tiles`, re-exported here): swizzle bank grids, dQ workspace
+  layouts, bank-conflict
   counts, m16n8k16 fragment ownership, ldmatrix addressing, the symbolic smem budget and
   per-stage costs. These return a ``Figure`` (``ax=`` to draw into an existing axes).
 
@@ -127,4 +128,5 @@ def save_plan_figure(plan, program, path, kernel_of: dict[str, str] | None = Non
 from frost.viz_tiles import (BANK_COLORS, LANE_COLORS, PHASE_COLORS, conflict_bars,  # noqa: E402,F401
                              conflict_counts, conflict_table, fragment_grid, fragment_grids,
                              fragment_owners, ldmatrix_figure, ldmatrix_x4_dest, smem_budget,
-                             stage_costs, swizzle_grid, try_swizzle)
+                             stage_costs, swizzle_grid, try_swizzle, workspace_figure,
+                             workspace_lines)

@@ -1,5 +1,6 @@
 """Pictures of frost's tile models: swizzle bank maps, bank-conflict counts, m16n8k16 fragment
-ownership, ldmatrix addressing, a symbolic shared-memory budget, and per-stage costs. (Plans,
+ownership, ldmatrix addressing, the dQ workspace layout, a symbolic shared-memory budget, and
+per-stage costs. (Plans,
 stage DAGs and shared-memory maps are drawn by :mod:`frost.viz`.)
 
 Every function draws from frost's own pure-Python models (:mod:`frost.tile_dsl.swizzle`,
@@ -22,9 +23,11 @@ import sympy
 from matplotlib import colormaps
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from frost.ir.symbols import sym
 from frost.sched.arch import SM120_SMEM_BUDGET
+from frost.tile_dsl import gmem
 from frost.tile_dsl import mma as mm
 from frost.tile_dsl.swizzle import (BANK_BYTES, BANKS, PHASE_BYTES, BankReport, Swizzle,
                                     SwizzledTile, WarpAccess, bank_conflicts,
@@ -204,6 +207,37 @@ def fragment_grids() -> Figure:
     axs = fig.subplots(1, 3, width_ratios=[16, 8, 8])
     for a, op in zip(axs, (mm.Operand.A, mm.Operand.B, mm.Operand.C)):
         fragment_grid(op, ax=a)
+    return fig
+
+
+# ---- global workspace layouts ---------------------------------------------------------------------
+def workspace_lines(rows: int, cols: int, block: int) -> np.ndarray:
+    """``(rows, cols)``: the 128-byte cache line (fp32) each element of a workspace matrix lies
+    in, for :mod:`frost.tile_dsl.gmem`'s layout ``block`` (0: row-major)."""
+    return np.array([[gmem.offset_model(r, c, cols, block) * 4 // gmem.LINE_BYTES
+                      for c in range(cols)] for r in range(rows)])
+
+
+def workspace_figure(cols: int = 32, rows: int = 16, blocks=(gmem.ROWS, 8),
+                     warp_at: tuple[int, int] = (0, 8)) -> Figure:
+    """One panel per layout: each fp32 element colored by its cache line (neighbouring lines
+    alternate), and outlined where one warp's m16n8 row-half atomic starting at ``warp_at``
+    writes; the title counts the lines that atomic touches."""
+    fig = Figure(figsize=(0.3 * cols * len(blocks) + 1.5, 0.3 * rows + 1.2), layout="constrained")
+    axs = fig.subplots(1, len(blocks), squeeze=False)[0]
+    cmap = ListedColormap(colormaps["Pastel1"](np.arange(8)), name="frost_lines")
+    r0, c0 = warp_at
+    for a, block in zip(axs, blocks):
+        lines = workspace_lines(rows, cols, block)
+        _grid(a, lines % cmap.N, cmap)
+        hit = gmem.lines_touched(o for o, _ in gmem.warp_add_offsets(r0, c0, cols, block))
+        for r in range(r0, r0 + 8):
+            for c in range(c0, c0 + 8):
+                a.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, lw=1.2, ec="k"))
+        name = "row-major" if block == gmem.ROWS else f"{block}x{block} blocks"
+        a.set_title(f"{name}: the warp's atomic touches {len(hit)} lines", fontsize=9)
+        a.set_xlabel("column (fp32)")
+        a.set_ylabel("row")
     return fig
 
 

@@ -253,3 +253,24 @@ def test_dag_colours_follow_the_chain_order():
         want = viz.KERNEL_COLORS[order.index(kernel_of[name])]
         assert mcolors.to_hex(faces[nodes.index(name)]) == want
     assert [t.get_text() for t in ax.get_legend().get_texts()] == order
+
+
+def test_workspace_lines_and_figure_count_what_the_warp_touches():
+    """The blocked dQ workspace (frost.tile_dsl.gmem): one warp's row-half atomic touches 8
+    lines row-major and 2 in 8x8 blocks; the figure's cells are the model's lines."""
+    import numpy as np
+
+    from frost.tile_dsl import gmem
+
+    rows_major = viz.workspace_lines(16, 32, 0)
+    assert (rows_major[:, :] == np.arange(16)[:, None]).all()  # 32 floats = one line a row
+    blocked = viz.workspace_lines(16, 32, 8)
+    assert np.array_equal(blocked[:8, :8], np.repeat([[0], [0], [0], [0], [1], [1], [1], [1]], 8, 1))
+    for block, want in ((0, 8), (8, 2)):
+        offs = [o for o, _ in gmem.warp_add_offsets(0, 8, 32, block)]
+        assert len(set(offs)) == 64 and len(gmem.lines_touched(offs)) == want
+    fig = viz.workspace_figure(cols=32, rows=16)
+    titles = [a.get_title() for a in fig.axes]
+    assert "touches 8 lines" in titles[0] and "touches 2 lines" in titles[1]
+    img = fig.axes[1].images[0].get_array()
+    assert np.array_equal(np.asarray(img), blocked % 8)

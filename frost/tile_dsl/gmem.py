@@ -21,7 +21,8 @@ contiguous (a 16-byte vector load of 4 floats stays inside one block when block 
 ``block = 0`` means the row-major layout: ``offset(r, c) = r * cols + c``.
 
 Model: :func:`offset_model` (plain Python); :func:`to_rows_model` reads a whole blocked array
-(numpy or torch) back into rows. Device form: :func:`blocked` re-views a CuTe tensor
+(numpy or torch) back into rows; :func:`warp_add_offsets` and :func:`lines_touched` count the
+cache lines one warp's atomic touches (8 row-major, 2 blocked). Device form: :func:`blocked` re-views a CuTe tensor
 whose last two modes are a contiguous row-major (rows, cols) matrix (:func:`blocked_layout` does
 the same to a layout); every other mode keeps its stride.
 """
@@ -47,6 +48,22 @@ def offset_model(r: int, c: int, cols: int, block: int) -> int:
         return r * cols + c
     return ((r // block) * (cols // block) + c // block) * block * block \
         + (r % block) * block + c % block
+
+
+LINE_BYTES = 128  # an L1/L2 cache line; the L1 handles a warp's global access once per line
+
+
+def warp_add_offsets(r0: int, c0: int, cols: int, block: int) -> list[tuple[int, int]]:
+    """The (offset, lane) pairs of one warp-wide ``red.global.add.v2.f32`` of an m16n8
+    accumulator's row half whose first element is (r0, c0): lane ``4 g + t`` adds rows
+    ``r0 + g``, columns ``c0 + 2 t`` and ``c0 + 2 t + 1``."""
+    return [(offset_model(r0 + lane // 4, c0 + 2 * (lane % 4) + e, cols, block), lane)
+            for lane in range(32) for e in (0, 1)]
+
+
+def lines_touched(offsets, elem_bytes: int = 4) -> set[int]:
+    """The cache lines (:data:`LINE_BYTES`) a set of element offsets falls in."""
+    return {o * elem_bytes // LINE_BYTES for o in offsets}
 
 
 def to_rows_model(x, block: int):

@@ -2,7 +2,8 @@
 
 import pytest
 
-from frost.tile_dsl.gmem import ROWS, check_block, offset_model, to_rows_model
+from frost.tile_dsl.gmem import (ROWS, check_block, lines_touched, offset_model, to_rows_model,
+                                 warp_add_offsets)
 
 
 @pytest.mark.parametrize("rows,cols,block", [(32, 128, 8), (64, 64, 8), (32, 256, 16), (16, 8, 8)])
@@ -20,6 +21,14 @@ def test_whole_block_row_bands_keep_their_row_major_bytes(block):
         got = {offset_model(r, c, cols, block) for r in rr for c in range(cols)}
         want = {offset_model(r, c, cols, ROWS) for r in rr for c in range(cols)}
         assert got == want
+
+
+def test_warp_add_offsets_are_the_accumulator_row_half():
+    got = warp_add_offsets(8, 16, 64, ROWS)
+    assert len(got) == 64 and {lane for _, lane in got} == set(range(32))
+    assert (8 * 64 + 16, 0) in got and ((8 + 7) * 64 + 16 + 7, 31) in got
+    assert len(lines_touched(o for o, _ in got)) == 8
+    assert len(lines_touched(o for o, _ in warp_add_offsets(8, 16, 64, 8))) == 2
 
 
 def test_a_warp_row_half_add_covers_256_contiguous_bytes():
