@@ -32,15 +32,13 @@ def test_warp_add_offsets_are_the_accumulator_row_half():
 
 
 def test_a_warp_row_half_add_covers_256_contiguous_bytes():
-    # m16n8 accumulator: lane = 4g + t holds (row g, cols 2t, 2t+1) in its first register pair
     cols = 128
     for r0 in (0, 16, 48):
         for c0 in range(0, cols, 8):
-            offs = sorted(offset_model(r0 + lane // 4, c0 + 2 * (lane % 4) + e, cols, 8)
-                          for lane in range(32) for e in (0, 1))
+            offs = sorted(o for o, _ in warp_add_offsets(r0, c0, cols, 8))
             assert offs == list(range(offs[0], offs[0] + 64)) and offs[0] % 64 == 0
-            rows_major = {offset_model(r0 + lane // 4, c0, cols, ROWS) // 32 for lane in range(32)}
-            assert len(rows_major) == 8  # 8 cache lines of 128 B in the row-major layout
+            rows = {o for o, _ in warp_add_offsets(r0, c0, cols, ROWS)}
+            assert len(lines_touched(rows)) == 8  # 8 cache lines of 128 B in the row-major layout
 
 
 def test_each_8_float_vector_of_a_row_is_contiguous():
