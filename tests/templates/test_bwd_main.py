@@ -333,7 +333,7 @@ def test_gpu_pdl_on_off_identical():
 
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
-              (("exp2_poly", 1),), (("q_rotate", 1),)]
+              (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),)]
 
 
 @pytest.mark.gpu
@@ -420,6 +420,48 @@ def test_gpu_forced_warp_grids_d256(tile, causal):
     """Forced warp-grid rows at d=256 (S/dP 2x4 with V held: 64 registers of V a thread, past
     the model's estimate; dQ 2x4 in 4 chunks): the same numerics, many trips, GQA 2:1, tails."""
     run_case(1, 700, 650, 4, 2, 256, causal=causal, tile=tile, seed=37)
+
+
+# d=128 (and 96) on a 64x128 tile with one Q/dO stage, V held and a 1x8 S/dP grid: with S and
+# dP interleaved it spills 24-140 B on sm_120a; with serial_sdp=1 it compiles spill-free
+TALL = (("tile_m", 64), ("tile_n", 128), ("q_stages", 1), ("v_in_regs", 1), ("s_rows", 1),
+        ("exchange_stages", 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (96, True)])
+def test_gpu_serial_sdp(d, causal):
+    """serial_sdp=1 on the tall tile: P kept in io-dtype registers between S and dP; many
+    trips, GQA 2:1, a ragged tail."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=TALL, knobs=(("serial_sdp", 1),),
+             seed=41)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_compile_serial_sdp_tall_tile(arch, causal):
+    """serial_sdp=1: the same MMAs and exponentials as the interleaved form of the same plan,
+    in another order, and spill-free on the tall d=128 tile."""
+    kp = default_plan(arch, 128, causal=causal, tile=dict(TALL))
+    assert (kp.tile["tile_m"], kp.tile["s_wm"], kp.tile["s_wn"]) == (64, 1, 8)
+    serial = BwdMainKernel(kp, causal=causal, serial_sdp=1)
+    assert serial.serial_sdp == 1 and BwdMainKernel(kp).serial_sdp == 0
+    rep = serial.compile(arch)
+    base = BwdMainKernel(kp, causal=causal).compile(arch)
+    for needle in ("mma.sync.aligned.m16n8k16", "ex2.approx", "red.global.add.v2.f32"):
+        assert rep.count(needle) == base.count(needle) > 0, needle
+    assert rep.ptx != base.ptx
+    assert _resources(rep)[1] == 0
+
+
+def test_serial_sdp_refuses_what_it_does_not_implement():
+    kp = default_plan("sm_120a", 128)
+    for bad in (dict(serial_sdp=2), dict(serial_sdp=1, exp2_poly=1)):
+        with pytest.raises(ValueError, match="serial_sdp"):
+            BwdMainKernel(kp, **bad)
+    with pytest.raises(ValueError, match="dp_gemm"):
+        BwdMainKernel(kp, serial_sdp=1, skip={"dp_gemm"})
 
 
 @pytest.mark.gpu

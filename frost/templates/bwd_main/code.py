@@ -13,6 +13,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
                   concurrent CTAs of a head add dQ into different rows (default at d > 192)
+``serial_sdp``    1: S, then P (kept in io-dtype registers), then dP, instead of S and dP
+                  interleaved: one fp32 S/dP accumulator live at a time (opt-in, unmeasured;
+                  it makes the d=128 64x128 one-stage tile with a 1x8 S grid spill-free)
 ================  =========================================================================
 """
 
@@ -95,12 +98,13 @@ class CodeChoices:
     lookahead: int
     exp2_poly: int = 0
     q_rotate: int = 0
+    serial_sdp: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
-                causal: bool = False) -> "CodeChoices":
+                causal: bool = False, serial_sdp: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -128,4 +132,8 @@ class CodeChoices:
         rot = pick_q_rotate(kp, causal) if q_rotate is None else q_rotate
         if rot not in (0, 1):
             raise CodeChoiceError(f"q_rotate must be 0 or 1, got {q_rotate!r}")
-        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot)
+        if serial_sdp not in (0, 1):
+            raise CodeChoiceError(f"serial_sdp must be 0 or 1, got {serial_sdp!r}")
+        if serial_sdp and exp2_poly:
+            raise CodeChoiceError("serial_sdp=1 computes P with ex2 only: exp2_poly must be 0")
+        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp)

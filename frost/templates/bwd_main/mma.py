@@ -5,7 +5,8 @@ Per iteration t (ring stage s = t % q_stages)::
     wait q_full[s]
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
     dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
-                        (S and dP k-blocks interleaved at level ≥ 1: tile_dsl.mma.gemm_interleaved)
+                        (S and dP k-blocks interleaved at level ≥ 1: tile_dsl.mma.gemm_interleaved;
+                        serial_sdp=1: S, P → io-dtype registers, then dP, dS = P ∘ (dP − delta))
     P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
                         (the element mask only on tiles that need one: masks.tile_needs_mask)
     bar mma_sync ; P, dS → sP, sdS (io dtype; stmatrix.x4, or 32-bit st.shared where a warp's
@@ -181,33 +182,63 @@ class MmaRole:
             m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
 
-            acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
-            acc_S.fill(0.0)
-            acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
-            acc_dP.fill(0.0)
-            job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q, tSsK, c_K)
-            job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q,
-                         None if v_in_regs else tdPsV, c_K)
-            if cutlass.const_expr("dp_gemm" in self.skip):
-                gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
-            elif cutlass.const_expr(self.interleave >= 1):
-                gemm_interleaved(job_S, job_dP, lookahead=self.lookahead)
+            if cutlass.const_expr(self.serial_sdp):
+                # S, then P (kept in io-dtype registers), then dP: S's fp32 accumulator dies
+                # before dP's is born, so the peak holds one of them plus P at half the width
+                row0 = m_block * t_m
+                col0 = n_block * t_n
+                acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)),
+                                              cutlass.Float32)
+                acc_S.fill(0.0)
+                gemm_interleaved(self.job(mma_sdp, acc_S, tSrQ, tSrK,
+                                          tSsQ[None, None, None, stage], c_Q, tSsK, c_K),
+                                 lookahead=self.lookahead)
+                if masks.tile_needs_mask(self.align, row0, col0, t_m, t_n, s_q, s_kv):
+                    self.softmax_p(acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
+                                   True)
+                else:
+                    self.softmax_p(acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
+                                   False)
+                rP = cute.make_fragment_like(acc_S, dtype)
+                rP.store(acc_S.load().to(dtype))
+                acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)),
+                                               cutlass.Float32)
+                acc_dP.fill(0.0)
+                gemm_interleaved(self.job(mma_sdp, acc_dP, tdPrdO, tdPrV,
+                                          tdPsdO[None, None, None, stage], c_Q,
+                                          None if v_in_regs else tdPsV, c_K),
+                                 lookahead=self.lookahead)
+                self.softmax_ds(rP, acc_dP, tScS, sm, stage)
+                rdS = cute.make_fragment_like(acc_dP, dtype)
+                rdS.store(acc_dP.load().to(dtype))
             else:
-                gemm_interleaved(job_S, lookahead=self.lookahead)
-                gemm_interleaved(job_dP, lookahead=self.lookahead)
+                acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
+                acc_S.fill(0.0)
+                acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
+                acc_dP.fill(0.0)
+                job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q, tSsK, c_K)
+                job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q,
+                             None if v_in_regs else tdPsV, c_K)
+                if cutlass.const_expr("dp_gemm" in self.skip):
+                    gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
+                elif cutlass.const_expr(self.interleave >= 1):
+                    gemm_interleaved(job_S, job_dP, lookahead=self.lookahead)
+                else:
+                    gemm_interleaved(job_S, lookahead=self.lookahead)
+                    gemm_interleaved(job_dP, lookahead=self.lookahead)
 
-            row0 = m_block * t_m
-            col0 = n_block * t_n
-            if masks.tile_needs_mask(self.align, row0, col0, t_m, t_n, s_q, s_kv):
-                self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
-                                  s_kv, True)
-            else:
-                self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
-                                  s_kv, False)
-            rP = cute.make_fragment_like(acc_S, dtype)
-            rP.store(acc_S.load().to(dtype))
-            rdS = cute.make_fragment_like(acc_dP, dtype)
-            rdS.store(acc_dP.load().to(dtype))
+                row0 = m_block * t_m
+                col0 = n_block * t_n
+                if masks.tile_needs_mask(self.align, row0, col0, t_m, t_n, s_q, s_kv):
+                    self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
+                                      s_kv, True)
+                else:
+                    self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
+                                      s_kv, False)
+                rP = cute.make_fragment_like(acc_S, dtype)
+                rP.store(acc_S.load().to(dtype))
+                rdS = cute.make_fragment_like(acc_dP, dtype)
+                rdS.store(acc_dP.load().to(dtype))
 
             xs = t % x_stages
             if cutlass.const_expr(self.stage_dq):
@@ -302,6 +333,28 @@ class MmaRole:
                     p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
                 acc_S[i] = p
                 acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
+
+    @cute.jit
+    def softmax_p(self, acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
+                  masked: cutlass.Constexpr):
+        """In place: acc_S ← P, the first half of :meth:`softmax_grad` (``serial_sdp``)."""
+        if cutlass.const_expr("softmax" not in self.skip):
+            for i in cutlass.range_constexpr(cute.size(acc_S)):
+                r, c = tScS[i]
+                p = ex2(acc_S[i] * scale_log2 - sm.sLSE[r, stage])
+                if cutlass.const_expr(masked):
+                    ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
+                    p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
+                acc_S[i] = p
+
+    @cute.jit
+    def softmax_ds(self, rP, acc_dP, tScS, sm, stage):
+        """In place: acc_dP ← dS = P ∘ (dP − delta), P read back from its io-dtype registers
+        (the second half of :meth:`softmax_grad`, ``serial_sdp``)."""
+        if cutlass.const_expr("softmax" not in self.skip):
+            for i in cutlass.range_constexpr(cute.size(acc_dP)):
+                r, _ = tScS[i]
+                acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - sm.sDelta[r, stage])
 
     @cute.jit
     def release_q(self, bar):

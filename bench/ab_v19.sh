@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# v19 (bench/RESULTS.md, prediction written before any run): the tall d=128 tile (64x128, one
+# Q/dO stage, V held, S/dP grid 1x8) that serial_sdp=1 makes spill-free, against the default,
+# bwd_main alone, same-host round-robin. Run on the GPU host after setup: bash bench/ab_v19.sh
+# (JSON only, 3 files; run `python3 -m pytest -m gpu -k serial_sdp` first: its numerics).
+set -u
+out=${OUT:-bench/out}/ab19
+mkdir -p "$out/d128" "$out/d128_causal" "$out/d96"
+. /tmp/frost-gpu/env.sh
+export PYTHONUNBUFFERED=1
+tall="tile.tile_m=64,tile.q_stages=1,tile.s_rows=1,tile.exchange_stages=1,serial_sdp=1"
+ab() {  # dir dim causal-flag
+  timeout 150 python3 bench/bwd_main_ab.py --dims "$2" $3 --rounds 8 --iters 5 --out "$out/$1" \
+    --variants "default;serial_sdp=1;$tall" 2>&1 | grep -v Warn | tail -4
+  rm -f "$out/$1"/*.png
+}
+ab d128 128 ""
+ab d128_causal 128 --causal
+ab d96 96 ""
