@@ -198,7 +198,9 @@ def make_plan(key: VariantKey):
         from frost.sched.sdpa import SDPA_BWD_SPACE
 
         main = plan.kernel("bwd_main").tile
-        base = {k: main.get(k, first) for k, (first, *_) in SDPA_BWD_SPACE.items()}
+        # reduce_block follows stage_reductions unless forced: not part of the base
+        base = {k: main.get(k, first) for k, (first, *_) in SDPA_BWD_SPACE.items()
+                if k != "reduce_block"}
         plan = plan_sdpa_bwd(*args, tile={**base, **dict(key.tile)})
     return plan
 

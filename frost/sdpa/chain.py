@@ -15,7 +15,8 @@ Host arguments (all scalars; see :data:`ARG_KINDS` for their C types and order):
     stream    : CUstream
 
 dq / dk / dv are contiguous (B, S, H, D); delta / lse_log2 are (B, H_q, S_q_pad) and dq_accum is
-(n_splits, B, H_q, S_q_pad, d_pad), all contiguous fp32.
+(n_splits, B, H_q, S_q_pad, d_pad), all contiguous fp32 (each (S_q_pad, d_pad) matrix of dq_accum
+stored as the plan's ``reduce_block`` says: 8x8 blocks by default, :mod:`frost.tile_dsl.gmem`).
 
 The main kernel is :class:`frost.templates.bwd_main.kernel.BwdMainKernel`. A chain built with
 ``main=None`` launches only rowdot and dq_convert (used by the compile tests).

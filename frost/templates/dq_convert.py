@@ -70,7 +70,8 @@ class DqConvert:
 
         DqConvert(cfg)(mdQacc, mdQ, scale, stream)
 
-    * ``mdQacc``: (n_splits, B, H_q, S_q_pad, d_pad) fp32, rows contiguous;
+    * ``mdQacc``: (n_splits, B, H_q, S_q_pad, d_pad) fp32, contiguous, each (S_q_pad, d_pad)
+      matrix stored as ``cfg.reduce_block`` says (S_q_pad a multiple of it);
     * ``mdQ``: (B, S_q, H_q, head_dim) fp16/bf16, last stride 1;
     * ``scale``: Float32 softmax scale.
     """

@@ -82,7 +82,8 @@ class RowDot:
     * ``mO``, ``mdO``: (B, S_q, H_q, head_dim) fp16/bf16, last stride 1;
     * ``mLSE``: (B, H_q, S_q) fp32, any strides;
     * ``mDelta``, ``mLSE2``: (B, H_q, S_q_pad) fp32;
-    * ``mdQacc``: (n_splits, B, H_q, S_q_pad, d_pad) fp32, rows contiguous.
+    * ``mdQacc``: (n_splits, B, H_q, S_q_pad, d_pad) fp32, contiguous; zeroed in whole bands
+      of ``block_m`` rows, so any ``cfg.reduce_block`` layout dividing ``block_m`` is covered.
     """
 
     def __init__(self, cfg: RowDotConfig):

@@ -39,11 +39,17 @@ def test_ranges_and_fallbacks():
 @pytest.mark.parametrize("d", range(32, 257, 8))
 def test_scheduler_uses_the_pick_where_it_fits(d):
     pick = tuned_tile("sm_120a", pad_head_dim(d))
-    # a measured option may itself be a tile knob (d=64: v_in_regs=1); it wins where it fits
-    opts = {k: v for k, v in tuned_options("sm_120a", pad_head_dim(d)).items() if k in KNOBS}
+    # a measured option may itself be a tile knob (d=64: v_in_regs=1); it wins where the
+    # pick with all its options can be planned
+    options = tuned_options("sm_120a", pad_head_dim(d))
+    knob_opts = {k: v for k, v in options.items() if k in KNOBS}
+    if knob_opts:
+        try:
+            plan_sdpa_bwd("sm_120a", d, tile={**pick, **options})
+            pick = {**pick, **knob_opts}
+        except ValueError:
+            pass
     tile = plan_sdpa_bwd("sm_120a", d).kernel("bwd_main").tile
-    if opts and all(tile[k] == v for k, v in opts.items()):
-        pick = {**pick, **opts}
     got = {k: tile[k] for k in KNOBS}
     try:
         forced = plan_sdpa_bwd("sm_120a", d, tile=pick).kernel("bwd_main").tile

@@ -685,3 +685,25 @@ def test_staged_dq_plans_and_compiles(causal, splits):
     assert rep.count("red.global.add") == 0
     assert rep.count("cp.reduce.async.bulk.tensor") >= 1
     assert rep.total_spill_bytes == 0
+
+
+def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
+    """dq_accum in 8x8 blocks (the default reduce_block): S_q_pad must be whole blocks, else the
+    last partial block's atomics would land past the matrix. Checked before any launch (CPU
+    tensors: nothing reaches the device)."""
+    torch = pytest.importorskip("torch")
+
+    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    assert kern.kp.tile["reduce_block"] == 8
+    B, S, H, D = 1, 12, 2, 64
+
+    def args(s_pad):
+        io = [torch.zeros(B, S, H, D, dtype=torch.bfloat16) for _ in range(4)]
+        lse, delta = (torch.zeros(B, H, s_pad) for _ in range(2))
+        acc = torch.zeros(B, H, s_pad, D)
+        return (*io, lse, delta, acc, torch.zeros(B, S, H, D, dtype=torch.bfloat16),
+                torch.zeros(B, S, H, D, dtype=torch.bfloat16))
+
+    with pytest.raises(ValueError, match="multiple of the plan's reduce_block=8"):
+        kern._check(*args(12))
+    kern._check(*args(16))  # whole blocks: accepted

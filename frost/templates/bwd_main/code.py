@@ -15,7 +15,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   concurrent CTAs of a head add dQ into different rows (default at d > 192)
 ``serial_sdp``    1: S, then P (kept in io-dtype registers), then dP, instead of S and dP
                   interleaved: one fp32 S/dP accumulator live at a time (opt-in, unmeasured;
-                  it makes the d=128 64x128 one-stage tile with a 1x8 S grid spill-free)
+                  it makes the d=128 64x128 one-stage tile with a 1x8 S grid spill-free).
+                  dS uses the io-dtype P (the value dV's GEMM reads), not the fp32 one
 ================  =========================================================================
 """
 

@@ -18,7 +18,8 @@ same shapes as below; ``launch`` wraps torch tensors and compiles on first use.
 Tensors (torch, CUDA):
 
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
-* lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q; lse_log2 = LSE·log2(e) with −inf
+* lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and a multiple of the plan's
+  ``reduce_block``); lse_log2 = LSE·log2(e) with −inf
   already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
   (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``. Each
@@ -437,6 +438,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             raise ValueError(f"head dim {D} exceeds the plan's padded d={tl['d']}")
         if lse_log2.shape[:2] != (B, Hq) or lse_log2.shape[2] < Sq or delta.shape != lse_log2.shape:
             raise ValueError("lse_log2/delta must be fp32 (B, H_q, S_q_pad >= S_q)")
+        block = tl.get("reduce_block", 0)
+        if block and lse_log2.shape[2] % block:
+            raise ValueError(f"S_q_pad={lse_log2.shape[2]} must be a multiple of the plan's "
+                             f"reduce_block={block} (dq_accum is stored in {block}x{block} blocks)")
         want = (B, Hq, lse_log2.shape[2], tl["d"])
         acc_shape = tuple(dq_accum.shape)
         if self.dq_splits:
