@@ -39,7 +39,7 @@ from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
 KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly", "q_rotate",
-         "serial_sdp")  # BwdMainKernel keywords, same plan
+         "serial_sdp", "dq_k_held")  # BwdMainKernel keywords, same plan
 
 
 PLAN_KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
@@ -200,7 +200,8 @@ def main(argv=None):
                                 interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec,
                                 dq_chunks=kerns[i].dq_chunks, p_store=kerns[i].p_store,
                                 lookahead=kerns[i].lookahead, exp2_poly=kerns[i].exp2_poly,
-                                q_rotate=kerns[i].q_rotate, serial_sdp=kerns[i].serial_sdp))
+                                q_rotate=kerns[i].q_rotate, serial_sdp=kerns[i].serial_sdp,
+                                dq_k_held=kerns[i].dq_k_held))
         del t
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -455,6 +455,44 @@ def test_compile_serial_sdp_tall_tile(arch, causal):
     assert _resources(rep)[1] == 0
 
 
+D64_DQ24 = (("tile_m", 64), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1), ("dq_rows", 2))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,tile", [(64, False, D64_DQ24), (64, True, D64_DQ24),
+                                           (32, True, ())], ids=["d64", "d64-causal", "d32-causal"])
+def test_gpu_dq_k_held(d, causal, tile):
+    """dq_k_held=1: dQ's K fragments loaded once before the loop; many trips, GQA 2:1, tails."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, knobs=(("dq_k_held", 1),), seed=43)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("d,tile", [(64, D64_DQ24), (32, ())], ids=["d64-dq2x4", "d32"])
+def test_compile_dq_k_held_reads_less(arch, d, tile):
+    """dq_k_held=1: the same MMAs, fewer ldmatrix in the loop (K's dQ fragments are loaded
+    once), spill-free."""
+    kp = default_plan(arch, d, tile=dict(tile) or None)
+    held = BwdMainKernel(kp, dq_k_held=1)
+    rep, base = held.compile(arch), BwdMainKernel(kp).compile(arch)
+    assert rep.count("mma.sync.aligned.m16n8k16") == base.count("mma.sync.aligned.m16n8k16")
+    # the K-fragment ldmatrix of each dQ k-step moves from the (rolled) loop body to the
+    # prologue: the same static count, in another place
+    assert rep.count("ldmatrix") == base.count("ldmatrix") and rep.ptx != base.ptx
+    def before_first_mma(ptx):  # the prologue: the trip loop's S GEMM holds the first mma
+        return ptx[:ptx.index("mma.sync.aligned.m16n8k16")].count("ldmatrix")
+
+    assert before_first_mma(rep.ptx) > before_first_mma(base.ptx)
+    assert _resources(rep)[1] == 0
+
+
+def test_dq_k_held_needs_one_dq_chunk():
+    with pytest.raises(ValueError, match="dq_k_held"):
+        BwdMainKernel(default_plan("sm_120a", 64), dq_k_held=1, dq_chunks=2)
+    with pytest.raises(ValueError, match="dq_k_held"):
+        BwdMainKernel(default_plan("sm_120a", 64), dq_k_held=2)
+
+
 def test_serial_sdp_refuses_what_it_does_not_implement():
     kp = default_plan("sm_120a", 128)
     for bad in (dict(serial_sdp=2), dict(serial_sdp=1, exp2_poly=1)):

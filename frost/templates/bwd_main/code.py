@@ -17,6 +17,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   interleaved: one fp32 S/dP accumulator live at a time (opt-in, unmeasured;
                   it makes the d=128 64x128 one-stage tile with a 1x8 S grid spill-free).
                   dS uses the io-dtype P (the value dV's GEMM reads), not the fp32 one
+``dq_k_held``     1: K's B fragments of dQ = dS·K stay in registers for the whole pass (one dQ
+                  chunk; K's smem is still read by S): the dQ GEMM then reads only dS
+                  (opt-in, unmeasured; spill-free at d=32, and at d=64 with dq_rows=2)
 ================  =========================================================================
 """
 
@@ -100,12 +103,14 @@ class CodeChoices:
     exp2_poly: int = 0
     q_rotate: int = 0
     serial_sdp: int = 0
+    dq_k_held: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
-                causal: bool = False, serial_sdp: int = 0) -> "CodeChoices":
+                causal: bool = False, serial_sdp: int = 0, dq_k_held: int = 0
+                ) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -137,4 +142,9 @@ class CodeChoices:
             raise CodeChoiceError(f"serial_sdp must be 0 or 1, got {serial_sdp!r}")
         if serial_sdp and exp2_poly:
             raise CodeChoiceError("serial_sdp=1 computes P with ex2 only: exp2_poly must be 0")
-        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp)
+        if dq_k_held not in (0, 1):
+            raise CodeChoiceError(f"dq_k_held must be 0 or 1, got {dq_k_held!r}")
+        if dq_k_held and chunks != 1:
+            raise CodeChoiceError(f"dq_k_held=1 holds K for the whole of d: it needs dq_chunks=1, "
+                                  f"got {chunks}")
+        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, dq_k_held)

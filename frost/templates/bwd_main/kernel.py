@@ -6,7 +6,7 @@ Public interface (stable)::
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None,
                          lookahead=0, exp2_poly=0, q_rotate=None,
-                         serial_sdp=0)  # code choices: code.py
+                         serial_sdp=0, dq_k_held=0)  # code choices: code.py
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -50,9 +50,9 @@ dq_chunks 1/2/4, exp2_poly=1, q_rotate=1) and every plan option below, at rel. e
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
-``masks.q_tile``) and ``serial_sdp`` to their measured defaults; ``self.code`` holds them.
-``serial_sdp=1`` is opt-in and not yet measured or GPU-tested (its numerics test is written:
-``test_gpu_serial_sdp``).
+``masks.q_tile``), ``serial_sdp`` and ``dq_k_held`` to their measured defaults; ``self.code``
+holds them. ``serial_sdp=1`` and ``dq_k_held=1`` are opt-in and not yet measured or GPU-tested
+(their numerics tests are written: ``test_gpu_serial_sdp``, ``test_gpu_dq_k_held``).
 
 Plan options the cost model never takes on its own (the scheduler's measured table,
 :mod:`frost.sched.tuned`, applies them per head-dim row where an A/B measured them faster):
@@ -140,7 +140,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  skip: frozenset[str] = frozenset(), interleave: int | None = None,
                  dq_vec: int | None = None, dq_chunks: int | None = None,
                  p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
-                 q_rotate: int | None = None, serial_sdp: int = 0):
+                 q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int = 0):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -158,13 +158,14 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             code = CodeChoices.resolve(kplan, dq_chunks, interleave, dq_vec, p_store, lookahead,
                                        exp2_poly, q_rotate,
                                        causal=self.align != masks.CausalAlign.NONE,
-                                       serial_sdp=serial_sdp)
+                                       serial_sdp=serial_sdp, dq_k_held=dq_k_held)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
         self.q_rotate, self.serial_sdp = code.q_rotate, code.serial_sdp
+        self.dq_k_held = code.dq_k_held
         if self.serial_sdp and "dp_gemm" in self.skip:
             raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)

@@ -14,6 +14,7 @@ Per iteration t (ring stage s = t % q_stages)::
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
+                        (dq_k_held=1: K's B fragments loaded once, only sdS is read)
                         (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
                         dV with dK, then dQ; 0: one GEMM at a time; kernel.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
@@ -175,6 +176,12 @@ class MmaRole:
                 cute.copy(c_K, tdPsV[None, None, k], rV[None, None, k])
             if cutlass.const_expr(x_stages == 2):
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+        if cutlass.const_expr(self.dq_k_held):
+            # K's B fragments of dQ = dS·K (whole d: one chunk) stay in registers for the pass;
+            # K's smem is still read by S = Q·Kᵀ
+            rKt = c_Kt.retile(tdQrK)
+            for k in cutlass.range_constexpr(cute.size(tdQsKt.shape[2])):
+                cute.copy(c_Kt, tdQsKt[None, None, k, 0], rKt[None, None, k])
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(n_iters, unroll=1):
             stage = t % stages
@@ -276,7 +283,8 @@ class MmaRole:
                     acc_dQ.fill(0.0)
                     jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK,
                                     _xsel(tdQsdS, xs, x_stages), c_dS,
-                                    tdQsKt[None, None, None, ch], c_Kt))
+                                    None if self.dq_k_held else tdQsKt[None, None, None, ch],
+                                    c_Kt))
                 gemm_interleaved(*jobs, lookahead=self.lookahead)
                 if cutlass.const_expr(ch == 0 and with_dq):
                     self.release_q(sm.q_empty + stage)  # last read of sQ[stage] / sdO[stage]
