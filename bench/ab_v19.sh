@@ -5,15 +5,8 @@
 # (JSON only, 3 files; run `python3 -m pytest -m gpu -k serial_sdp` first: its numerics).
 set -u
 out=${OUT:-bench/out}/ab19
-mkdir -p "$out/d128" "$out/d128_causal" "$out/d96"
-. /tmp/frost-gpu/env.sh
-export PYTHONUNBUFFERED=1
+. bench/ab_lib.sh
 tall="tile.tile_m=64,tile.q_stages=1,tile.s_rows=1,tile.exchange_stages=1,serial_sdp=1"
-ab() {  # dir dim causal-flag
-  timeout 150 python3 bench/bwd_main_ab.py --dims "$2" $3 --rounds 8 --iters 5 --out "$out/$1" \
-    --variants "default;serial_sdp=1;$tall" 2>&1 | grep -v Warn | tail -4
-  rm -f "$out/$1"/*.png
-}
-ab d128 128 ""
-ab d128_causal 128 --causal
-ab d96 96 ""
+ab d128 128 "" "default;serial_sdp=1;$tall"
+ab d128_causal 128 --causal "default;serial_sdp=1;$tall"
+ab d96 96 "" "default;serial_sdp=1;$tall"

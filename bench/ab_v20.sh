@@ -5,14 +5,7 @@
 # (JSON only, 3 files; run `python3 -m pytest -m gpu -k dq_k_held` first: its numerics).
 set -u
 out=${OUT:-bench/out}/ab20
-mkdir -p "$out/d64" "$out/d64_causal" "$out/d32"
-. /tmp/frost-gpu/env.sh
-export PYTHONUNBUFFERED=1
-ab() {  # dir dim causal-flag variants
-  timeout 150 python3 bench/bwd_main_ab.py --dims "$2" $3 --rounds 8 --iters 5 --out "$out/$1" \
-    --variants "$4" 2>&1 | grep -v Warn | tail -4
-  rm -f "$out/$1"/*.png
-}
+. bench/ab_lib.sh
 v64="default;tile.dq_rows=2;tile.dq_rows=2,dq_k_held=1"
 ab d64 64 "" "$v64"
 ab d64_causal 64 --causal "$v64"

@@ -20,6 +20,9 @@ measured slower (v8), so only when forced. ``reduce_block`` (default 8; ``tile={
 (:mod:`frost.tile_dsl.gmem`), so a warp's dQ atomic covers 2 cache lines instead of 8 (bwd_main
 0.92–0.96x, bench/RESULTS.md v16). bwd_main's atomics and dq_convert's reads follow the plan's
 key; rowdot zeroes whole row bands, the same bytes either way. Staged reductions keep rows.
+``tile={"s_rows": n}`` / ``{"dq_rows": n}`` force n warp rows in the S/dP or dQ grid even past
+the register estimate (the compile's spill report decides; the measured table uses s_rows=2 at
+d=256, and causal dq_rows=2, v17).
 """
 
 from __future__ import annotations

@@ -50,23 +50,13 @@ dq_chunks 1/2/4, exp2_poly=1, q_rotate=1) and every plan option below, at rel. e
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
-``masks.q_tile``), ``serial_sdp`` and ``dq_k_held`` to their measured defaults; ``self.code``
-holds them. ``serial_sdp=1`` and ``dq_k_held=1`` are opt-in and not yet measured or GPU-tested
-(their numerics tests are written: ``test_gpu_serial_sdp``, ``test_gpu_dq_k_held``).
+``masks.q_tile``), ``serial_sdp`` and ``dq_k_held`` (opt-in, not yet GPU-run) to their measured
+defaults; ``self.code`` holds them.
 
-Plan options the cost model never takes on its own (the scheduler's measured table,
-:mod:`frost.sched.tuned`, applies them per head-dim row where an A/B measured them faster):
-
-* ``exchange_stages: 2`` double-buffers P/dS (one barrier per trip instead of two): d ≤ 32,
-  72–160, and causal 200–256 (bench/RESULTS.md v7/v10/v18);
-* ``reduce_block: 8`` (every plan; 0 forces rows) stores dq_accum in 8x8 blocks
-  (:mod:`frost.tile_dsl.gmem`): one warp's atomic covers 256 contiguous bytes (v16: 0.90–0.94x);
-* ``s_rows`` / ``dq_rows`` force the warp rows of the S/dP and dQ grids past the register
-  estimate (d=256: S/dP 2x4, causal also dQ 2x4; v17);
-* ``v_in_regs: 1`` holds V in registers (the d=64 row since v18);
-* ``stage_reductions: 1`` stages each trip's dQ partial in smem and adds it to dq_accum with
-  one TMA reduce-add, issued by all of MMA warp 0 (``kernel_staged_dq``), instead of atomics:
-  opt-in, measured 3–6 % slower (v8); it keeps the row-major workspace.
+Plan options (the keys the cost model never ranks: ``exchange_stages``, ``reduce_block``,
+``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``) are documented, with where each is
+applied and what it measured, in :mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`; this
+template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so

@@ -1,0 +1,12 @@
+# Shared by the bench/ab_v*.sh scripts (source it after setting $out; GPU host, after setup).
+#   ab DIR DIM CAUSAL_FLAG VARIANTS [ROUNDS]
+# runs bench/bwd_main_ab.py round-robin into $out/DIR (JSON only: the device returns few files),
+# printing the ratio table. CAUSAL_FLAG is "" or --causal.
+. /tmp/frost-gpu/env.sh
+export PYTHONUNBUFFERED=1
+ab() {
+  mkdir -p "$out/$1"
+  timeout 150 python3 bench/bwd_main_ab.py --dims "$2" $3 --rounds "${5:-8}" --iters 5 \
+    --out "$out/$1" --variants "$4" 2>&1 | grep -v Warn | tail -5
+  rm -f "$out/$1"/*.png
+}
