@@ -35,6 +35,9 @@ if [[ $what == ab || $what == all ]]; then
     | grep -v Warn | tail -4
   timeout 90 python3 bench/bwd_main_ab.py --dims 64 --rounds 6 --iters 5 --out "$out/ab_v64" \
     --variants "default;tile.v_in_regs=1" 2>&1 | grep -v Warn | tail -3
+  mkdir -p "$out/ab_held"  # v21: K's dQ fragments held at d <= 64
+  timeout 90 python3 bench/bwd_main_ab.py --dims 32,64 --rounds 6 --iters 5 --out "$out/ab_held" \
+    --variants "default;dq_k_held=0" 2>&1 | grep -v Warn | tail -4
   mkdir -p "$out/ab_rotate"  # v14: the rotated q walk at d > 192
   timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_rotate" \
     --variants "default;q_rotate=0" 2>&1 | grep -v Warn | tail -3

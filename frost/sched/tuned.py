@@ -49,16 +49,23 @@ TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM
 # v12 had it 1.011x before the blocked dQ workspace). d=256 non-causal drops exchange_stages=2
 # once S/dP runs 2x4: one copy measured 0.985x (v17 re-check) and 0.981x (v18); causal keeps
 # two copies (one: 1.029x), so there it is a causal option.
+# d=64, dq_rows=2 (the dQ grid 2x4, v20): on it each dQ warp's K fragments take 32 registers,
+# so bwd_main holds them for the pass (code choice dq_k_held, picked in
+# frost.templates.bwd_main.code): 0.967x, causal 0.944x (bench/results/v20/ab20, 8 rounds).
+# The grid without the held K measured 0.995x / 1.007x; tests/sched/test_tuned.py compares
+# the variant that ships (the plan option with the code choices the template then picks).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
                    "bench/results/v17/ab17/bwd_main_ab.json",
                    "bench/results/v17/ab17/causal/bwd_main_ab.json",
                    "bench/results/v18/ab18/d64/bwd_main_ab.json",
-                   "bench/results/v18/ab18/d64_causal/bwd_main_ab.json")
+                   "bench/results/v18/ab18/d64_causal/bwd_main_ab.json",
+                   "bench/results/v20/ab20/d64/bwd_main_ab.json",
+                   "bench/results/v20/ab20/d64_causal/bwd_main_ab.json")
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2),
-    64: dict(v_in_regs=1),
+    64: dict(v_in_regs=1, dq_rows=2),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2),
     160: dict(exchange_stages=2),

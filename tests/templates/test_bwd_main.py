@@ -15,6 +15,7 @@ import pytest
 from frost.templates.bwd_main.mma import make_mma, warp_cols
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import SKIP_STAGES
+from frost.templates.bwd_main.code import DQ_K_HELD_MAX_REGS, dq_k_regs
 from frost.templates.bwd_main import masks
 from frost.tile_dsl.gmem import to_rows_model
 from frost.sched.arch import get_arch
@@ -461,20 +462,24 @@ D64_DQ24 = (("tile_m", 64), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1), 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,causal,tile", [(64, False, D64_DQ24), (64, True, D64_DQ24),
                                            (32, True, ())], ids=["d64", "d64-causal", "d32-causal"])
-def test_gpu_dq_k_held(d, causal, tile):
-    """dq_k_held=1: dQ's K fragments loaded once before the loop; many trips, GQA 2:1, tails."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, knobs=(("dq_k_held", 1),), seed=43)
+def test_gpu_dq_k_not_held(d, causal, tile):
+    """dq_k_held=0 where the default holds K (d <= 64, v20): the alternative stays correct;
+    many trips, GQA 2:1, tails (the default form runs in every other d <= 64 case)."""
+    kp = default_plan("sm_120a", d, causal=causal, tile=dict(tile) or None)
+    assert BwdMainKernel(kp, causal=causal).dq_k_held == 1
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, knobs=(("dq_k_held", 0),), seed=43)
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("d,tile", [(64, D64_DQ24), (32, ())], ids=["d64-dq2x4", "d32"])
 def test_compile_dq_k_held_reads_less(arch, d, tile):
-    """dq_k_held=1: the same MMAs, fewer ldmatrix in the loop (K's dQ fragments are loaded
-    once), spill-free."""
+    """dq_k_held=1 (the default here): the same MMAs as dq_k_held=0, fewer ldmatrix in the loop
+    (K's dQ fragments are loaded once), spill-free."""
     kp = default_plan(arch, d, tile=dict(tile) or None)
-    held = BwdMainKernel(kp, dq_k_held=1)
-    rep, base = held.compile(arch), BwdMainKernel(kp).compile(arch)
+    held = BwdMainKernel(kp)
+    assert held.dq_k_held == 1
+    rep, base = held.compile(arch), BwdMainKernel(kp, dq_k_held=0).compile(arch)
     assert rep.count("mma.sync.aligned.m16n8k16") == base.count("mma.sync.aligned.m16n8k16")
     # the K-fragment ldmatrix of each dQ k-step moves from the (rolled) loop body to the
     # prologue: the same static count, in another place
@@ -484,6 +489,30 @@ def test_compile_dq_k_held_reads_less(arch, d, tile):
 
     assert before_first_mma(rep.ptx) > before_first_mma(base.ptx)
     assert _resources(rep)[1] == 0
+
+
+@pytest.mark.parametrize("d", range(32, 257, 8))
+@pytest.mark.parametrize("causal", [False, True])
+def test_pick_dq_k_held(d, causal):
+    """K's dQ fragments are held exactly where they take <= 32 registers a thread in one dQ
+    chunk: the default plans of padded d <= 64 (d=64 on the 2x4 dQ grid, v20), nowhere else."""
+    kp = default_plan("sm_120a", d, causal=causal)
+    kern = BwdMainKernel(kp, causal=causal)
+    regs = dq_k_regs(kp)
+    assert kern.dq_k_held == int(kern.dq_chunks == 1 and regs <= DQ_K_HELD_MAX_REGS)
+    assert kern.dq_k_held == (kp.tile["d"] <= 64)
+    if kern.dq_k_held:
+        assert regs == 32 and (kp.tile["dq_wm"], kp.tile["dq_wn"]) in ((4, 2), (2, 4))
+
+
+def test_pick_dq_k_held_keeps_the_register_budget():
+    """A 16-MMA-warp d=64 plan has 32-register K fragments too, but 112 registers a thread
+    (held there it spilled 64 B on sm_120a): not held. A forced d=128 64x64 plan fits (232 of
+    240) and holds them."""
+    kp16 = default_plan("sm_120a", 64, tile={"num_mma_warps": 16})
+    assert dq_k_regs(kp16) == 32 and BwdMainKernel(kp16).dq_k_held == 0
+    kp = default_plan("sm_120a", 128, tile={"tile_n": 64})
+    assert dq_k_regs(kp) == 32 and BwdMainKernel(kp).dq_k_held == 1
 
 
 def test_dq_k_held_needs_one_dq_chunk():

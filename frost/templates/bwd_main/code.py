@@ -14,12 +14,14 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
                   concurrent CTAs of a head add dQ into different rows (default at d > 192)
 ``serial_sdp``    1: S, then P (kept in io-dtype registers), then dP, instead of S and dP
-                  interleaved: one fp32 S/dP accumulator live at a time (opt-in, unmeasured;
-                  it makes the d=128 64x128 one-stage tile with a 1x8 S grid spill-free).
+                  interleaved: one fp32 S/dP accumulator live at a time. It makes the d=128
+                  64x128 one-stage tile with a 1x8 S grid spill-free, but measured 1.19-1.32x
+                  there and 1.03-1.04x on the default tiles (v19): opt-in only.
                   dS uses the io-dtype P (the value dV's GEMM reads), not the fp32 one
 ``dq_k_held``     1: K's B fragments of dQ = dS·K stay in registers for the whole pass (one dQ
-                  chunk; K's smem is still read by S): the dQ GEMM then reads only dS
-                  (opt-in, unmeasured; spill-free at d=32, and at d=64 with dq_rows=2)
+                  chunk; K's smem is still read by S): the dQ GEMM then reads only dS.
+                  Default where those fragments take <= 32 registers a thread
+                  (:func:`pick_dq_k_held`; v20)
 ================  =========================================================================
 """
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from frost.sched.plan import KernelPlan
+from frost.sched.plan import KernelPlan, WarpRole
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 
@@ -87,6 +89,31 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
     return 1 if kp.tile["d"] > 192 and not causal else 0
 
 
+DQ_K_HELD_MAX_REGS = 32
+
+
+def dq_k_regs(kp: KernelPlan) -> int:
+    """32-bit registers a thread needs to hold its dQ warp's B fragments of K for the whole
+    pass: the warp's d/dq_wn columns of K over all tile_n rows, io dtype (2 bytes), over 32
+    lanes."""
+    tl = kp.tile
+    return tl["d"] // tl["dq_wn"] * tl["tile_n"] * 2 // (32 * 4)
+
+
+def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
+    """K's dQ fragments held in registers where dQ runs as one chunk, they take at most
+    :data:`DQ_K_HELD_MAX_REGS` a thread, and the scheduler's MMA register estimate plus them
+    stays inside the MMA warps' ``setmaxnreg`` budget (bench/RESULTS.md v20, bwd_main A/B on
+    the H200: d=32 0.957x; d=64 on the 2x4 dQ grid 0.967x, causal 0.944x, against 0.995x /
+    1.007x for that grid alone). Of the default plans that is padded d <= 64, all spill-free
+    on sm_120a; d=64's 4x2 dQ grid (64 registers) spilled 32 B, and a 16-MMA-warp d=64 plan
+    (112 registers a thread) spilled 64 B, which the budget check leaves out."""
+    regs = dq_k_regs(kp)
+    budget = kp.role(WarpRole.MMA).max_regs
+    return int(dq_chunks == 1 and regs <= DQ_K_HELD_MAX_REGS
+               and kp.params.get("mma_regs_estimate", budget) + regs <= budget)
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -109,7 +136,7 @@ class CodeChoices:
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
-                causal: bool = False, serial_sdp: int = 0, dq_k_held: int = 0
+                causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None
                 ) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
@@ -142,9 +169,10 @@ class CodeChoices:
             raise CodeChoiceError(f"serial_sdp must be 0 or 1, got {serial_sdp!r}")
         if serial_sdp and exp2_poly:
             raise CodeChoiceError("serial_sdp=1 computes P with ex2 only: exp2_poly must be 0")
-        if dq_k_held not in (0, 1):
+        held = pick_dq_k_held(kp, chunks) if dq_k_held is None else dq_k_held
+        if held not in (0, 1):
             raise CodeChoiceError(f"dq_k_held must be 0 or 1, got {dq_k_held!r}")
-        if dq_k_held and chunks != 1:
+        if held and chunks != 1:
             raise CodeChoiceError(f"dq_k_held=1 holds K for the whole of d: it needs dq_chunks=1, "
                                   f"got {chunks}")
-        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, dq_k_held)
+        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held)

@@ -6,7 +6,7 @@ Public interface (stable)::
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None,
                          lookahead=0, exp2_poly=0, q_rotate=None,
-                         serial_sdp=0, dq_k_held=0)  # code choices: code.py
+                         serial_sdp=0, dq_k_held=None)  # code choices: code.py
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -50,7 +50,7 @@ dq_chunks 1/2/4, exp2_poly=1, q_rotate=1) and every plan option below, at rel. e
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
-``masks.q_tile``), ``serial_sdp`` and ``dq_k_held`` (opt-in, not yet GPU-run) to their measured
+``masks.q_tile``), ``serial_sdp`` (opt-in) and ``dq_k_held`` (v20) to their measured
 defaults; ``self.code`` holds them.
 
 Plan options (the keys the cost model never ranks: ``exchange_stages``, ``reduce_block``,
@@ -130,7 +130,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  skip: frozenset[str] = frozenset(), interleave: int | None = None,
                  dq_vec: int | None = None, dq_chunks: int | None = None,
                  p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
-                 q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int = 0):
+                 q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
