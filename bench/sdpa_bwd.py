@@ -10,6 +10,9 @@ Peers (each guarded: a failing peer is recorded in the JSON, the run goes on):
 
 Timing: CUDA events around each call, median of ``--iters`` (>= 20) runs after ``--warmup``
 runs, rotating over ``--sets`` (>= 3) independent input sets so repeated runs do not hit L2.
+The peers of a shape take turns over ``--rounds`` rounds (round-robin, like
+``bench/bwd_main_ab.py``), so a clock or power drift on the host hits every peer alike; a
+peer's time is the median of its round medians, and the JSON keeps each round's median.
 TFLOP/s uses backward FLOPs = 10 * B * H * S_q * S_kv * D, halved for causal.
 
 Usage (on the GPU host)::
@@ -184,14 +187,22 @@ def bench_shape(torch, shape, args, dtype):
                             **{n: rel_err(torch, x, y) for n, x, y in zip(("dq", "dk", "dv"), mine, ref)}}
         except Exception as e:  # noqa: BLE001
             row["check"] = {"error": f"{type(e).__name__}: {e}"}
-    for name, fn in runners.items():
-        try:
-            ms = time_ms(torch, fn, sets, args.warmup, args.iters)
-            row["ms"][name] = ms
+    rounds = {name: [] for name in runners}
+    for _ in range(args.rounds):
+        for name, fn in runners.items():
+            if name in row["errors"]:
+                continue
+            try:
+                rounds[name].append(time_ms(torch, fn, sets, args.warmup, args.iters))
+            except Exception as e:  # noqa: BLE001
+                row["errors"][name] = f"{type(e).__name__}: {e}"
+                traceback.print_exc(limit=3)
+    row["ms_rounds"] = {}
+    for name, got in rounds.items():
+        if got and name not in row["errors"]:
+            ms = statistics.median(got)
+            row["ms"][name], row["ms_rounds"][name] = ms, got
             row["tflops"][name] = fl / (ms * 1e-3) / 1e12
-        except Exception as e:  # noqa: BLE001
-            row["errors"][name] = f"{type(e).__name__}: {e}"
-            traceback.print_exc(limit=3)
     best = max((row["tflops"][p] for p in SM120_PEERS if p in row["tflops"]), default=None)
     if best and "frost" in row["tflops"]:
         row["frost_vs_best_sm120"] = row["tflops"]["frost"] / best
@@ -226,15 +237,24 @@ def host_overhead_us(torch, peers, n=200):
     return out
 
 
+def round_spread(row, name="frost"):
+    """(max - min) / median of ``name``'s round medians in ``row``: how much the rounds agree."""
+    got = row.get("ms_rounds", {}).get(name) or []
+    return (max(got) - min(got)) / statistics.median(got) if len(got) > 1 else None
+
+
 def print_table(rows, peers):
-    head = f"{'B,H,S,D,causal':<22}" + "".join(f"{p:>13}" for p in peers) + f"{'frost/best120':>15}"
+    head = f"{'B,H,S,D,causal':<22}" + "".join(f"{p:>13}" for p in peers) + \
+        f"{'frost/best120':>15}{'frost spread':>14}"
     print(head)
     for r in rows:
         sh = r["shape"]
         lab = f"{sh['B']},{sh['H']},{sh['S']},{sh['D']},{'T' if sh['causal'] else 'F'}"
         cells = "".join(f"{r['tflops'][p]:>13.1f}" if p in r["tflops"] else f"{'err':>13}" for p in peers)
         ratio = r.get("frost_vs_best_sm120")
-        print(f"{lab:<22}{cells}{(f'{ratio:.2f}' if ratio else '-'):>15}")
+        spread = round_spread(r)
+        print(f"{lab:<22}{cells}{(f'{ratio:.2f}' if ratio else '-'):>15}"
+              f"{(f'{100 * spread:.1f} %' if spread is not None else '-'):>14}")
 
 
 def plot(rows, peers, path):
@@ -263,13 +283,15 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--sets", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="round-robin rounds over the peers of each shape (median of rounds)")
     ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(os.path.dirname(__file__), "out"))
     ap.add_argument("--commit", default=None)
     args = ap.parse_args(argv)
     args.peers = [p for p in args.peers.split(",") if p]
-    if args.iters < 20 or args.sets < 3:
-        ap.error("--iters must be >= 20 and --sets >= 3")
+    if args.iters < 20 or args.sets < 3 or args.rounds < 1:
+        ap.error("--iters must be >= 20, --sets >= 3 and --rounds >= 1")
 
     import torch
 
@@ -277,7 +299,7 @@ def main(argv=None):
     rows = [bench_shape(torch, sh, args, dtype) for sh in (QUICK if args.quick else SHAPES)]
     meta = dict(gpu=torch.cuda.get_device_name(), date=datetime.datetime.now(datetime.timezone.utc).isoformat(),
                 commit=commit_id(args.commit), dtype=args.dtype, iters=args.iters, warmup=args.warmup,
-                sets=args.sets, torch=torch.__version__)
+                sets=args.sets, rounds=args.rounds, torch=torch.__version__)
     try:
         from frost.sdpa import api
         meta["frost_compiles"] = api.cache_info()["compiles"]

@@ -139,3 +139,49 @@ def test_bwd_main_ab_build_kernel_applies_each_kind_of_key():
     assert k.kp.tile.get("exchange_stages", 1) == 1 and k.interleave == 1
     assert k.skip == {"softmax", "dq_atomic"}
     assert {x: k.kp.tile[x] for x in mod.PLAN_KNOBS} == {x: base.kp.tile[x] for x in mod.PLAN_KNOBS}
+
+
+def test_sdpa_bwd_rounds_take_turns_and_keep_the_median(monkeypatch, capsys):
+    """bench/sdpa_bwd.py: the peers of a shape are timed round-robin; each peer's time is the
+    median of its round medians, a failing peer is dropped after its error, and the table shows
+    frost's spread over the rounds. No GPU or torch needed (the timer is replaced)."""
+    import argparse
+
+    mod = _load(os.path.join(ROOT, "bench", "sdpa_bwd.py"))
+    calls = []
+    times = {"frost": iter([2.0, 1.0, 4.0]), "peer": iter([3.0, 3.3, 2.7])}
+
+    def fake_time(torch, fn, sets, warmup, iters):
+        calls.append(fn.__name__)
+        if fn.__name__ == "broken":
+            raise RuntimeError("no kernel")
+        return next(times[fn.__name__])
+
+    def runner(name):
+        def make(torch, causal):
+            def fn(t):
+                return t
+            fn.__name__ = name
+            return fn
+        return make
+
+    monkeypatch.setattr(mod, "time_ms", fake_time)
+    monkeypatch.setattr(mod, "make_set", lambda *a, **k: object())
+    monkeypatch.setattr(mod, "PEERS", {n: runner(n) for n in ("frost", "peer", "broken")})
+    monkeypatch.setattr(mod, "SM120_PEERS", ("peer",))
+
+    class FakeTorch:
+        class cuda:
+            empty_cache = staticmethod(lambda: None)
+
+    args = argparse.Namespace(sets=3, peers=["frost", "peer", "broken"], check=False, rounds=3,
+                              warmup=1, iters=20)
+    row = mod.bench_shape(FakeTorch, (1, 2, 256, 64, False), args, None)
+    assert calls == ["frost", "peer", "broken", "frost", "peer", "frost", "peer"]
+    assert row["ms"] == {"frost": 2.0, "peer": 3.0}
+    assert row["ms_rounds"]["frost"] == [2.0, 1.0, 4.0] and "broken" in row["errors"]
+    assert row["frost_vs_best_sm120"] == 1.5
+    assert mod.round_spread(row) == 1.5
+    mod.print_table([row], ["frost", "peer"])
+    out = capsys.readouterr().out
+    assert "frost spread" in out and "150.0 %" in out and "1.50" in out
