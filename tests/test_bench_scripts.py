@@ -185,3 +185,40 @@ def test_sdpa_bwd_rounds_take_turns_and_keep_the_median(monkeypatch, capsys):
     mod.print_table([row], ["frost", "peer"])
     out = capsys.readouterr().out
     assert "frost spread" in out and "150.0 %" in out and "1.50" in out
+
+
+def test_chain_jitter_places_only_the_workspace():
+    """bench/chain_jitter.py: the stand-in torch hands out the 1-D fp32 workspace from the
+    fixed buffer at the chosen offset, allocates everything else normally, and parses its
+    arguments (no GPU needed)."""
+    import pytest
+
+    mod = _load(os.path.join(ROOT, "bench", "chain_jitter.py"))
+    args = mod.parse_args(["--shape", "2,4,256,64", "--offsets", "0,32"])
+    assert args.shape == (2, 4, 256, 64) and args.offsets == [0, 32]
+    with pytest.raises(SystemExit):
+        mod.parse_args(["--shape", "2,4,256"])
+
+    class Buf(list):
+        def __getitem__(self, sl):
+            return ("slice", sl.start, sl.stop)
+
+    class Tensor:
+        def __init__(self, shape, kw):
+            self.shape, self.kw = shape, kw
+
+        def data_ptr(self):
+            return (1 << 21) + 4096
+
+    class FakeTorch:
+        float32, bfloat16 = "f32", "bf16"
+        empty = staticmethod(lambda *shape, **kw: Tensor(shape, kw))
+
+    placed = mod._PlacedTorch(FakeTorch, Buf())
+    placed.offset = 32
+    assert placed.empty(100, dtype="f32", device="cuda") == ("slice", 32, 132)
+    other = placed.empty((2, 3), dtype="bf16", device="cuda")
+    assert isinstance(other, Tensor) and other.shape == ((2, 3),)
+    placed.offset = None
+    assert isinstance(placed.empty(100, dtype="f32"), Tensor) and placed.seen == {4096}
+    assert placed.float32 == "f32"  # everything else passes through
