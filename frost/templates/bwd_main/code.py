@@ -53,7 +53,9 @@ def dq_chunks_fit(kp: KernelPlan, n: int) -> bool:
 
 def pick_dq_chunks(kp: KernelPlan) -> int:
     """dQ = dS·K is computed in this many d-column chunks: fewer live fp32 accumulators
-    (needed to stay spill-free at d = 256 under a 240-register MMA budget)."""
+    (needed to stay spill-free at d = 256 under a 240-register MMA budget). Fewer chunks read
+    dS fewer times but measured slower at d=256 each time (bench/RESULTS.md v12: 1 chunk
+    1.015-1.028x; v23, on the 2x4 S/dP grid: 2 chunks 1.045-1.049x, 1 chunk 1.125-1.172x)."""
     want = 4 if kp.tile["d"] > 192 else 1
     while want > 1 and not dq_chunks_fit(kp, want):
         want //= 2

@@ -40,13 +40,13 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-11-30, commit eecf451; bench/results/v18/chain/
-gpu_tests.log): the whole GPU suite, 148 passed, of which tests/templates/test_bwd_main.py
+Verified (H200, sm_90a build, 2026-12-01, commit ee07504; bench/results/v21/chain/
+gpu_tests.log): the whole GPU suite, 156 passed, of which tests/templates/test_bwd_main.py
 covers head dims 32..256 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA
 4:1, MQA, tails 1/127/1000, fp16, PDL on/off, a second tile plan, 16-MMA-warp plans, the
 dq_splits mode, every code knob below (interleave 0/1, dq_vec=4, p_store="st32", lookahead=1,
-dq_chunks 1/2/4, exp2_poly=1, q_rotate=1) and every plan option below, at rel. error <= 1e-2
-(bf16) / 5e-3 (fp16) against a float64 reference.
+dq_chunks 1/2/4, exp2_poly=1, q_rotate=1, serial_sdp=1, dq_k_held=0/1) and every plan option
+below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
