@@ -148,6 +148,20 @@ def time_ms(torch, fn, sets, warmup, iters):
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
+ALLOC_COUNTERS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
+
+
+def allocator_counts(torch) -> dict:
+    """torch's caching-allocator counters that mean a device-wide cost (cudaMalloc / cudaFree,
+    retries after a failed allocation, stream syncs): a round whose calls change them did not
+    run from the cache."""
+    try:
+        st = torch.cuda.memory_stats()
+    except Exception:  # noqa: BLE001
+        return {}
+    return {k: int(st.get(k, 0)) for k in ALLOC_COUNTERS}
+
+
 def rel_err(torch, a, b):
     a, b = a.double(), b.double()
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
@@ -188,12 +202,16 @@ def bench_shape(torch, shape, args, dtype):
         except Exception as e:  # noqa: BLE001
             row["check"] = {"error": f"{type(e).__name__}: {e}"}
     rounds = {name: [] for name in runners}
+    row["allocator"] = {name: [] for name in runners}
     for _ in range(args.rounds):
         for name, fn in runners.items():
             if name in row["errors"]:
                 continue
             try:
+                before = allocator_counts(torch)
                 rounds[name].append(time_ms(torch, fn, sets, args.warmup, args.iters))
+                after = allocator_counts(torch)
+                row["allocator"][name].append({k: after[k] - before[k] for k in after})
             except Exception as e:  # noqa: BLE001
                 row["errors"][name] = f"{type(e).__name__}: {e}"
                 traceback.print_exc(limit=3)
@@ -315,6 +333,10 @@ def main(argv=None):
             print("errors", r["shape"], {k: v[:200] for k, v in r["errors"].items()})
         if r["check"]:
             print("check", r["shape"], r["check"])
+        busy = {n: [sum(d.values()) for d in got] for n, got in r.get("allocator", {}).items()
+                if any(sum(d.values()) for d in got)}
+        if busy:  # cudaMalloc / cudaFree / retries / syncs per round, by peer
+            print("allocator", r["shape"], busy)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "sdpa_bwd.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
