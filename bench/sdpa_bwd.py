@@ -11,8 +11,10 @@ Peers (each guarded: a failing peer is recorded in the JSON, the run goes on):
 Timing: CUDA events around each call, median of ``--iters`` (>= 20) runs after ``--warmup``
 runs, rotating over ``--sets`` (>= 3) independent input sets so repeated runs do not hit L2.
 The peers of a shape take turns over ``--rounds`` rounds (round-robin, like
-``bench/bwd_main_ab.py``), so a clock or power drift on the host hits every peer alike; a
-peer's time is the median of its round medians, and the JSON keeps each round's median.
+``bench/bwd_main_ab.py``, each round starting one peer later), so a clock or power drift on
+the host hits every peer alike; a peer's time is the median of its round medians, and the JSON
+keeps each round's median. Each timing starts after ``--cooldown`` seconds idle: the peer
+timed right after torch's cuDNN backward (the most power-hungry) read up to 7 % slow without it.
 TFLOP/s uses backward FLOPs = 10 * B * H * S_q * S_kv * D, halved for causal.
 
 Usage (on the GPU host)::
@@ -32,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 import traceback
 
 # Both peers read their arch switches at import time: set them before anything imports them.
@@ -203,11 +206,16 @@ def bench_shape(torch, shape, args, dtype):
             row["check"] = {"error": f"{type(e).__name__}: {e}"}
     rounds = {name: [] for name in runners}
     row["allocator"] = {name: [] for name in runners}
-    for _ in range(args.rounds):
-        for name, fn in runners.items():
+    names = list(runners)
+    for r in range(args.rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:  # each round starts later
+            fn = runners[name]
             if name in row["errors"]:
                 continue
             try:
+                if args.cooldown > 0:  # let clocks recover from the previous peer's power draw
+                    torch.cuda.synchronize()
+                    time.sleep(args.cooldown)
                 before = allocator_counts(torch)
                 rounds[name].append(time_ms(torch, fn, sets, args.warmup, args.iters))
                 after = allocator_counts(torch)
@@ -235,8 +243,6 @@ def host_overhead_us(torch, peers, n=200):
     Measured as wall time of ``n`` back-to-back calls without synchronizing (the GPU work of a tiny
     call is shorter than its launch cost), so it is the time the host thread spends per call.
     """
-    import time
-
     t = make_set(torch, 1, 2, 128, 64, False, torch.bfloat16, seed=99)
     out = {}
     for name in peers:
@@ -303,6 +309,8 @@ def main(argv=None):
     ap.add_argument("--sets", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3,
                     help="round-robin rounds over the peers of each shape (median of rounds)")
+    ap.add_argument("--cooldown", type=float, default=0.3,
+                    help="seconds idle before each peer's timing (clock recovery)")
     ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(os.path.dirname(__file__), "out"))
     ap.add_argument("--commit", default=None)
@@ -317,7 +325,8 @@ def main(argv=None):
     rows = [bench_shape(torch, sh, args, dtype) for sh in (QUICK if args.quick else SHAPES)]
     meta = dict(gpu=torch.cuda.get_device_name(), date=datetime.datetime.now(datetime.timezone.utc).isoformat(),
                 commit=commit_id(args.commit), dtype=args.dtype, iters=args.iters, warmup=args.warmup,
-                sets=args.sets, rounds=args.rounds, torch=torch.__version__)
+                sets=args.sets, rounds=args.rounds, cooldown=args.cooldown,
+                torch=torch.__version__)
     try:
         from frost.sdpa import api
         meta["frost_compiles"] = api.cache_info()["compiles"]

@@ -142,9 +142,10 @@ def test_bwd_main_ab_build_kernel_applies_each_kind_of_key():
 
 
 def test_sdpa_bwd_rounds_take_turns_and_keep_the_median(monkeypatch, capsys):
-    """bench/sdpa_bwd.py: the peers of a shape are timed round-robin; each peer's time is the
-    median of its round medians, a failing peer is dropped after its error, and the table shows
-    frost's spread over the rounds. No GPU or torch needed (the timer is replaced)."""
+    """bench/sdpa_bwd.py: the peers of a shape are timed round-robin, each round starting one
+    peer later; each peer's time is the median of its round medians, a failing peer is dropped
+    after its error, and the table shows frost's spread over the rounds. No GPU or torch needed
+    (the timer is replaced)."""
     import argparse
 
     mod = _load(os.path.join(ROOT, "bench", "sdpa_bwd.py"))
@@ -173,11 +174,12 @@ def test_sdpa_bwd_rounds_take_turns_and_keep_the_median(monkeypatch, capsys):
     class FakeTorch:
         class cuda:
             empty_cache = staticmethod(lambda: None)
+            synchronize = staticmethod(lambda: None)
 
     args = argparse.Namespace(sets=3, peers=["frost", "peer", "broken"], check=False, rounds=3,
-                              warmup=1, iters=20)
+                              warmup=1, iters=20, cooldown=0.001)
     row = mod.bench_shape(FakeTorch, (1, 2, 256, 64, False), args, None)
-    assert calls == ["frost", "peer", "broken", "frost", "peer", "frost", "peer"]
+    assert calls == ["frost", "peer", "broken", "peer", "frost", "frost", "peer"]
     assert row["ms"] == {"frost": 2.0, "peer": 3.0}
     assert row["ms_rounds"]["frost"] == [2.0, 1.0, 4.0] and "broken" in row["errors"]
     assert row["frost_vs_best_sm120"] == 1.5
