@@ -43,7 +43,7 @@ KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly
 
 
 PLAN_KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
-PLAN_OPTIONS = ("exchange_stages", "stage_reductions", "s_rows", "dq_rows")  # reduce_block:
+PLAN_OPTIONS = ("exchange_stages", "stage_reductions", "s_rows", "dq_rows", "ctas_per_sm")  # reduce_block:
 # not copied (its default, 8, follows stage_reductions unless forced with tile.reduce_block=)  # plan keys the cost model never ranks
 
 

@@ -13,16 +13,31 @@ SM120_SMEM_BUDGET = 101_376
 
 @dataclasses.dataclass(frozen=True)
 class Arch:
-    """Per-CTA resource limits of one target (one big CTA per SM is assumed)."""
+    """Resource limits of one target. Plans assume one CTA per SM unless they ask for more
+    (plan key ``ctas_per_sm``); then each CTA gets its share of the SM (:meth:`smem_per_cta`,
+    and ``regs_per_sm`` split in :func:`frost.sched.warps.roles`)."""
 
     name: str
     smem_budget: int = SM120_SMEM_BUDGET  # bytes of dynamic shared memory per CTA
+    smem_per_sm: int = 102_400       # bytes of shared memory an SM can give its CTAs
+    smem_reserved_per_cta: int = 1_024  # what the hardware keeps per resident CTA
     regs_per_sm: int = 65_536        # 32-bit registers per SM
     max_regs_per_thread: int = 255
     max_threads: int = 1024
     named_barriers: int = 16         # bar.sync ids 0..15; 0 is __syncthreads
     mma: str = "mma.sync.m16n8k16"
     note: str = ""
+
+
+    def smem_per_cta(self, ctas_per_sm: int = 1) -> int:
+        """Dynamic shared memory one CTA may use when ``ctas_per_sm`` CTAs share an SM
+        (SM120: 101,376 B alone, 50,176 B each for two)."""
+        if ctas_per_sm < 1:
+            raise ValueError(f"ctas_per_sm must be >= 1, got {ctas_per_sm}")
+        if ctas_per_sm == 1:
+            return self.smem_budget
+        return min(self.smem_budget,
+                   self.smem_per_sm // ctas_per_sm - self.smem_reserved_per_cta)
 
 
 ARCHS: dict[str, Arch] = {

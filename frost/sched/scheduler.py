@@ -49,7 +49,9 @@ class TileChoice:
     ``grid_rows`` forces the warp-grid rows of named GEMM groups ((group, wm), ...): that grid
     is taken even where the register estimate says it does not fit (the estimate is an upper
     bound; the compile's spill report decides, and the plan's ``params["forced_grids"]`` says
-    so).
+    so). ``ctas_per_sm`` CTAs share each SM: the plan must fit its share of the SM's shared
+    memory (:meth:`Arch.smem_per_cta`) and registers, and the kernel launches with that many
+    blocks per SM as its occupancy bound.
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -60,6 +62,7 @@ class TileChoice:
     stage_reductions: bool = False
     reduce_block: int = 0
     grid_rows: tuple[tuple[str, int], ...] = ()
+    ctas_per_sm: int = 1
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -120,10 +123,12 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     check_no_overlap(buffers)
     mbars, smem = place_mbarriers(end, bar.rings(prog, ch.ring_stages, ch.mma_warps))
     smem_expr += sum(m.stages for m in mbars) * 8
-    if smem > arch.smem_budget:
-        raise Infeasible(f"shared memory {smem} B > {arch.smem_budget} B budget of {arch.name}")
+    budget = arch.smem_per_cta(ch.ctas_per_sm)
+    if smem > budget:
+        share = "" if ch.ctas_per_sm == 1 else f" with {ch.ctas_per_sm} CTAs per SM"
+        raise Infeasible(f"shared memory {smem} B > {budget} B budget of {arch.name}{share}")
 
-    groups, r0 = W.roles(arch, ch.mma_warps)
+    groups, r0 = W.roles(arch, ch.mma_warps, ch.ctas_per_sm)
     low = min(g.max_regs for g in groups if g.role != WarpRole.MMA)
     if W.PRODUCER_REGS > low:
         raise Infeasible(f"producer needs ~{W.PRODUCER_REGS} registers > {low}")
@@ -152,6 +157,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     for g, wm in ch.grid_rows:
         tile[f"{g}_rows"] = wm  # forced; the grid itself is tile[f"{g}_wm"], tile[f"{g}_wn"]
     tile["num_mma_warps"] = ch.mma_warps
+    if ch.ctas_per_sm != 1:
+        tile["ctas_per_sm"] = ch.ctas_per_sm
     for g, (wm, wn) in grid_choice.items():
         tile[f"{g}_wm"], tile[f"{g}_wn"] = wm, wn
     for name in sorted(ch.held):

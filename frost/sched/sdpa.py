@@ -55,6 +55,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "reduce_block": (8,),  # dq_accum in 8x8 blocks (tile_dsl.gmem); 0 (row-major) when forced
     "s_rows": (0,),  # 0: the model's S/dP warp grid; n: force n warp rows (measured option)
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
+    "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
 }
 
 
@@ -102,7 +103,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                             reduce_block=c["reduce_block"] if "reduce_block" in forced
                             or not c["stage_reductions"] else 0,
                             grid_rows=tuple((g, c[f"{g}_rows"]) for g in ("s", "dq")
-                                            if c[f"{g}_rows"]))
+                                            if c[f"{g}_rows"]),
+                            ctas_per_sm=c["ctas_per_sm"])
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

@@ -5,7 +5,8 @@ then idle *donor* warps that pad the producer's warpgroup to 4 warps: ``setmaxnr
 whole warpgroup, so the producer group shrinks together and gives its registers to the MMA
 warpgroups.
 
-Budgets. Each thread starts with ``R0 = min(255, regs_per_sm / threads)`` rounded down to 8; the
+Budgets. Each thread starts with ``R0 = min(255, regs_per_sm / (threads * ctas_per_sm))`` rounded
+down to 8 (``ctas_per_sm``: CTAs resident per SM, 1 unless a plan forces more); the
 producer group drops to ``low`` and the MMA warps rise to ``high`` with
 ``high * mma_threads + low * producer_threads <= R0 * threads``; ``high`` is capped at 240 and
 ``low`` kept in 24..56 (all multiples of 8). For 8 MMA warps this gives 240 / 24.
@@ -65,15 +66,17 @@ def best_grid(shapes: list[tuple[int, int, int]], warps: int, ok=lambda g: True)
                                      grid_traffic(shapes, g), -g[0]))
 
 
-def roles(arch: Arch, mma_warps: int) -> tuple[tuple[WarpGroupPlan, ...], int]:
-    """(warp groups, launch registers per thread) for ``mma_warps`` MMA warps + producer group."""
+def roles(arch: Arch, mma_warps: int, ctas_per_sm: int = 1
+          ) -> tuple[tuple[WarpGroupPlan, ...], int]:
+    """(warp groups, launch registers per thread) for ``mma_warps`` MMA warps + producer group,
+    with ``ctas_per_sm`` CTAs sharing the SM's register file."""
     if mma_warps % WARPGROUP:
         raise ValueError(f"MMA warps must fill whole warpgroups, got {mma_warps}")
     total = mma_warps + WARPGROUP
     threads = 32 * total
     if threads > arch.max_threads:
         raise ValueError(f"{threads} threads exceed {arch.max_threads}")
-    r0 = min(arch.max_regs_per_thread, arch.regs_per_sm // threads) // 8 * 8
+    r0 = min(arch.max_regs_per_thread, arch.regs_per_sm // (threads * ctas_per_sm)) // 8 * 8
     pool = r0 * threads
     low = LOW_REGS[0]
     high = min(MMA_REGS_CAP, (pool - low * 32 * WARPGROUP) // (32 * mma_warps) // 8 * 8)

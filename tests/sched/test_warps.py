@@ -45,3 +45,30 @@ def test_best_grid_minimises_operand_traffic():
     assert all(grid_traffic(shapes, best) <= grid_traffic(shapes, g) for g in grids(64, 128, 8))
     assert best_grid(shapes, 8, ok=lambda g: g[0] == 1) == (1, 8)
     assert best_grid(shapes, 8, ok=lambda g: False) is None
+
+
+def test_two_ctas_per_sm_share_the_registers_and_smem():
+    """ctas_per_sm=2: each CTA gets half the register file (launch bound 128 a thread for 256
+    threads; setmaxnreg 232 / 24) and half the SM's shared memory less the per-CTA reserve."""
+    arch = get_arch("sm_120a")
+    assert arch.smem_per_cta(1) == 101_376
+    assert arch.smem_per_cta(2) == 102_400 // 2 - 1_024 == 50_176
+    with pytest.raises(ValueError, match="ctas_per_sm"):
+        arch.smem_per_cta(0)
+    groups, r0 = roles(arch, 4, ctas_per_sm=2)
+    regs = {g.role: g.max_regs for g in groups}
+    assert r0 == 128 and regs[WarpRole.MMA] == 232 and regs[WarpRole.PRODUCER] == 24
+    assert sum(g.num_warps * 32 * g.max_regs for g in groups) <= arch.regs_per_sm // 2
+    assert roles(arch, 4)[1] == 255 // 8 * 8  # one CTA: the per-thread cap binds
+
+
+def test_two_ctas_per_sm_plan_and_refusal():
+    from frost.sched import plan_sdpa_bwd
+
+    tile = {"num_mma_warps": 4, "tile_m": 64, "tile_n": 64, "q_stages": 1, "ctas_per_sm": 2}
+    kp = plan_sdpa_bwd("sm_120a", 64, tile=tile).kernel("bwd_main")
+    assert kp.tile["ctas_per_sm"] == 2 and kp.smem_bytes <= 50_176
+    assert kp.params["launch_regs"] == 128 and kp.threads == 256
+    assert "ctas_per_sm" not in plan_sdpa_bwd("sm_120a", 64).kernel("bwd_main").tile
+    with pytest.raises(ValueError, match="with 2 CTAs per SM"):
+        plan_sdpa_bwd("sm_120a", 64, tile={**tile, "tile_n": 128})

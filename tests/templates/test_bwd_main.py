@@ -515,6 +515,32 @@ def test_pick_dq_k_held_keeps_the_register_budget():
     assert dq_k_regs(kp) == 32 and BwdMainKernel(kp).dq_k_held == 1
 
 
+TWO_CTA = (("num_mma_warps", 4), ("tile_m", 64), ("tile_n", 64), ("q_stages", 1),
+           ("ctas_per_sm", 2))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_two_ctas_per_sm(arch):
+    """ctas_per_sm=2: the kernel declares two blocks per SM, ptxas keeps the launch registers
+    in half the file (<= 128 a thread for 256 threads), setmaxnreg moves them to the 4 MMA
+    warps (232), no spills, and the plan's smem fits half an SM."""
+    kp = default_plan(arch, 64, tile=dict(TWO_CTA))
+    rep = BwdMainKernel(kp).compile(arch)
+    assert ".minnctapersm 2" in rep.ptx and ".reqntid 256" in rep.ptx
+    regs, spills = _resources(rep)
+    assert regs <= 128 and spills == 0
+    assert rep.count("setmaxnreg.inc.sync.aligned.u32 \t232") >= 1
+    assert kp.smem_bytes <= 50_176
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_two_ctas_per_sm(causal):
+    """The 2-CTA d=64 plan: many trips, GQA 2:1, tails, against the float64 reference."""
+    run_case(1, 700, 650, 4, 2, 64, causal=causal, tile=TWO_CTA, seed=44)
+
+
 def test_dq_k_held_needs_one_dq_chunk():
     with pytest.raises(ValueError, match="dq_k_held"):
         BwdMainKernel(default_plan("sm_120a", 64), dq_k_held=1, dq_chunks=2)

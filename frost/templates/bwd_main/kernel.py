@@ -246,10 +246,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             launcher = self.kernel_staged_dq(*args, tma_dq, mdQ_t)
         else:
             launcher = self.kernel(*args)
-        launcher.launch(
-            grid=[cute.ceil_div(s_kv, t_n), mK.shape[2], mK.shape[0]],
-            block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream, use_pdl=self.use_pdl,
-            min_blocks_per_mp=1)
+        ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
+        launcher.launch(grid=[cute.ceil_div(s_kv, t_n), mK.shape[2], mK.shape[0]],
+                        block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
+                        use_pdl=self.use_pdl, min_blocks_per_mp=ctas,
+                        preferred_smem_carveout=100 if ctas > 1 else None)
 
     # ------------------------------------------------------------------ device
     @cute.kernel
