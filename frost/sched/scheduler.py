@@ -77,7 +77,8 @@ def schedule(program: Program, arch: str | Arch, choice: TileChoice,
         kernels.append(kp)
     kernels, edges = _pdl(specs, kernels)
     return Plan(program=program.name, arch=arch.name, params=dict(params or {}),
-                kernels=tuple(kernels), edges=tuple(edges), smem_budget=arch.smem_budget)
+                kernels=tuple(kernels), edges=tuple(edges),
+                smem_budget=arch.smem_per_cta(choice.ctas_per_sm))
 
 
 # -- the loop kernel ----------------------------------------------------------------------------

@@ -66,8 +66,9 @@ def test_two_ctas_per_sm_plan_and_refusal():
     from frost.sched import plan_sdpa_bwd
 
     tile = {"num_mma_warps": 4, "tile_m": 64, "tile_n": 64, "q_stages": 1, "ctas_per_sm": 2}
-    kp = plan_sdpa_bwd("sm_120a", 64, tile=tile).kernel("bwd_main")
-    assert kp.tile["ctas_per_sm"] == 2 and kp.smem_bytes <= 50_176
+    plan = plan_sdpa_bwd("sm_120a", 64, tile=tile)
+    kp = plan.kernel("bwd_main")
+    assert kp.tile["ctas_per_sm"] == 2 and kp.smem_bytes <= plan.smem_budget == 50_176
     assert kp.params["launch_regs"] == 128 and kp.threads == 256
     assert "ctas_per_sm" not in plan_sdpa_bwd("sm_120a", 64).kernel("bwd_main").tile
     with pytest.raises(ValueError, match="with 2 CTAs per SM"):
