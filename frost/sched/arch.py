@@ -28,7 +28,6 @@ class Arch:
     mma: str = "mma.sync.m16n8k16"
     note: str = ""
 
-
     def smem_per_cta(self, ctas_per_sm: int = 1) -> int:
         """Dynamic shared memory one CTA may use when ``ctas_per_sm`` CTAs share an SM
         (SM120: 101,376 B alone, 50,176 B each for two)."""
