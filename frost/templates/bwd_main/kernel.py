@@ -53,10 +53,10 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``masks.q_tile``), ``serial_sdp`` (opt-in) and ``dq_k_held`` (v20) to their measured
 defaults; ``self.code`` holds them.
 
-Plan options (the keys the cost model never ranks: ``exchange_stages``, ``reduce_block``,
-``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``) are documented, with where each is
-applied and what it measured, in :mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`; this
-template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
+Plan options (keys the cost model never ranks: ``exchange_stages``, ``reduce_block``, ``s_rows``
+/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``) are documented, with where
+each is applied and what it measured, in :mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`;
+this template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
 from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
