@@ -14,7 +14,7 @@ The peers of a shape take turns over ``--rounds`` rounds (round-robin, like
 ``bench/bwd_main_ab.py``, each round starting one peer later), so a clock or power drift on
 the host hits every peer alike; a peer's time is the median of its round medians, and the JSON
 keeps each round's median. Each timing starts after ``--cooldown`` seconds idle: the peer
-timed right after torch's cuDNN backward (the most power-hungry) read up to 7 % slow without it.
+timed right after torch's cuDNN backward (the most power-hungry) read up to 13 % slow without it.
 TFLOP/s uses backward FLOPs = 10 * B * H * S_q * S_kv * D, halved for causal.
 
 Usage (on the GPU host)::
