@@ -96,10 +96,9 @@ DQ_K_HELD_MAX_REGS = 32
 
 def dq_k_regs(kp: KernelPlan) -> int:
     """32-bit registers a thread needs to hold its dQ warp's B fragments of K for the whole
-    pass: the warp's d/dq_wn columns of K over all tile_n rows, io dtype (2 bytes), over 32
-    lanes."""
+    pass: the warp's d/dq_wn columns of K over all tile_n rows in sK's dtype, over 32 lanes."""
     tl = kp.tile
-    return tl["d"] // tl["dq_wn"] * tl["tile_n"] * 2 // (32 * 4)
+    return tl["d"] // tl["dq_wn"] * tl["tile_n"] * dtype_bytes(kp.buffer("sK").dtype) // (32 * 4)
 
 
 def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
