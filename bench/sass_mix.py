@@ -1,0 +1,144 @@
+"""SASS instruction mix of bwd_main's q-tile loop, and a probe of what ptxas makes of one
+PTX instruction -- both without a GPU.
+
+    python3 bench/sass_mix.py --dims 64,128 --arch sm_120a       # loop mix per head dim
+    python3 bench/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
+
+Needs ``cuobjdump`` (``pip install nvidia-cuda-cuobjdump``; found on PATH or in the
+``nvidia/cu13/bin`` folder of site-packages) and, for ``--probe``, ``ptxas`` on PATH.
+
+The loop is the longest backward branch whose body holds HMMA instructions. The mix is a
+static count over its body: where the loop branches (masked and unmasked softmax), both paths
+are counted, and ``--skip A-B`` (hex addresses, repeatable) leaves one out. bench/RESULTS.md
+v27 used ``--probe`` to see that ``ex2.approx.f16x2`` is two MUFU ops on sm_120a and sm_90a.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import pathlib
+import re
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+
+_INSN = re.compile(r"\s+/\*([0-9a-f]+)\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+
+
+def cuobjdump() -> str:
+    """Path of cuobjdump: PATH first, then the pip wheel's folder."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for root in site.getsitepackages() + [site.getusersitepackages()]:
+        p = pathlib.Path(root, "nvidia", "cu13", "bin", "cuobjdump")
+        if p.exists():
+            return str(p)
+    sys.exit("sass_mix: cuobjdump not found; pip install nvidia-cuda-cuobjdump")
+
+
+def sass_of(cubin: bytes) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([cuobjdump(), "-sass", f.name], check=True, capture_output=True,
+                              text=True).stdout
+
+
+def instructions(sass: str) -> list[tuple[int, str, str]]:
+    """(address, opcode with modifiers, operands) per instruction."""
+    return [(int(m.group(1), 16), m.group(2), m.group(3)) for m in map(_INSN.match,
+            sass.splitlines()) if m]
+
+
+def main_loop(insns) -> tuple[int, int]:
+    """(first, last) address of the longest backward branch's body that holds an HMMA."""
+    best = None
+    for addr, op, args in insns:
+        t = re.search(r"0x([0-9a-f]+)", args)
+        if op.startswith("BRA") and t and int(t.group(1), 16) < addr:
+            lo = int(t.group(1), 16)
+            if any(lo <= a <= addr and o.startswith("HMMA") for a, o, _ in insns):
+                if best is None or addr - lo > best[1] - best[0]:
+                    best = (lo, addr)
+    if best is None:
+        raise SystemExit("sass_mix: no loop with HMMA found")
+    return best
+
+
+def mix(insns, lo: int, hi: int, skip=()) -> collections.Counter:
+    """Opcode (first dotted part) counts over [lo, hi], leaving out the ``skip`` ranges."""
+    return collections.Counter(op.split(".")[0] for a, op, _ in insns
+                               if lo <= a <= hi and not any(x <= a < y for x, y in skip))
+
+
+def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    rep = BwdMainKernel(default_plan(arch, d, causal=causal)).compile(arch)
+    insns = instructions(sass_of(rep.cubin))
+    lo, hi = main_loop(insns)
+    c = mix(insns, lo, hi, skip)
+    return {"d": d, "arch": arch, "causal": causal, "loop": [hex(lo), hex(hi)],
+            "total": sum(c.values()), "mix": dict(c.most_common())}
+
+
+def probe(ptx_lines: str, arch: str) -> list[str]:
+    """SASS (opcode and operands) of a kernel that loads four floats, packs them into
+    ``h0`` (f16x2) and ``b0`` (bf16x2), runs ``ptx_lines`` (which may write h1, b1 or f4..f7)
+    and stores the results."""
+    body = f"""
+.version 8.8
+.target {arch}
+.address_size 64
+.visible .entry probe(.param .u64 p) {{
+  .reg .b64 a; .reg .f32 f<8>; .reg .b32 h<2>, b<2>;
+  ld.param.u64 a, [p];
+  ld.global.v4.f32 {{f0, f1, f2, f3}}, [a];
+  cvt.rn.f16x2.f32 h0, f1, f0;
+  cvt.rn.bf16x2.f32 b0, f3, f2;
+  mov.b32 h1, h0; mov.b32 b1, b0; mov.f32 f4, f0; mov.f32 f5, f1;
+  {ptx_lines}
+  st.global.v4.f32 [a], {{f4, f5, f2, f3}};
+  st.global.v2.b32 [a+16], {{h1, b1}};
+  ret;
+}}"""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = pathlib.Path(tmp, "p.ptx"), pathlib.Path(tmp, "p.cubin")
+        src.write_text(body)
+        subprocess.run(["ptxas", "-arch", arch, str(src), "-o", str(out)], check=True)
+        insns = instructions(sass_of(out.read_bytes()))
+    return [f"{op}{args}" for _, op, args in insns
+            if not op.startswith(("LDG", "STG", "LDC", "EXIT", "BRA", "NOP", "MOV", "ULDC"))]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dims", default="64,128,256", help="head dims, comma-separated")
+    ap.add_argument("--arch", default="sm_120a")
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--skip", action="append", default=[], metavar="A-B",
+                    help="hex address range [A, B) to leave out of the loop mix")
+    ap.add_argument("--probe", metavar="PTX", help="show the SASS of these PTX lines instead")
+    ap.add_argument("--json", metavar="FILE", help="also write the loop mixes here")
+    a = ap.parse_args(argv)
+    if a.probe:
+        print("\n".join(probe(a.probe, a.arch)))
+        return
+    skip = [tuple(int(x, 16) for x in s.split("-")) for s in a.skip]
+    rows = [loop_mix(int(d), a.arch, a.causal, skip) for d in a.dims.split(",")]
+    for r in rows:
+        top = ", ".join(f"{k} {v}" for k, v in list(r["mix"].items())[:14])
+        print(f"d={r['d']} {r['arch']} loop {r['loop'][0]}..{r['loop'][1]}: "
+              f"{r['total']} instructions: {top}")
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
