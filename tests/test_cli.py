@@ -25,6 +25,14 @@ def test_plan_prints_the_tables_and_the_budget(capsys):
         assert f"{b.offset:,}" in out
 
 
+@pytest.mark.parametrize("d,held", [(128, "V"), (64, "V, K (B fragments of grid dq")])
+def test_plan_lists_what_the_mma_warps_hold(d, held, capsys):
+    """The register residency the scheduler chose: V at d=128; V and K's dQ fragments at d=64."""
+    assert main(["plan", "sdpa-bwd", "--arch", "sm_120a", "--head-dim", str(d)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "held in MMA registers" in x)
+    assert line.split(": ", 1)[1].startswith(held) and ("K (" in line) == (d == 64)
+
+
 def test_plan_json_is_the_plan(capsys):
     assert main(["plan", "sdpa-bwd", "--arch", "sm_121a", "--head-dim", "96", "--causal",
                  "--json"]) == 0

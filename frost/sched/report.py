@@ -64,6 +64,9 @@ def format_plan(plan: Plan) -> str:
                  g.max_regs, est.get(g.role.name)] for g in k.roles]))
             out.append(f"  launch: {k.params.get('launch_regs')} registers per thread; "
                        f"{k.threads} threads")
+            if k.params.get("held_in_regs"):
+                out.append("  held in MMA registers for the pass (in est. regs): "
+                           + ", ".join(_held(h) for h in k.params["held_in_regs"]))
         if k.buffers:
             out += ["", "  Shared-memory map"]
             out.append(table(["buffer", "offset", "end", "bytes", "rows x cols", "dtype", "stages",
@@ -86,3 +89,10 @@ def format_plan(plan: Plan) -> str:
                 out.append(f"  smem (symbolic, before alignment): {k.params['smem_expr']}")
             out.append("  " + budget_line(plan, k))
     return "\n".join(out)
+
+
+def _held(name: str) -> str:
+    """``V`` (the whole tile; its smem then only feeds the copy) or ``K@dq`` (the B fragments
+    of GEMM group dq; the tile stays in smem for its other readers)."""
+    tile, _, group = name.partition("@")
+    return f"{tile} (B fragments of grid {group}; also in smem)" if group else tile

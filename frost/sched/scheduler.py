@@ -52,6 +52,12 @@ class TileChoice:
     so). ``ctas_per_sm`` CTAs share each SM: the plan must fit its share of the SM's shared
     memory (:meth:`Arch.smem_per_cta`) and registers, and the kernel launches with that many
     blocks per SM as its occupancy bound.
+    ``hold_fragments`` ((group, max_regs), ...) keeps the B-operand fragments of a GEMM group
+    in registers for the whole pass where its B is a stationary tile (loaded before the loop)
+    that stays in shared memory for its other readers: held where they take at most
+    ``max_regs`` registers a thread on the chosen grid and the MMA estimate plus them fits the
+    budget (never infeasible; the plan's tile says ``<group>_b_in_regs`` and the estimate
+    counts them).
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -63,6 +69,7 @@ class TileChoice:
     reduce_block: int = 0
     grid_rows: tuple[tuple[str, int], ...] = ()
     ctas_per_sm: int = 1
+    hold_fragments: tuple[tuple[str, int], ...] = ()
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -136,6 +143,7 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     mma = next(g for g in groups if g.role == WarpRole.MMA)
     grid_choice, regs = _grids_and_regs(prog, order, held, ch.mma_warps, mma.max_regs,
                                         dict(ch.grid_rows))
+    frags, regs = _held_fragments(prog, grid_choice, regs, mma.max_regs, ch.hold_fragments)
 
     alloc = NamedBarrierAllocator(limit=arch.named_barriers)
     if any(where[t.name] & Where.SMEM and where[t.name] & Where.REGS
@@ -164,6 +172,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         tile[f"{g}_wm"], tile[f"{g}_wn"] = wm, wn
     for name in sorted(ch.held):
         tile[f"{name.lower()}_in_regs"] = 1
+    for g in frags:
+        tile[f"{g}_b_in_regs"] = 1
     return KernelPlan(
         name=spec.name, template=spec.name, threads=sum(g.threads for g in groups),
         roles=groups, buffers=tuple(buffers), barriers=alloc.barriers, mbarriers=tuple(mbars),
@@ -174,7 +184,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
                 "regs_estimate": {WarpRole.MMA.name: regs,
                                   WarpRole.PRODUCER.name: W.PRODUCER_REGS,
                                   WarpRole.DONOR.name: W.DONOR_REGS}, "smem_expr": str(smem_expr),
-                "held_in_regs": sorted(ch.held), "grid": str(sym_prog.grid),
+                "held_in_regs": sorted(ch.held) + [f"{b}@{g}" for g, b in frags.items()],
+                "grid": str(sym_prog.grid),
                 "copy": {t.smem_name: bar.copy_method(s) for s in prog.stages
                          if isinstance(s, Load) for t in s.outputs},
                 "trips": str(sym_prog.trips)})
@@ -226,6 +237,28 @@ def _grids_and_regs(prog: Program, order, held, warps: int, budget: int,
     if regs - over > budget:
         raise Infeasible(f"MMA warps need ~{regs} registers > {budget}")
     return out, regs
+
+
+def _held_fragments(prog: Program, grids: dict, regs: int, budget: int,
+                    policy: tuple[tuple[str, int], ...]) -> tuple[dict[str, str], int]:
+    """({group: B tile name} whose B fragments are held, MMA estimate with them): each
+    ``(group, max_regs)`` of ``policy`` in order, where the group's GEMM reads a stationary B
+    (loaded before the loop) and its fragments on the group's grid take <= max_regs
+    registers a thread and fit the budget on top of the estimate so far."""
+    stationary = {s.out.name for s in prog.stages if isinstance(s, Load)
+                  and s.level == Level.PROLOGUE}
+    held = {}
+    for g, cap in policy:
+        gemms = [s for s in prog.stages if isinstance(s, Gemm) and s.warp_grid == g]
+        if not gemms:
+            raise Infeasible(f"hold_fragments names unknown GEMM group {g!r}")
+        gemm = next((s for s in gemms if s.b.name in stationary), None)
+        if gemm is None or g not in grids:
+            continue
+        extra = W.regs_for(_int(gemm.n) // grids[g][1] * _int(gemm.k), gemm.b.dtype.nbytes, 32)
+        if extra <= cap and regs + extra <= budget:
+            held[g], regs = gemm.b.name, regs + extra
+    return held, regs
 
 
 def _register_estimate(prog: Program, order, warps: int) -> int:

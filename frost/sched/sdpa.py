@@ -27,6 +27,14 @@ fragments, v20/v21). ``tile={"ctas_per_sm": 2}``: two CTAs share each SM; the pl
 half of its shared memory (50,176 B on SM120) and registers (128 at launch), and bwd_main
 launches with that occupancy bound. Measured slower at d=64 (1.30x, causal 1.03x; v25), so only
 when forced.
+
+K's dQ fragments: every plan asks the scheduler to hold the B fragments of ``dQ = dS·K`` (K is
+stationary; S still reads it from shared memory) where they take at most
+:data:`HOLD_DQ_K_MAX_REGS` registers a thread on the plan's dQ grid and fit the MMA budget on
+top of the estimate. The plan then has ``dq_b_in_regs=1``, ``K@dq`` in
+``params["held_in_regs"]`` and the registers in its estimate; bwd_main's dQ GEMM then reads
+only dS (bench/RESULTS.md v20/v21: d=32 0.957x, d=64 on the 2x4 dQ grid 0.967x, causal
+0.944x). Of the measured plans that is padded d <= 64.
 """
 
 from __future__ import annotations
@@ -46,6 +54,9 @@ from frost.sched.tiles import CostModel, candidates, iteration_cost
 from frost.sched.tuned import SOURCE, tuned_options, tuned_tile
 
 HEAD_DIM_RANGE = (32, 256)
+# Measured cap for holding K's dQ fragments (v20): 32 registers a thread won at d=32/64; the
+# d=64 4x2 dQ grid (64 registers) spilled 32 B on sm_120a.
+HOLD_DQ_K_MAX_REGS = 32
 PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
 
 SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
@@ -108,7 +119,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                             or not c["stage_reductions"] else 0,
                             grid_rows=tuple((g, c[f"{g}_rows"]) for g in ("s", "dq")
                                             if c[f"{g}_rows"]),
-                            ctas_per_sm=c["ctas_per_sm"])
+                            ctas_per_sm=c["ctas_per_sm"],
+                            hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),))
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

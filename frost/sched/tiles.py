@@ -69,8 +69,9 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
             m, n, k = int(s.m), int(s.n), int(s.k)
             flops += 2 * m * n * k
             wm, wn = tile[f"{s.warp_grid}_wm"], tile[f"{s.warp_grid}_wn"]
+            b_held = s.b.name in held or f"{s.b.name}@{s.warp_grid}" in held
             a_b = (wn * m * k if where[s.a.name] & Where.SMEM else 0) + \
-                  (wm * n * k if s.b.name not in held else 0)
+                  (wm * n * k if not b_held else 0)
             narrow = (n // wn) % 16 != 0  # B fed by ldmatrix.x2: half-width loads
             smem += a_b * 2 * (model.narrow_warp_tile if narrow else 1.0)
         elif isinstance(s, (Load, Store, AtomicReduce)):

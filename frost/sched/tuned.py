@@ -50,8 +50,8 @@ TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM
 # once S/dP runs 2x4: one copy measured 0.985x (v17 re-check) and 0.981x (v18); causal keeps
 # two copies (one: 1.029x), so there it is a causal option.
 # d=64, dq_rows=2 (the dQ grid 2x4, v20): on it each dQ warp's K fragments take 32 registers,
-# so bwd_main holds them for the pass (code choice dq_k_held, picked in
-# frost.templates.bwd_main.code): 0.967x, causal 0.944x (bench/results/v20/ab20, 8 rounds).
+# so the scheduler holds them for the pass (plan key dq_b_in_regs, frost.sched.sdpa;
+# bwd_main's code choice dq_k_held follows it): 0.967x, causal 0.944x (bench/results/v20/ab20, 8 rounds).
 # The grid without the held K measured 0.995x / 1.007x; tests/sched/test_tuned.py compares
 # the variant that ships (the plan option with the code choices the template then picks).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",

@@ -15,9 +15,9 @@ import pytest
 from frost.templates.bwd_main.mma import make_mma, warp_cols
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import SKIP_STAGES
-from frost.templates.bwd_main.code import DQ_K_HELD_MAX_REGS, dq_k_regs
 from frost.templates.bwd_main import masks
 from frost.tile_dsl.gmem import to_rows_model
+from frost.sched.plan import WarpRole
 from frost.sched.arch import get_arch
 
 ARCHS = ("sm_120a", "sm_121a")
@@ -494,25 +494,26 @@ def test_compile_dq_k_held_reads_less(arch, d, tile):
 @pytest.mark.parametrize("d", range(32, 257, 8))
 @pytest.mark.parametrize("causal", [False, True])
 def test_pick_dq_k_held(d, causal):
-    """K's dQ fragments are held exactly where they take <= 32 registers a thread in one dQ
-    chunk: the default plans of padded d <= 64 (d=64 on the 2x4 dQ grid, v20), nowhere else."""
+    """The template holds K's dQ fragments exactly where the plan does (``dq_b_in_regs``, the
+    scheduler's choice: tests/sched/test_hold_fragments.py), in one dQ chunk: the default plans
+    of padded d <= 64 (d=64 on the 2x4 dQ grid, v20), nowhere else."""
     kp = default_plan("sm_120a", d, causal=causal)
     kern = BwdMainKernel(kp, causal=causal)
-    regs = dq_k_regs(kp)
-    assert kern.dq_k_held == int(kern.dq_chunks == 1 and regs <= DQ_K_HELD_MAX_REGS)
-    assert kern.dq_k_held == (kp.tile["d"] <= 64)
+    assert kern.dq_k_held == kp.tile.get("dq_b_in_regs", 0) == int(kp.tile["d"] <= 64)
     if kern.dq_k_held:
-        assert regs == 32 and (kp.tile["dq_wm"], kp.tile["dq_wn"]) in ((4, 2), (2, 4))
+        assert kern.dq_chunks == 1 and "K@dq" in kp.params["held_in_regs"]
+        assert (kp.tile["dq_wm"], kp.tile["dq_wn"]) in ((4, 2), (2, 4))
 
 
 def test_pick_dq_k_held_keeps_the_register_budget():
     """A 16-MMA-warp d=64 plan has 32-register K fragments too, but 112 registers a thread
-    (held there it spilled 64 B on sm_120a): not held. A forced d=128 64x64 plan fits (232 of
-    240) and holds them."""
+    (held there it spilled 64 B on sm_120a): the plan does not hold them, nor does the
+    template. A forced d=128 64x64 plan fits (232 of 240) and holds them."""
     kp16 = default_plan("sm_120a", 64, tile={"num_mma_warps": 16})
-    assert dq_k_regs(kp16) == 32 and BwdMainKernel(kp16).dq_k_held == 0
+    assert "dq_b_in_regs" not in kp16.tile and BwdMainKernel(kp16).dq_k_held == 0
     kp = default_plan("sm_120a", 128, tile={"tile_n": 64})
-    assert dq_k_regs(kp) == 32 and BwdMainKernel(kp).dq_k_held == 1
+    assert kp.tile["dq_b_in_regs"] == 1 and BwdMainKernel(kp).dq_k_held == 1
+    assert kp.params["mma_regs_estimate"] <= kp.role(WarpRole.MMA).max_regs
 
 
 TWO_CTA = (("num_mma_warps", 4), ("tile_m", 64), ("tile_n", 64), ("q_stages", 1),

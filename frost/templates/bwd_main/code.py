@@ -20,8 +20,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   dS uses the io-dtype P (the value dV's GEMM reads), not the fp32 one
 ``dq_k_held``     1: K's B fragments of dQ = dS·K stay in registers for the whole pass (one dQ
                   chunk; K's smem is still read by S): the dQ GEMM then reads only dS.
-                  Default where those fragments take <= 32 registers a thread
-                  (:func:`pick_dq_k_held`; v20)
+                  Default where the plan holds them (``dq_b_in_regs``, the scheduler's
+                  choice: <= 32 registers a thread within the MMA budget; v20); 0 or 1
+                  overrides the plan for an A/B (the plan's estimate then is not exact)
 ================  =========================================================================
 """
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from frost.sched.plan import KernelPlan, WarpRole
+from frost.sched.plan import KernelPlan
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 
@@ -56,6 +57,8 @@ def pick_dq_chunks(kp: KernelPlan) -> int:
     (needed to stay spill-free at d = 256 under a 240-register MMA budget). Fewer chunks read
     dS fewer times but measured slower at d=256 each time (bench/RESULTS.md v12: 1 chunk
     1.015-1.028x; v23, on the 2x4 S/dP grid: 2 chunks 1.045-1.049x, 1 chunk 1.125-1.172x)."""
+    if kp.tile.get("dq_b_in_regs"):
+        return 1  # the plan holds K's dQ fragments for the whole of d
     want = 4 if kp.tile["d"] > 192 else 1
     while want > 1 and not dq_chunks_fit(kp, want):
         want //= 2
@@ -91,28 +94,12 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
     return 1 if kp.tile["d"] > 192 and not causal else 0
 
 
-DQ_K_HELD_MAX_REGS = 32
-
-
-def dq_k_regs(kp: KernelPlan) -> int:
-    """32-bit registers a thread needs to hold its dQ warp's B fragments of K for the whole
-    pass: the warp's d/dq_wn columns of K over all tile_n rows in sK's dtype, over 32 lanes."""
-    tl = kp.tile
-    return tl["d"] // tl["dq_wn"] * tl["tile_n"] * dtype_bytes(kp.buffer("sK").dtype) // (32 * 4)
-
-
 def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
-    """K's dQ fragments held in registers where dQ runs as one chunk, they take at most
-    :data:`DQ_K_HELD_MAX_REGS` a thread, and the scheduler's MMA register estimate plus them
-    stays inside the MMA warps' ``setmaxnreg`` budget (bench/RESULTS.md v20, bwd_main A/B on
-    the H200: d=32 0.957x; d=64 on the 2x4 dQ grid 0.967x, causal 0.944x, against 0.995x /
-    1.007x for that grid alone). Of the default plans that is padded d <= 64, all spill-free
-    on sm_120a; d=64's 4x2 dQ grid (64 registers) spilled 32 B, and a 16-MMA-warp d=64 plan
-    (112 registers a thread) spilled 64 B, which the budget check leaves out."""
-    regs = dq_k_regs(kp)
-    budget = kp.role(WarpRole.MMA).max_regs
-    return int(dq_chunks == 1 and regs <= DQ_K_HELD_MAX_REGS
-               and kp.params.get("mma_regs_estimate", budget) + regs <= budget)
+    """K's dQ fragments held in registers where the plan holds them (``dq_b_in_regs``: the
+    scheduler's choice, :data:`frost.sched.sdpa.HOLD_DQ_K_MAX_REGS`, with the registers in
+    its MMA estimate) and dQ runs as one chunk (bench/RESULTS.md v20, bwd_main A/B on the
+    H200: d=32 0.957x; d=64 on the 2x4 dQ grid 0.967x, causal 0.944x)."""
+    return int(bool(kp.tile.get("dq_b_in_regs")) and dq_chunks == 1)
 
 
 def stmatrix_fits(kp: KernelPlan) -> bool:

@@ -50,8 +50,8 @@ below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
-``masks.q_tile``), ``serial_sdp`` (opt-in) and ``dq_k_held`` (v20) to their measured
-defaults; ``self.code`` holds them.
+``masks.q_tile``), ``serial_sdp`` (opt-in) and ``dq_k_held`` (the plan's ``dq_b_in_regs``;
+v20) to their measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``reduce_block``, ``s_rows``
 /``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``) are documented, with where
