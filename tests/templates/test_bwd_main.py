@@ -516,6 +516,16 @@ def test_pick_dq_k_held_keeps_the_register_budget():
     assert kp.params["mma_regs_estimate"] <= kp.role(WarpRole.MMA).max_regs
 
 
+@pytest.mark.gpu
+def test_gpu_k_held_with_v_in_smem():
+    """The model's 4-MMA-warp d=128 plan keeps V in smem and holds K's dQ fragments (232 of
+    240 registers, spill-free): that combination against the float64 reference."""
+    tile = (("num_mma_warps", 4),)
+    kp = default_plan("sm_120a", 128, tile=dict(tile))
+    assert kp.tile["v_in_regs"] == 0 and kp.tile["dq_b_in_regs"] == 1
+    run_case(1, 700, 650, 4, 2, 128, causal=True, tile=tile, seed=45)
+
+
 TWO_CTA = (("num_mma_warps", 4), ("tile_m", 64), ("tile_n", 64), ("q_stages", 1),
            ("ctas_per_sm", 2))
 
