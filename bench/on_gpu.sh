@@ -38,6 +38,11 @@ if [[ $what == ab || $what == all ]]; then
   mkdir -p "$out/ab_held"  # v21: K's dQ fragments held at d <= 64
   timeout 90 python3 bench/bwd_main_ab.py --dims 32,64 --rounds 6 --iters 5 --out "$out/ab_held" \
     --variants "default;dq_k_held=0" 2>&1 | grep -v Warn | tail -4
+  mkdir -p "$out/ab_il256" "$out/ab_il224"  # v28: interleave level 1 on the d > 192 tiles
+  timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_il256" \
+    --variants "default;interleave=0" 2>&1 | grep -v Warn | tail -3
+  timeout 90 python3 bench/bwd_main_ab.py --dims 224 --rounds 6 --iters 5 --out "$out/ab_il224" \
+    --variants "default;interleave=2" 2>&1 | grep -v Warn | tail -3
   mkdir -p "$out/ab_rotate"  # v14: the rotated q walk at d > 192
   timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_rotate" \
     --variants "default;q_rotate=0" 2>&1 | grep -v Warn | tail -3

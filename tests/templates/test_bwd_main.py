@@ -645,10 +645,17 @@ def test_interleave_reorders_but_keeps_every_mma():
     assert on.total_spill_bytes == off.total_spill_bytes == 0
 
 
-@pytest.mark.parametrize("d,want", [(64, 2), (128, 2), (160, 1), (192, 1), (256, 0)])
-def test_pick_interleave(d, want):
+@pytest.mark.parametrize("d,want,want_causal", [(64, 2, 2), (128, 2, 2), (160, 1, 1),
+                                                 (192, 1, 1), (200, 1, 2), (224, 1, 2),
+                                                 (232, 1, 1), (256, 1, 1)])
+def test_pick_interleave(d, want, want_causal):
+    """Level 2 where dQ's accumulator is small, 1 above; on the 32x64 tiles of d > 192 level 1,
+    but causal one-chunk plans (d <= 224) keep 2 (bench/RESULTS.md v4, v28)."""
     kp = default_plan("sm_120a", d)
     assert BwdMainKernel(kp).interleave == want
+    kpc = default_plan("sm_120a", d, causal=True)
+    assert BwdMainKernel(kpc, causal=True).interleave == want_causal
+    assert BwdMainKernel(kpc, causal=True, interleave=0).interleave == 0
 
 
 @pytest.mark.parametrize("d,want", [(64, 0), (128, 0), (160, 0), (192, 0), (200, 1), (256, 1)])
