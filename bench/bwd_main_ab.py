@@ -43,7 +43,8 @@ KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly
 
 
 PLAN_KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
-PLAN_OPTIONS = ("exchange_stages", "stage_reductions", "s_rows", "dq_rows", "ctas_per_sm")  # reduce_block:
+PLAN_OPTIONS = ("exchange_stages", "stage_reductions", "s_rows", "dq_rows", "ctas_per_sm",
+                "head_pad")  # reduce_block:
 # not copied (its default, 8, follows stage_reductions unless forced with tile.reduce_block=)  # plan keys the cost model never ranks
 
 
@@ -162,10 +163,16 @@ def main(argv=None):
         kp = default_plan(ARCH, d, causal=args.causal)
         t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"])
         kerns = [build_kernel(d, args.causal, v, kp) for v in variants]
+        # a variant planned for another padded head dim (tile.head_pad=) needs its own dQ
+        # workspace; every other input is shared
+        acc = {k.kp.tile["d"]: torch.zeros(*t["dq_acc"].shape[:-1], k.kp.tile["d"],
+                                           device="cuda", dtype=torch.float32)
+               for k in kerns if k.kp.tile["d"] != kp.tile["d"]}
+        acc[kp.tile["d"]] = t["dq_acc"]
 
         def call(k):
-            k.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],
-                     t["dk"], t["dv"], t["scale"])
+            k.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"],
+                     acc[k.kp.tile["d"]], t["dk"], t["dv"], t["scale"])
 
         for k in kerns:  # compile + warm up
             for _ in range(3):
@@ -202,7 +209,7 @@ def main(argv=None):
                                 lookahead=kerns[i].lookahead, exp2_poly=kerns[i].exp2_poly,
                                 q_rotate=kerns[i].q_rotate, serial_sdp=kerns[i].serial_sdp,
                                 dq_k_held=kerns[i].dq_k_held))
-        del t
+        del t, acc
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 gpu=torch.cuda.get_device_name(), shape=[b, h, s], causal=args.causal,

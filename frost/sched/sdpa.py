@@ -71,6 +71,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "s_rows": (0,),  # 0: the model's S/dP warp grid; n: force n warp rows (measured option)
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
+    "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
 }
 
 
@@ -83,8 +84,13 @@ def check_head_dim(d: int, what: str = "head_dim") -> int:
     return d
 
 
-def pad_head_dim(d: int) -> int:
-    return -(-check_head_dim(d) // PAD) * PAD
+def pad_head_dim(d: int, pad: int = 0) -> int:
+    """The head dim the kernels are planned for: ``d`` rounded up to a multiple of ``pad``
+    (0: :data:`PAD`). Inputs keep their own head dim; the extra columns are TMA zero fill."""
+    pad = pad or PAD
+    if pad % PAD:
+        raise ValueError(f"head_pad={pad} must be a multiple of {PAD}")
+    return -(-check_head_dim(d) // pad) * pad
 
 
 def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, dtype="bf16",
@@ -93,7 +99,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
     reasons the others were rejected."""
     arch = get_arch(arch)
     dv_raw = head_dim if head_dim_v is None else head_dim_v
-    d, dv = pad_head_dim(head_dim), pad_head_dim(dv_raw)
+    pad_head_dim(head_dim), pad_head_dim(dv_raw)  # validates both
     if dv_raw > head_dim:
         raise ValueError(f"head_dim_v={dv_raw} > head_dim={head_dim} is not supported")
     io = DType.parse(dtype)
@@ -107,6 +113,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
     ranked, rejected = [], []
     forced = dict(tile or {})
     for c in candidates(SDPA_BWD_SPACE, forced):
+        d, dv = pad_head_dim(head_dim, c["head_pad"]), pad_head_dim(dv_raw, c["head_pad"])
         sizes = {tile_m: c["tile_m"], tile_n: c["tile_n"], d_qk: d, d_v: dv}
         if c["v_in_regs"] and "V" not in can_hold:
             continue
@@ -126,7 +133,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         except Infeasible as e:
             rejected.append((c, str(e)))
             continue
-        plan = _with_aliases(plan, d, dv, bool(held))
+        plan = _with_aliases(plan, d, dv, bool(held), c["head_pad"])
         main = plan.kernel(prog.kernel_names["main"])
         ranked.append((iteration_cost(main_prog.subs(sizes), main, model), plan))
     ranked.sort(key=lambda cp: cp[0])
@@ -182,10 +189,12 @@ def _sourced(plan: Plan, how: str) -> Plan:
     return dataclasses.replace(plan, kernels=kernels)
 
 
-def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool) -> Plan:
+def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool, head_pad: int = 0) -> Plan:
     kernels = []
     for k in plan.kernels:
         t = dict(k.tile)
+        if head_pad:
+            t["head_pad"] = head_pad
         t["d"], t["d_v"] = d, dv
         t.setdefault("v_in_regs", 1 if v_held else 0)
         kernels.append(dataclasses.replace(k, tile=t))
