@@ -2,7 +2,9 @@
 
 The program is :func:`frost.ir.attention.sdpa_bwd_program`; the chain, roles, smem map and
 barriers all come from the generic :func:`~frost.sched.scheduler.schedule`. This module only
-(1) validates the user's numbers, (2) pads head dims to the 32-element swizzle chunk, (3) walks
+(1) validates the user's numbers, (2) pads head dims to the 32-element swizzle chunk (above
+192 to a multiple of 64, so d=200..224 run the d=256 plan: v31; ``tile={"head_pad": 32}``
+keeps 32), (3) walks
 the tile space (``SDPA_BWD_SPACE``) and keeps the cheapest legal plan, and (4) adds the tile
 aliases the templates read: ``d`` (padded d_qk) and ``d_v`` (padded d_v).
 
@@ -58,6 +60,10 @@ HEAD_DIM_RANGE = (32, 256)
 # d=64 4x2 dQ grid (64 registers) spilled 32 B on sm_120a.
 HOLD_DQ_K_MAX_REGS = 32
 PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
+# ... and above WIDE_FROM to a multiple of WIDE_PAD: d=200..224 run the d=256 plan, whose 1x8
+# dQ grid and four 64-column dQ chunks padded 224 cannot take (bench/RESULTS.md v31, bwd_main
+# on the H200: d=200 0.975x, d=224 0.958x, causal 0.933x / 0.965x of the 224 plan)
+WIDE_FROM, WIDE_PAD = 192, 64
 
 SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "tile_m": (32, 64, 128),
@@ -72,6 +78,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
+    # (head_pad=32 is the pre-v31 plan of d=200..224: padded to 224)
 }
 
 
@@ -86,8 +93,9 @@ def check_head_dim(d: int, what: str = "head_dim") -> int:
 
 def pad_head_dim(d: int, pad: int = 0) -> int:
     """The head dim the kernels are planned for: ``d`` rounded up to a multiple of ``pad``
-    (0: :data:`PAD`). Inputs keep their own head dim; the extra columns are TMA zero fill."""
-    pad = pad or PAD
+    (0: :data:`PAD`, or :data:`WIDE_PAD` above :data:`WIDE_FROM`). Inputs keep their own head
+    dim; the extra columns are TMA zero fill."""
+    pad = pad or (WIDE_PAD if check_head_dim(d) > WIDE_FROM else PAD)
     if pad % PAD:
         raise ValueError(f"head_pad={pad} must be a multiple of {PAD}")
     return -(-check_head_dim(d) // pad) * pad

@@ -86,10 +86,21 @@ def test_json_round_trip_keeps_types():
     assert q == p
 
 
-def test_head_dims_are_padded_to_32():
-    for d, padded in ((40, 64), (72, 96), (96, 96), (136, 160), (200, 224), (248, 256)):
+def test_head_dims_are_padded_to_32_and_above_192_to_64():
+    for d, padded in ((40, 64), (72, 96), (96, 96), (136, 160), (192, 192), (200, 256),
+                      (224, 256), (248, 256)):
         t = plan_sdpa_bwd(head_dim=d).kernel("bwd_main").tile
-        assert t["d"] == padded and t["d_qk"] == padded
+        assert t["d"] == padded and t["d_qk"] == padded and "head_pad" not in t
+
+
+def test_head_pad_forces_the_padding():
+    """head_pad=32 keeps v31's old plan of d=200..224 (padded to 224); 64 pads d=136 to 192."""
+    t = plan_sdpa_bwd(head_dim=200, tile={"head_pad": 32}).kernel("bwd_main").tile
+    assert (t["d"], t["d_v"], t["head_pad"]) == (224, 224, 32)
+    t = plan_sdpa_bwd(head_dim=136, head_dim_v=72, tile={"head_pad": 64}).kernel("bwd_main").tile
+    assert (t["d"], t["d_v"]) == (192, 128)
+    with pytest.raises(ValueError, match="head_pad=48"):
+        plan_sdpa_bwd(head_dim=136, tile={"head_pad": 48})
 
 
 def test_mla_head_dim_v():

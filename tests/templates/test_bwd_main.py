@@ -645,15 +645,17 @@ def test_interleave_reorders_but_keeps_every_mma():
     assert on.total_spill_bytes == off.total_spill_bytes == 0
 
 
-@pytest.mark.parametrize("d,want,want_causal", [(64, 2, 2), (128, 2, 2), (160, 1, 1),
-                                                 (192, 1, 1), (200, 1, 2), (224, 1, 2),
-                                                 (232, 1, 1), (256, 1, 1)])
-def test_pick_interleave(d, want, want_causal):
+@pytest.mark.parametrize("d,want,want_causal,tile", [
+    (64, 2, 2, None), (128, 2, 2, None), (160, 1, 1, None), (192, 1, 1, None),
+    (200, 1, 1, None), (256, 1, 1, None), (224, 1, 2, {"head_pad": 32})])
+def test_pick_interleave(d, want, want_causal, tile):
     """Level 2 where dQ's accumulator is small, 1 above; on the 32x64 tiles of d > 192 level 1,
-    but causal one-chunk plans (d <= 224) keep 2 (bench/RESULTS.md v4, v28)."""
-    kp = default_plan("sm_120a", d)
+    but causal one-chunk plans (d=224 planned as 224, head_pad=32) keep 2 (RESULTS.md v4,
+    v28)."""
+    base = {"tile_m": 32, "tile_n": 64, "q_stages": 1, "v_in_regs": 1, "s_rows": 2}
+    kp = default_plan("sm_120a", d, tile={**base, **tile} if tile else None)
     assert BwdMainKernel(kp).interleave == want
-    kpc = default_plan("sm_120a", d, causal=True)
+    kpc = default_plan("sm_120a", d, causal=True, tile={**base, **tile} if tile else None)
     assert BwdMainKernel(kpc, causal=True).interleave == want_causal
     assert BwdMainKernel(kpc, causal=True, interleave=0).interleave == 0
 
@@ -742,7 +744,7 @@ def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
     c = CodeChoices.resolve(kp128)
     assert (c.dq_chunks, c.interleave, c.dq_vec, c.p_store, c.lookahead) == (1, 2, 2, "stmatrix", 0)
     c = CodeChoices.resolve(kp256)
-    assert (c.dq_chunks, c.interleave, c.p_store) == (4, 0, "st32")  # 8-column S warp tiles
+    assert (c.dq_chunks, c.interleave, c.p_store) == (4, 1, "st32")  # 8-column S warp tiles
     assert CodeChoices.resolve(kp128, interleave=0, dq_vec=4).interleave == 0
     for bad in (dict(interleave=3), dict(dq_vec=8), dict(p_store="st64"), dict(lookahead=2),
                 dict(dq_chunks=3), dict(dq_chunks=0)):

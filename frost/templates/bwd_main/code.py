@@ -75,13 +75,15 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
     spilled 8 B; at d=160 it measured 10 % slower), except on the 32x64 tiles of d > 192:
     there level 1 measured faster (bench/RESULTS.md v28, bwd_main A/B on the H200): chunked dQ
     (d > 224) 0.986-0.990x of level 0, causal 0.980-0.986x; one-chunk d=200..224 0.927-0.930x
-    of level 2. Causal one-chunk plans keep level 2 (level 1: 0.998x and 1.002x, neutral)."""
+    of level 2. Causal one-chunk plans keep level 2 (level 1: 0.998x and 1.002x, neutral);
+    plans with the row-major dQ workspace (reduce_block=0) keep the rule before v28 (d=256
+    spilled at level 1)."""
     tl = kp.tile
     if tl.get("stage_reductions"):
         # staged dQ: its smem copy leaves no room either
         return 0
-    if tl["d"] > 192 and (dq_chunks > 1 or not causal):
-        return 1
+    if tl["d"] > 192 and (dq_chunks > 1 or not causal) and tl.get("reduce_block"):
+        return 1  # measured with the blocked dQ workspace; the row-major one then spills
     if dq_chunks > 1:
         # with interleaving, sm_120a compiles of d=96/128 causal spilled 16 B
         return 0
