@@ -30,17 +30,24 @@ _SM120 = {
     64: dict(tile_m=64, tile_n=128, q_stages=2, num_mma_warps=8, v_in_regs=0),
     96: dict(tile_m=32, tile_n=128, q_stages=2, num_mma_warps=8, v_in_regs=1),
     128: dict(tile_m=32, tile_n=128, q_stages=2, num_mma_warps=8, v_in_regs=1),
-    160: dict(tile_m=64, tile_n=64, q_stages=1, num_mma_warps=8, v_in_regs=1),
-    192: dict(tile_m=64, tile_n=64, q_stages=1, num_mma_warps=8, v_in_regs=1),
+    160: dict(tile_m=32, tile_n=64, q_stages=2, num_mma_warps=8, v_in_regs=1),  # v32
+    192: dict(tile_m=32, tile_n=64, q_stages=2, num_mma_warps=8, v_in_regs=1),  # v32
     256: dict(tile_m=32, tile_n=64, q_stages=1, num_mma_warps=8, v_in_regs=1),
 }
 
 TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM120}
 
+# Rows re-picked after the sweep, from a same-host A/B (bench/bwd_main_ab.py) in which the new
+# pick, forced over the sweep's pick, was faster in every round (row -> that A/B's file).
+# v32: at d=160/192 the 32x64 tile with a two-stage Q/dO ring beat the sweep's 64x64
+# one-stage pick by 0.884x / 0.912x (causal 0.909x / 0.969x) on the v29 kernels.
+AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
+                   192: "bench/results/v32/t32/bwd_main_ab.json"}
+
 # P/dS double-buffered (one barrier a trip instead of two), bwd_main time vs the tile alone:
 # 0.973x at d=96, 0.993x at d=128, 0.988x at d=128 causal (bench/results/v7, 8 and 6 rounds);
 # 0.959x at d=32, 0.989x at d=160, 0.988x at d=256 (bench/results/v8/ab2, 6 rounds). The d=64
-# pick (64x128, V in smem) cannot hold two copies in 101,376 B; the d=192 row neither.
+# pick (64x128, V in smem) cannot hold two copies in 101,376 B; nor could the v2 d=192 row.
 # d=256, s_rows=2 (the S/dP warp grid 2x4 with V held, past the register estimate; v17):
 # 0.953x non-causal, 0.955x causal (bench/results/v17/ab17, 8 rounds). Causal plans add
 # dq_rows=2 (the dQ grid 2x4): with s_rows=2, 0.934x of s_rows alone (0.892x of the v16
@@ -54,6 +61,10 @@ TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM
 # bwd_main's code choice dq_k_held follows it): 0.967x, causal 0.944x (bench/results/v20/ab20, 8 rounds).
 # The grid without the held K measured 0.995x / 1.007x; tests/sched/test_tuned.py compares
 # the variant that ships (the plan option with the code choices the template then picks).
+# d=160/192 on the v32 tile (32x64, two Q/dO stages): two P/dS copies fit (V held frees sV)
+# and at d=192 measured 0.935x of one (8.115 / 8.677 ms in bench/results/v32/t32); at d=160
+# the option came with the row. OPTIONS_RECHECK_SOURCES are runs whose default carried these
+# options, with the other value measured against it (slower: the option stands).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -63,12 +74,14 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v18/ab18/d64_causal/bwd_main_ab.json",
                    "bench/results/v20/ab20/d64/bwd_main_ab.json",
                    "bench/results/v20/ab20/d64_causal/bwd_main_ab.json")
+OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ()
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2),
     64: dict(v_in_regs=1, dq_rows=2),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2),
     160: dict(exchange_stages=2),
+    192: dict(exchange_stages=2),
     256: dict(s_rows=2),
 }
 OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,

@@ -9,8 +9,9 @@ import pytest
 
 from frost.sched import plan_sdpa_bwd
 from frost.sched.sdpa import pad_head_dim
-from frost.sched.tuned import (CAUSAL_OPTIONS, CAUSAL_OPTIONS_SOURCES, OPTIONS, OPTIONS_SOURCES,
-                               SOURCE, TUNED, tuned_options, tuned_tile)
+from frost.sched.tuned import (AB_PICK_SOURCES, CAUSAL_OPTIONS, CAUSAL_OPTIONS_SOURCES, OPTIONS,
+                               OPTIONS_RECHECK_SOURCES, OPTIONS_SOURCES, SOURCE, TUNED,
+                               tuned_options, tuned_tile)
 from frost.templates.bwd_main.code import CodeChoices
 
 ROOT = pathlib.Path(__file__).parents[2]
@@ -25,10 +26,22 @@ def _sweep(d):
 
 @pytest.mark.parametrize("d", sorted(TUNED["sm_120a"]))
 def test_each_pick_is_the_measured_fastest(d):
+    """The sweep's fastest tile, or, for a row re-picked later (AB_PICK_SOURCES), the sweep's
+    pick with the knobs of the A/B variant that beat it in every round (the fastest such)."""
     meas = _sweep(d)
     assert meas, f"no measurement at d={d} in {SOURCE}"
     best = min(meas, key=lambda m: m[1])[0]
-    assert TUNED["sm_120a"][d] == best
+    if d not in AB_PICK_SOURCES:
+        assert TUNED["sm_120a"][d] == best
+        return
+    rows = [r for r in json.loads((ROOT / AB_PICK_SOURCES[d]).read_text())["results"]
+            if r["d"] == d]
+    wins = [r for r in rows if r["round_ratio_max"] < 1.0 and
+            any(k[5:] in KNOBS for k in r["kwargs"])]
+    assert wins, f"no variant beat the sweep's pick in every round at d={d}"
+    top = min(wins, key=lambda r: r["ratio"])
+    knobs = {k[5:]: v for k, v in top["kwargs"].items() if k[5:] in KNOBS}
+    assert TUNED["sm_120a"][d] == {**best, **knobs} != best
 
 
 def test_ranges_and_fallbacks():
@@ -100,11 +113,28 @@ def test_ab_ratios_takes_the_shipped_variant():
     assert len(ratios) == 2 and all(r < 0.97 for r in ratios), ratios
 
 
+def _recheck_ratios(d, option):
+    """For each run of OPTIONS_RECHECK_SOURCES (its default carried the row's options): the
+    default's time over the time of the option's other value forced alone (< 1: it stands)."""
+    key, val = option
+    out = []
+    for src in OPTIONS_RECHECK_SOURCES:
+        data = json.loads((ROOT / src).read_text())
+        for r in data["results"]:
+            forced = {k[5:]: v for k, v in r["kwargs"].items() if k.startswith("tile.")}
+            if r["d"] == d and list(forced) == [key] and forced[key] != val:
+                assert r["round_ratio_min"] > 1.0, (src, d, r["variant"])
+                out.append(1.0 / r["ratio"])
+    return out
+
+
 @pytest.mark.parametrize("d", sorted(OPTIONS["sm_120a"]))
 def test_each_option_was_measured_faster(d):
+    """Each option beat its row's tile in the A/B files; on a row re-picked after those runs
+    (AB_PICK_SOURCES) only runs on the new tile count: the re-checks."""
     for option in OPTIONS["sm_120a"][d].items():
-        ratios = _ab_ratios(d, option)
-        assert ratios, f"no A/B of {option} at d={d} in {OPTIONS_SOURCES}"
+        ratios = _recheck_ratios(d, option) if d in AB_PICK_SOURCES else _ab_ratios(d, option)
+        assert ratios, f"no A/B of {option} at d={d}"
         assert all(r < 1.0 for r in ratios), (d, option, ratios)
 
 
@@ -153,7 +183,7 @@ def test_options_fall_back_to_the_tile_alone():
 
     saved = dict(tuned._SM120_OPTIONS)
     try:
-        tuned._SM120_OPTIONS[192] = dict(exchange_stages=2)  # does not fit at d=192 (smem)
+        tuned._SM120_OPTIONS[192] = dict(ctas_per_sm=2)  # does not fit at d=192 (smem)
         sdpa._best.cache_clear()
         kp = plan_sdpa_bwd("sm_120a", 192).kernel("bwd_main")
         assert {k: kp.tile[k] for k in KNOBS} == tuned_tile("sm_120a", 192)

@@ -646,7 +646,7 @@ def test_interleave_reorders_but_keeps_every_mma():
 
 
 @pytest.mark.parametrize("d,want,want_causal,tile", [
-    (64, 2, 2, None), (128, 2, 2, None), (160, 1, 1, None), (192, 1, 1, None),
+    (64, 2, 2, None), (128, 2, 2, None), (160, 2, 2, None), (192, 2, 2, None),
     (200, 1, 1, None), (256, 1, 1, None), (224, 1, 2, {"head_pad": 32})])
 def test_pick_interleave(d, want, want_causal, tile):
     """Level 2 where dQ's accumulator is small, 1 above; on the 32x64 tiles of d > 192 level 1,
