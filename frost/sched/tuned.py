@@ -74,7 +74,7 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v18/ab18/d64_causal/bwd_main_ab.json",
                    "bench/results/v20/ab20/d64/bwd_main_ab.json",
                    "bench/results/v20/ab20/d64_causal/bwd_main_ab.json")
-OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ()
+OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",)
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2),
     64: dict(v_in_regs=1, dq_rows=2),

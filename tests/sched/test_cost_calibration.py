@@ -75,10 +75,32 @@ AB16 = SWEEP.parents[1] / "v11" / "ab16"
 PLAN_KEYS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs", "exchange_stages")
 
 
-def sixteen_warp_rows():
-    """(d, causal, forced tile of the variant, measured time / default) from the v11 A/B."""
+def v11_default(d, causal):
+    """The default plan's tile knobs when v11 ran: today's, except on rows re-picked since
+    (tuned.AB_PICK_SOURCES), which then ran the sweep's pick with the options that fit it."""
+    from frost.sched.sdpa import pad_head_dim
+    from frost.sched.tuned import AB_PICK_SOURCES, _row, tuned_options
     from frost.templates.bwd_main import default_plan
 
+    row = _row("sm_120a", pad_head_dim(d))
+    if row not in AB_PICK_SOURCES:
+        base = default_plan("sm_120a", d, causal=causal).tile
+        return {k: base[k] for k in PLAN_KEYS if k in base}
+    keys = PLAN_KEYS[:5]
+    sweep = [r for r in json.loads(SWEEP.read_text())["results"]  # == tuned.SOURCE
+             if r["shape"][3] == row and not r["skip"] and r["status"] == "ok"]
+    pick = {k: min(sweep, key=lambda r: r["ms"])["tile"][k] for k in keys}
+    for extra in (tuned_options("sm_120a", row, causal), {}):
+        try:
+            base = default_plan("sm_120a", d, causal=causal, tile={**pick, **extra}).tile
+            return {k: base[k] for k in PLAN_KEYS if k in base}
+        except ValueError:
+            continue
+    raise AssertionError(f"the sweep's pick at d={row} cannot be planned")
+
+
+def sixteen_warp_rows():
+    """(d, causal, forced tile of the variant, measured time / default) from the v11 A/B."""
     out = []
     for f in sorted(AB16.glob("*/bwd_main_ab.json")):
         doc = json.loads(f.read_text())
@@ -86,8 +108,7 @@ def sixteen_warp_rows():
         for r in doc["results"]:
             if r["variant"] == "default":
                 continue
-            base = default_plan("sm_120a", r["d"], causal=causal).tile
-            tile = {k: base[k] for k in PLAN_KEYS if k in base}
+            tile = v11_default(r["d"], causal)
             tile.update({k[5:]: v for k, v in r["kwargs"].items() if k.startswith("tile.")})
             out.append((r["d"], causal, tile, r["ratio"]))
     return out
@@ -97,13 +118,10 @@ def test_model_ranks_sixteen_mma_warps_below_the_default():
     """Every 16-warp plan measured in v11 (bench/RESULTS.md) ran 1.14-1.75x slower than the
     8-warp default of its head dim; the model, which never saw those runs, costs each of them
     above that default (their smaller warp tiles read more operand bytes a trip)."""
-    from frost.templates.bwd_main import default_plan
-
     rows = sixteen_warp_rows()
     assert len(rows) >= 9 and all(ratio > 1.1 for *_, ratio in rows)
     for d, causal, tile, ratio in rows:
-        base = default_plan("sm_120a", d, causal=causal).tile
-        default = {k: base[k] for k in PLAN_KEYS if k in base}
+        default = v11_default(d, causal)
         c_default = rank_sdpa_bwd("sm_120a", d, causal=causal, tile=default)[0][0][0]
         c_16 = rank_sdpa_bwd("sm_120a", d, causal=causal, tile=tile)[0][0][0]
         assert c_16 > 1.05 * c_default, (d, causal, tile, ratio, c_16 / c_default)
