@@ -58,7 +58,8 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # two copies (one: 1.029x), so there it is a causal option.
 # d=64, dq_rows=2 (the dQ grid 2x4, v20): on it each dQ warp's K fragments take 32 registers,
 # so the scheduler holds them for the pass (plan key dq_b_in_regs, frost.sched.sdpa;
-# bwd_main's code choice dq_k_held follows it): 0.967x, causal 0.944x (bench/results/v20/ab20, 8 rounds).
+# bwd_main's code choice dq_k_held follows it): 0.967x, causal 0.944x
+# (bench/results/v20/ab20, 8 rounds).
 # The grid without the held K measured 0.995x / 1.007x; tests/sched/test_tuned.py compares
 # the variant that ships (the plan option with the code choices the template then picks).
 # d=160/192 on the v32 tile (32x64, two Q/dO stages): two P/dS copies fit (V held frees sV)
