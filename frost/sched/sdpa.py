@@ -53,7 +53,7 @@ from frost.sched.plan import Plan
 from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
 from frost.sched.tiles import CostModel, candidates, iteration_cost
-from frost.sched.tuned import SOURCE, tuned_options, tuned_tile
+from frost.sched.tuned import pick_source, tuned_options, tuned_tile
 
 HEAD_DIM_RANGE = (32, 256)
 # Measured cap for holding K's dQ fragments (v20): 32 registers a thread won at d=32/64; the
@@ -177,7 +177,7 @@ def _best(key) -> Plan:
             for forced, extra in tries:
                 ranked, _ = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, forced)
                 if ranked:
-                    how = f"measured pick ({SOURCE} via frost/sched/tuned.py)"
+                    how = f"measured pick ({pick_source(name, padded)} via frost/sched/tuned.py)"
                     if extra:
                         how += f", measured options {extra}"
                     return _sourced(ranked[0][1], how)

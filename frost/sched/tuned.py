@@ -111,6 +111,13 @@ def tuned_tile(arch: str, padded_d: int) -> dict[str, int] | None:
     return None if row is None else dict(TUNED[arch][row])
 
 
+def pick_source(arch: str, padded_d: int) -> str | None:
+    """The file that measured the pick for ``arch`` at ``padded_d``: the A/B that re-picked
+    its row (:data:`AB_PICK_SOURCES`), else the sweep (:data:`SOURCE`); None without a row."""
+    row = _row(arch, padded_d)
+    return None if row is None else AB_PICK_SOURCES.get(row, SOURCE)
+
+
 def tuned_options(arch: str, padded_d: int, causal: bool = False) -> dict[str, int]:
     """The measured plan options for the pick of ``arch`` at ``padded_d`` ({} where none),
     with the causal-only ones when ``causal``."""

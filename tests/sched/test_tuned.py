@@ -44,6 +44,15 @@ def test_each_pick_is_the_measured_fastest(d):
     assert TUNED["sm_120a"][d] == {**best, **knobs} != best
 
 
+@pytest.mark.parametrize("d", [64, 160, 192, 200, 256])
+def test_tile_source_names_the_file_that_measured_the_pick(d):
+    row = min(r for r in TUNED["sm_120a"] if pad_head_dim(d) <= r)
+    want = AB_PICK_SOURCES.get(row, SOURCE)
+    src = plan_sdpa_bwd("sm_120a", d).kernel("bwd_main").params["tile_source"]
+    assert src.startswith(f"measured pick ({want} via")
+    assert (want != SOURCE) == (row in (160, 192))
+
+
 def test_ranges_and_fallbacks():
     assert tuned_tile("sm_120a", 40) == TUNED["sm_120a"][64]
     assert tuned_tile("sm_121a", 128) == TUNED["sm_120a"][128]
