@@ -79,7 +79,7 @@ def mix(insns, lo: int, hi: int, skip=()) -> collections.Counter:
 def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
     from frost.templates.bwd_main import BwdMainKernel, default_plan
 
-    rep = BwdMainKernel(default_plan(arch, d, causal=causal)).compile(arch)
+    rep = BwdMainKernel(default_plan(arch, d, causal=causal), causal=causal).compile(arch)
     insns = instructions(sass_of(rep.cubin))
     lo, hi = main_loop(insns)
     c = mix(insns, lo, hi, skip)
@@ -89,7 +89,7 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
 
 def probe(ptx_lines: str, arch: str) -> list[str]:
     """SASS (opcode and operands) of a kernel that loads four floats, packs them into
-    ``h0`` (f16x2) and ``b0`` (bf16x2), runs ``ptx_lines`` (which may write h1, b1 or f4..f7)
+    ``h0`` (f16x2) and ``b0`` (bf16x2), runs ``ptx_lines`` (which may write h1, b1, f4 or f5)
     and stores the results."""
     body = f"""
 .version 8.8

@@ -56,8 +56,8 @@ class TileChoice:
     in registers for the whole pass where its B is a stationary tile (loaded before the loop)
     that stays in shared memory for its other readers: held where they take at most
     ``max_regs`` registers a thread on the chosen grid and the MMA estimate plus them fits the
-    budget (never infeasible; the plan's tile says ``<group>_b_in_regs`` and the estimate
-    counts them).
+    budget (never infeasible for a group the program has; the plan's tile says
+    ``<group>_b_in_regs`` and the estimate counts them).
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -143,7 +143,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     mma = next(g for g in groups if g.role == WarpRole.MMA)
     grid_choice, regs = _grids_and_regs(prog, order, held, ch.mma_warps, mma.max_regs,
                                         dict(ch.grid_rows))
-    frags, regs = _held_fragments(prog, grid_choice, regs, mma.max_regs, ch.hold_fragments)
+    frags, regs = _held_fragments(prog, grid_choice, regs, mma.max_regs, ch.hold_fragments,
+                                  held)
 
     alloc = NamedBarrierAllocator(limit=arch.named_barriers)
     if any(where[t.name] & Where.SMEM and where[t.name] & Where.REGS
@@ -240,20 +241,21 @@ def _grids_and_regs(prog: Program, order, held, warps: int, budget: int,
 
 
 def _held_fragments(prog: Program, grids: dict, regs: int, budget: int,
-                    policy: tuple[tuple[str, int], ...]) -> tuple[dict[str, str], int]:
+                    policy: tuple[tuple[str, int], ...], held_tiles: frozenset[str]
+                    ) -> tuple[dict[str, str], int]:
     """({group: B tile name} whose B fragments are held, MMA estimate with them): each
     ``(group, max_regs)`` of ``policy`` in order, where the group's GEMM reads a stationary B
-    (loaded before the loop) and its fragments on the group's grid take <= max_regs
-    registers a thread and fit the budget on top of the estimate so far."""
+    (loaded before the loop, not already held whole) and its fragments on the group's grid
+    take <= max_regs registers a thread and fit the budget on top of the estimate so far."""
     stationary = {s.out.name for s in prog.stages if isinstance(s, Load)
-                  and s.level == Level.PROLOGUE}
+                  and s.level == Level.PROLOGUE} - held_tiles
     held = {}
     for g, cap in policy:
         gemms = [s for s in prog.stages if isinstance(s, Gemm) and s.warp_grid == g]
         if not gemms:
             raise Infeasible(f"hold_fragments names unknown GEMM group {g!r}")
         gemm = next((s for s in gemms if s.b.name in stationary), None)
-        if gemm is None or g not in grids:
+        if gemm is None:
             continue
         extra = W.regs_for(_int(gemm.n) // grids[g][1] * _int(gemm.k), gemm.b.dtype.nbytes, 32)
         if extra <= cap and regs + extra <= budget:

@@ -3,8 +3,9 @@
 The program is :func:`frost.ir.attention.sdpa_bwd_program`; the chain, roles, smem map and
 barriers all come from the generic :func:`~frost.sched.scheduler.schedule`. This module only
 (1) validates the user's numbers, (2) pads head dims to the 32-element swizzle chunk (above
-192 to a multiple of 64, so d=200..224 run the d=256 plan: v31; ``tile={"head_pad": 32}``
-keeps 32), (3) walks
+192 to a multiple of 64, so d=200..224 run the d=256 plan: v31; a forced ``head_pad=32`` on
+top of the measured tile and its options, as ``bench/bwd_main_ab.py`` forces keys, gives the
+old 224 plan), (3) walks
 the tile space (``SDPA_BWD_SPACE``) and keeps the cheapest legal plan, and (4) adds the tile
 aliases the templates read: ``d`` (padded d_qk) and ``d_v`` (padded d_v).
 
@@ -78,7 +79,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
-    # (head_pad=32 is the pre-v31 plan of d=200..224: padded to 224)
+    # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
 }
 
 
@@ -96,9 +97,12 @@ def pad_head_dim(d: int, pad: int = 0) -> int:
     (0: :data:`PAD`, or :data:`WIDE_PAD` above :data:`WIDE_FROM`). Inputs keep their own head
     dim; the extra columns are TMA zero fill."""
     pad = pad or (WIDE_PAD if check_head_dim(d) > WIDE_FROM else PAD)
-    if pad % PAD:
-        raise ValueError(f"head_pad={pad} must be a multiple of {PAD}")
-    return -(-check_head_dim(d) // pad) * pad
+    if pad < 0 or pad % PAD:
+        raise ValueError(f"head_pad={pad} must be a positive multiple of {PAD}")
+    padded = -(-check_head_dim(d) // pad) * pad
+    if padded > HEAD_DIM_RANGE[1]:
+        raise ValueError(f"head_pad={pad} pads head dim {d} to {padded} > {HEAD_DIM_RANGE[1]}")
+    return padded
 
 
 def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, dtype="bf16",

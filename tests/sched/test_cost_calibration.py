@@ -76,8 +76,9 @@ PLAN_KEYS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs", "exch
 
 
 def v11_default(d, causal):
-    """The default plan's tile knobs when v11 ran: today's, except on rows re-picked since
-    (tuned.AB_PICK_SOURCES), which then ran the sweep's pick with the options that fit it."""
+    """The 8-warp baseline this test compares v11's 16-warp variants with: today's default
+    plan's knobs (as before v32), except on rows re-picked since (tuned.AB_PICK_SOURCES),
+    where v11 ran the sweep's pick: that pick with the options that fit it."""
     from frost.sched.sdpa import pad_head_dim
     from frost.sched.tuned import AB_PICK_SOURCES, _row, tuned_options
     from frost.templates.bwd_main import default_plan
@@ -86,7 +87,7 @@ def v11_default(d, causal):
     if row not in AB_PICK_SOURCES:
         base = default_plan("sm_120a", d, causal=causal).tile
         return {k: base[k] for k in PLAN_KEYS if k in base}
-    keys = PLAN_KEYS[:5]
+    keys = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
     sweep = [r for r in json.loads(SWEEP.read_text())["results"]  # == tuned.SOURCE
              if r["shape"][3] == row and not r["skip"] and r["status"] == "ok"]
     pick = {k: min(sweep, key=lambda r: r["ms"])["tile"][k] for k in keys}

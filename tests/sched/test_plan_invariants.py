@@ -94,13 +94,15 @@ def test_head_dims_are_padded_to_32_and_above_192_to_64():
 
 
 def test_head_pad_forces_the_padding():
-    """head_pad=32 keeps v31's old plan of d=200..224 (padded to 224); 64 pads d=136 to 192."""
+    """head_pad=32 pads d=200 to 224 (the padding before v31); 64 pads d=136 to 192; a pad
+    that is not a positive multiple of 32, or that pads past 256, is refused."""
     t = plan_sdpa_bwd(head_dim=200, tile={"head_pad": 32}).kernel("bwd_main").tile
     assert (t["d"], t["d_v"], t["head_pad"]) == (224, 224, 32)
     t = plan_sdpa_bwd(head_dim=136, head_dim_v=72, tile={"head_pad": 64}).kernel("bwd_main").tile
     assert (t["d"], t["d_v"]) == (192, 128)
-    with pytest.raises(ValueError, match="head_pad=48"):
-        plan_sdpa_bwd(head_dim=136, tile={"head_pad": 48})
+    for bad, d in ((48, 136), (-32, 200), (96, 200)):
+        with pytest.raises(ValueError, match=f"head_pad={bad}"):
+            plan_sdpa_bwd(head_dim=d, tile={"head_pad": bad})
 
 
 def test_mla_head_dim_v():

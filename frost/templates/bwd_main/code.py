@@ -5,7 +5,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ================  =========================================================================
 ``dq_chunks``     dQ = dS·K in this many d-column chunks (fewer live fp32 accumulators)
 ``interleave``    0: one GEMM at a time; 1: S with dP, dV with dK; 2: also dQ with dV/dK
-                  (:func:`pick_interleave`: 2 where dQ's accumulator is small, else 1; v4, v28)
+                  (:func:`pick_interleave`: 2 where dQ's accumulator is small, else 1; 0 for
+                  staged or chunked dQ below d=192; v4, v28)
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -72,7 +73,7 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
 
     Level 2 keeps dQ's fp32 accumulator live across dV/dK; it is used where that accumulator
     is at most 32 registers per thread (sm_120a compiles of d 168..192 at 64x64, 48 of them,
-    spilled 8 B; at d=160 it measured 10 % slower), except on the 32x64 tiles of d > 192:
+    spilled 8 B; at d=160 it measured 10 % slower), except on the plans of d > 192:
     there level 1 measured faster (bench/RESULTS.md v28, bwd_main A/B on the H200): chunked dQ
     (d > 224) 0.986-0.990x of level 0, causal 0.980-0.986x; one-chunk d=200..224 0.927-0.930x
     of level 2. Causal one-chunk plans keep level 2 (level 1: 0.998x and 1.002x, neutral);
@@ -80,12 +81,11 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
     spilled at level 1)."""
     tl = kp.tile
     if tl.get("stage_reductions"):
-        # staged dQ: its smem copy leaves no room either
+        # staged dQ (plan key stage_reductions): its smem copy leaves no room for interleaving
         return 0
     if tl["d"] > 192 and (dq_chunks > 1 or not causal) and tl.get("reduce_block"):
         return 1  # measured with the blocked dQ workspace; the row-major one then spills
-    if dq_chunks > 1:
-        # with interleaving, sm_120a compiles of d=96/128 causal spilled 16 B
+    if dq_chunks > 1:  # chunked dQ (forced, or row-major at d > 192): one GEMM at a time
         return 0
     dq_acc_regs = tl["tile_m"] * tl["d"] // (32 * tl["num_mma_warps"])
     return 2 if dq_acc_regs <= 32 else 1

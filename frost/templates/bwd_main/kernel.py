@@ -40,13 +40,13 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-12-01, commit 95a83f9; bench/results/v31/after/
-gpu_tests.log): the whole GPU suite, 159 passed, of which tests/templates/test_bwd_main.py
-covers head dims 32..256 (and padded 40/72/200), causal both alignments with S_q != S_kv, GQA
-4:1, MQA, tails 1/127/1000, fp16, PDL on/off, a second tile plan, 16-MMA-warp plans, the
-dq_splits mode, every code knob below (interleave 0/1, dq_vec=4, p_store="st32", lookahead=1,
-dq_chunks 1/2/4, exp2_poly=1, q_rotate=1, serial_sdp=1, dq_k_held=0/1) and every plan option
-below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64 reference.
+Verified (H200, sm_90a build, 2026-12-01: 95a83f9 all, bench/results/v31/after/gpu_tests.log;
+35fc47f's d=136..192 plans 113 of 159): tests/templates/test_bwd_main.py covers head dims 32..256
+(padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16,
+PDL on/off, a second tile plan, 16-MMA-warp plans, the dq_splits mode, every code knob below
+(interleave 0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks 1/2/4, exp2_poly=1, q_rotate=1,
+serial_sdp=1, dq_k_held=0/1) and every plan option below, at rel. error <= 1e-2 (bf16) / 5e-3
+(fp16) against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
