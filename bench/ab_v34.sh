@@ -9,3 +9,4 @@ out=${OUT:-bench/out}/ab34
 . bench/ab_lib.sh
 ab d64 64 "" "default;tile.tile_m=32,tile.q_stages=2,tile.exchange_stages=2,tile.v_in_regs=1;tile.q_stages=1,tile.v_in_regs=1" 6
 ab d32 32 "" "default;tile.tile_m=32,tile.q_stages=2,tile.exchange_stages=2" 6
+ab d64c 64 --causal "default;tile.tile_m=32,tile.q_stages=2,tile.exchange_stages=2,tile.v_in_regs=1;tile.q_stages=1,tile.v_in_regs=1" 6
