@@ -42,12 +42,6 @@ KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly
          "serial_sdp", "dq_k_held")  # BwdMainKernel keywords, same plan
 
 
-PLAN_KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
-PLAN_OPTIONS = ("exchange_stages", "stage_reductions", "s_rows", "dq_rows", "ctas_per_sm",
-                "head_pad")  # reduce_block:
-# not copied (its default, 8, follows stage_reductions unless forced with tile.reduce_block=)  # plan keys the cost model never ranks
-
-
 def parse_variant(text: str) -> dict:
     """"default" -> {}; "interleave=0,dq_vec=4" -> {"interleave": 0, "dq_vec": 4}."""
     text = text.strip()
@@ -72,16 +66,17 @@ def parse_variant(text: str) -> dict:
 
 def build_kernel(d: int, causal: bool, v: dict, kp=None):
     """The ``BwdMainKernel`` of variant ``v`` (from :func:`parse_variant`) at head dim ``d``:
-    ``tile.*`` keys re-plan on top of the default plan's tile knobs and plan options (e.g.
-    exchange_stages from the tuned table), so such a variant differs from "default" in its
-    forced keys only; ``skip`` becomes the timing-only ablation set; the rest are code choices."""
+    ``tile.*`` keys are forced on top of the default plan's tile knobs and plan options
+    (:func:`frost.sched.plan_variant`, as ``frost.sdpa`` plans), so such a variant differs from
+    "default" in its forced keys only; ``skip`` becomes the timing-only ablation set; the rest
+    are code choices."""
+    from frost.sched import plan_variant
     from frost.templates.bwd_main import BwdMainKernel, default_plan
 
-    kp = kp or default_plan(ARCH, d, causal=causal)
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
     if forced:
-        base = {k: kp.tile[k] for k in PLAN_KNOBS + PLAN_OPTIONS if k in kp.tile}
-        kp = default_plan(ARCH, d, causal=causal, tile={**base, **forced})
+        kp = plan_variant(ARCH, d, None, causal, "bf16", forced).kernel("bwd_main")
+    kp = kp or default_plan(ARCH, d, causal=causal)
     kw = {k: x for k, x in v.items() if not k.startswith("tile.")}
     if "skip" in kw:
         kw["skip"] = frozenset(kw["skip"].split("+"))
@@ -148,6 +143,11 @@ def main(argv=None):
     ap.add_argument("--replot", nargs="+", metavar="JSON",
                     help="no run: print and plot stored bwd_main_ab.json files into --out")
     args = ap.parse_args(argv)
+    if not args.replot:
+        import torch
+
+        if not torch.cuda.is_available():
+            ap.error("timing needs a CUDA GPU (--replot draws stored JSON without one)")
     if args.replot:
         return replot(args.replot, args.out)
     names = [v.strip() for v in args.variants.split(";")]

@@ -27,13 +27,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``frost`` command; returns its exit code (2: bad arguments, with a message)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
-    except (ValueError, KeyError) as e:  # user errors: say what is wrong, no traceback
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return rc
+    except (ValueError, KeyError, OSError) as e:  # user errors: say what is wrong, no traceback
+        if isinstance(e, BrokenPipeError):
+            return _closed_stdout()
         print(f"frost: error: {e}", file=sys.stderr)
         return 2
+
+
+def _closed_stdout() -> int:
+    """The reader of our output went away (``frost plan ... | head``): stop quietly. Point
+    stdout at /dev/null so the interpreter's final flush does not raise again."""
+    import io
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (AttributeError, OSError, io.UnsupportedOperation):  # stdout has no descriptor
+        pass
+    return 1
 
 
 if __name__ == "__main__":

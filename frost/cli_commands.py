@@ -2,10 +2,15 @@
 ``func``; ``func(args)`` returns the exit code. User errors raise ValueError (exit code 2).
 
     frost plan sdpa-bwd --arch sm_120a [--head-dim 128] [--head-dim-v D] [--causal]
-                        [--dtype bf16] [--tile tile_m=64 --tile q_stages=1] [--json]
-                        [--graph out.png]
+                        [--dtype bf16] [--tile tile_m=64 --tile q_stages=1] [--from-model]
+                        [--json] [--graph out.png]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...] [--json] [--graph out.png]
-    frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--tile ...] [--json]
+    frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--deterministic]
+                           [--tile ...] [--from-model] [--json]
+
+sdpa-bwd plans are the ones ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`): sm_90a
+shows the sm_120a plan, and ``--tile`` keys are forced on top of the measured default;
+``--from-model`` instead lets the cost model pick among the plans with the forced keys.
 """
 
 from __future__ import annotations
@@ -30,7 +35,15 @@ def _common_args(p) -> None:
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
-                   help="force a tile knob, e.g. tile_m=64 (repeatable)")
+                   help="force a tile knob, e.g. tile_m=64 (repeatable); sdpa-bwd forces it on "
+                        "top of the measured default plan (keys and values: "
+                        "frost.sched.sdpa.FORCEABLE)")
+
+
+def _model_arg(p) -> None:
+    p.add_argument("--from-model", action="store_true",
+                   help="sdpa-bwd: the cost model's pick among plans with the --tile keys forced, "
+                        "instead of the keys forced on top of the measured default")
 
 
 @command
@@ -39,7 +52,9 @@ def register_plan(sub) -> None:
                        description="Plan a frost program for an arch and print the plan.")
     p.add_argument("program", choices=PROGRAMS)
     _common_args(p)
-    p.add_argument("--head-dim-v", type=int, default=None, help="d_v (default: --head-dim)")
+    _model_arg(p)
+    p.add_argument("--head-dim-v", type=int, default=None,
+                   help="d_v (default: --head-dim; planning only: the kernels take d_v = d_qk)")
     p.add_argument("--json", action="store_true", help="print Plan.to_json instead of tables")
     p.add_argument("--graph", metavar="PNG", help="draw the DAG, the chain and the smem map")
     p.set_defaults(func=run_plan)
@@ -60,10 +75,10 @@ def _plan(args: argparse.Namespace):
     tile = _tile_arg(args.tile)
     if args.program == "sdpa-bwd":
         from frost.ir.attention import sdpa_bwd_program
-        from frost.sched import plan_sdpa_bwd
+        from frost.sched import plan_sdpa_bwd, plan_variant
 
-        plan = plan_sdpa_bwd(args.arch, args.head_dim, args.head_dim_v, args.causal, args.dtype,
-                             tile)
+        how = plan_sdpa_bwd if args.from_model else plan_variant
+        plan = how(args.arch, args.head_dim, args.head_dim_v, args.causal, args.dtype, tile)
         return plan, sdpa_bwd_program(args.dtype, args.causal)
     from frost.ir.examples import gemm_rowsum_program
     from frost.ir.symbols import tile_k, tile_m, tile_n
@@ -73,6 +88,14 @@ def _plan(args: argparse.Namespace):
     unknown = set(tile or {}) - set(t)
     if unknown:
         raise ValueError(f"unknown tile keys {sorted(unknown)}; choose from {sorted(t)}")
+    for k, v in (tile or {}).items():
+        ok = v in (4, 8, 16) if k == "num_mma_warps" else (1 <= v <= 8 if k == "ab_stages"
+                                                            else 16 <= v <= 256 and v % 16 == 0)
+        if not ok:
+            raise ValueError(f"tile key {k}={v} is not allowed; " + (
+                "num_mma_warps may be 4, 8, 16" if k == "num_mma_warps" else
+                "ab_stages may be 1..8" if k == "ab_stages" else
+                f"{k} may be a multiple of 16 in 16..256"))
     t.update(tile or {})
     prog = gemm_rowsum_program(args.dtype)
     choice = TileChoice({tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]},
@@ -80,13 +103,30 @@ def _plan(args: argparse.Namespace):
     return schedule(prog, args.arch, choice, {"dtype": args.dtype, "arch": args.arch}), prog
 
 
+def _check_graph_path(path: str | None) -> None:
+    """Refuse an unwritable --graph path before planning (not after the plan has printed)."""
+    import os
+
+    if not path:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValueError(f"--graph {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"--graph {path}: directory {parent} is not writable")
+
+
 def run_plan(args: argparse.Namespace) -> int:
+    from frost.sched.arch import plan_arch
     from frost.sched.report import format_plan
 
+    _check_graph_path(args.graph)
     plan, prog = _plan(args)
     if args.json:
         print(plan.to_json(indent=1))
     else:
+        if args.program == "sdpa-bwd" and plan_arch(args.arch) != args.arch:
+            print(f"({args.arch} runs the {plan_arch(args.arch)} plan: same budgets and tiles)")
         print(format_plan(plan))
     if args.graph:
         from frost.sched.partition import partition
@@ -111,8 +151,16 @@ def register_compile(sub) -> None:
     _common_args(p)
     p.add_argument("--causal-align", default="bottom_right", choices=("bottom_right", "top_left"))
     p.add_argument("--no-pdl", action="store_true", help="compile without griddepcontrol")
+    p.add_argument("--deterministic", action="store_true",
+                   help="bwd_main's split-dQ form (what deterministic=True runs)")
+    _model_arg(p)
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.epilog = (f"Exit codes: 0 compiled spill-free, {SPILL_EXIT} some kernel spills registers "
+                "(the report says which), 2 bad arguments.")
     p.set_defaults(func=run_compile)
+
+
+SPILL_EXIT = 3  # frost compile: compiled, but some kernel spills
 
 
 def run_compile(args: argparse.Namespace) -> int:
@@ -122,9 +170,16 @@ def run_compile(args: argparse.Namespace) -> int:
     from frost.sdpa.resources import chain_resources, format_resources
 
     rows = chain_resources(args.arch, args.head_dim, args.causal, args.causal_align, args.dtype,
-                           _tile_arg(args.tile), use_pdl=not args.no_pdl)
+                           _tile_arg(args.tile), use_pdl=not args.no_pdl,
+                           deterministic=args.deterministic, from_model=args.from_model)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
     else:
         print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget))
-    return 0 if all(r.spill_bytes == 0 for r in rows) else 1
+    spills = {r.kernel: r.spill_bytes for r in rows if r.spill_bytes}
+    if spills:
+        import sys
+
+        print(f"frost: spills: {spills} (bytes per kernel)", file=sys.stderr)
+        return SPILL_EXIT
+    return 0

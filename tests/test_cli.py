@@ -81,3 +81,79 @@ def test_runs_as_a_process_without_torch():
     r = subprocess.run([sys.executable, "-m", "frost.cli", "plan", "sdpa-bwd", "--arch", "sm_7x"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "unknown arch" in r.stderr
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["plan", "sdpa-bwd", "--tile", "tile_m=0"], "tile_m may be 16, 32"),
+    (["plan", "sdpa-bwd", "--tile", "num_mma_warps=0"], "num_mma_warps may be 4, 8, 16"),
+    (["plan", "sdpa-bwd", "--tile", "q_stages=0"], "q_stages may be 1..4"),
+    (["plan", "sdpa-bwd", "--tile", "exchange_stages=3"], "exchange_stages may be 1..2"),
+    (["plan", "sdpa-bwd", "--tile", "v_in_regs=2"], "v_in_regs may be 0..1"),
+    (["plan", "sdpa-bwd", "--tile", "tile_m=-32"], "tile_m may be"),
+    (["compile", "sdpa-bwd", "--tile", "exchange_stages=3"], "exchange_stages may be 1..2"),
+    (["plan", "gemm-rowsum", "--tile", "tile_m=0"], "multiple of 16 in 16..256"),
+    (["plan", "gemm-rowsum", "--tile", "num_mma_warps=0"], "num_mma_warps may be 4, 8, 16"),
+    (["plan", "gemm-rowsum", "--tile", "ab_stages=0"], "ab_stages may be 1..8"),
+])
+def test_tile_values_are_checked_before_planning(argv, msg, capsys):
+    """A forced value outside what the key may be is refused by name (exit 2, no traceback),
+    instead of a ZeroDivisionError deep in the scheduler or a plan with 0-byte buffers."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "frost: error:" in err and msg in err and "Traceback" not in err
+
+
+def test_sm90a_shows_the_plan_the_h200_runs(capsys):
+    """frost.sdpa runs the sm_120a plan on an sm_90a device; frost plan must show that one (the
+    measured pick and its options), not the cost model's sm_90a plan."""
+    from frost.sdpa import api
+
+    assert main(["plan", "sdpa-bwd", "--arch", "sm_90a", "--head-dim", "64", "--json"]) == 0
+    shown = Plan.from_json(capsys.readouterr().out)
+    runs = api.make_plan(api.VariantKey("sm_90a", "bf16", 64, "none", False, True))
+    assert shown == runs and shown.arch == "sm_120a"
+    assert shown.kernel("bwd_main").tile["dq_b_in_regs"] == 1
+    assert main(["plan", "sdpa-bwd", "--arch", "sm_90a", "--head-dim", "64"]) == 0
+    assert capsys.readouterr().out.startswith("(sm_90a runs the sm_120a plan")
+
+
+def test_tile_is_forced_on_top_of_the_default(capsys):
+    """Forcing a key the default already has changes nothing but the recorded source;
+    --from-model asks the cost model instead (which does not add the measured options)."""
+    default = plan_sdpa_bwd("sm_120a", 64).kernel("bwd_main")
+    assert main(["plan", "sdpa-bwd", "--head-dim", "64", "--tile", "q_stages=2", "--json"]) == 0
+    forced = Plan.from_json(capsys.readouterr().out).kernel("bwd_main")
+    assert forced.tile == default.tile and forced.buffers == default.buffers
+    assert forced.params["tile_source"].endswith("; forced {'q_stages': 2}")
+    assert main(["plan", "sdpa-bwd", "--head-dim", "64", "--tile", "q_stages=2", "--from-model",
+                 "--json"]) == 0
+    model = Plan.from_json(capsys.readouterr().out).kernel("bwd_main")
+    assert model.params["tile_source"].startswith("cost model") and model.tile != default.tile
+
+
+def test_forcing_against_the_default_names_the_keys_to_force(capsys):
+    """At d=128 a 64-row tile does not fit next to the default's two P/dS copies; the error
+    says which default keys came along."""
+    assert main(["plan", "sdpa-bwd", "--tile", "tile_m=64"]) == 2
+    err = capsys.readouterr().err
+    assert "on top of the default plan" in err and "'exchange_stages': 2" in err
+    assert "nearest" in err or "shared memory" in err
+
+
+def test_graph_to_a_missing_directory_fails_before_planning(tmp_path, capsys):
+    assert main(["plan", "sdpa-bwd", "--graph", str(tmp_path / "no" / "x.png")]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "does not exist" in out.err
+
+
+def test_a_closed_pipe_ends_quietly(monkeypatch, capsys):
+    """`frost plan ... | head`: the reader leaves early; exit 1 without a traceback or an
+    error line (Python's own convention for EPIPE)."""
+    from frost import cli_commands
+
+    def closed(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli_commands, "run_plan", closed)
+    assert main(["plan", "sdpa-bwd"]) == 1
+    assert "frost: error" not in capsys.readouterr().err

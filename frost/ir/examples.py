@@ -17,6 +17,9 @@ from frost.ir.tensor import global_, tile
 
 
 def gemm_rowsum_program(dtype: str | DType = "bf16") -> Program:
+    """A small second program: C = A·Bᵀ with r = rowsum(C) fused into its epilogue (row sums
+    added atomically across the N tiles); what ``frost plan gemm-rowsum`` plans and
+    notebooks/04_author_a_kernel.ipynb builds on."""
     io, f32 = DType.parse(dtype), DType.FP32
     gA, gB = global_("A", (M, K), io), global_("B", (N, K), io)
     gC, gr = global_("C", (M, N), io), global_("r", (M,), f32)

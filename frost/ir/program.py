@@ -27,6 +27,10 @@ from frost.ir.tensor import Space, Tensor, subs_expr
 
 @dataclasses.dataclass(frozen=True)
 class Program:
+    """A stage DAG: the stages (GEMM, reduction, pointwise, load/store, each at the PROLOGUE,
+    BODY or EPILOGUE level), the main kernel's grid and its BODY trips per CTA, all symbolic
+    (sympy). Validated on construction (acyclic, every tile read has a writer, no read from a
+    later level); :meth:`subs` binds sizes, :meth:`to_json` / :meth:`from_json` round-trip."""
     name: str
     stages: tuple[Stage, ...]
     grid: sympy.Expr                      # CTAs of the main kernel
@@ -78,18 +82,21 @@ class Program:
                                  f"{data['tensor']} from a later level ({u})")
 
     def stage(self, name: str) -> Stage:
+        """The stage called ``name`` (KeyError if none)."""
         for s in self.stages:
             if s.name == name:
                 return s
         raise KeyError(f"{self.name}: no stage named {name!r}")
 
     def producer(self, tensor: str, space: Space = Space.TILE) -> Stage | None:
+        """The stage that writes ``tensor`` in ``space``, or None."""
         for s in self.stages:
             if any(t.name == tensor and t.space == space for t in s.outputs):
                 return s
         return None
 
     def consumers(self, stage: str) -> list[Stage]:
+        """The stages that read what ``stage`` writes."""
         return [self.stage(v) for v in self.graph.successors(stage)]
 
     def topo(self) -> list[Stage]:
@@ -99,6 +106,7 @@ class Program:
         return [self.stage(n) for n in names]
 
     def at(self, level: Level) -> list[Stage]:
+        """The stages of one level, in :meth:`topo` order."""
         return [s for s in self.topo() if s.level == level]
 
     def executions(self, stage: Stage) -> sympy.Expr:
@@ -107,6 +115,7 @@ class Program:
 
     @property
     def globals(self) -> dict[str, Tensor]:
+        """Every global tensor the program reads or writes, by name."""
         out = {}
         for s in self.stages:
             for t in (*s.inputs, *s.outputs):
@@ -116,25 +125,30 @@ class Program:
 
     # -- transforms ----------------------------------------------------------------------------
     def subs(self, mapping) -> "Program":
+        """The program with symbols replaced (e.g. ``{tile_m: 64, d_qk: 128}``)."""
         return dataclasses.replace(
             self, stages=tuple(s.subs(mapping) for s in self.stages),
             grid=subs_expr(self.grid, mapping), trips=subs_expr(self.trips, mapping))
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (expressions as strings); :meth:`from_dict` inverts it."""
         return {"name": self.name, "grid": str(self.grid), "trips": str(self.trips),
                 "kernel_names": dict(self.kernel_names), "doc": self.doc,
                 "stages": [s.to_dict() for s in self.stages]}
 
     def to_json(self, **kw) -> str:
+        """The program as JSON (``kw`` goes to :func:`json.dumps`)."""
         return json.dumps(self.to_dict(), **kw)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Program":
+        """The program of a :meth:`to_dict` dict."""
         return cls(d["name"], tuple(stage_from_dict(s) for s in d["stages"]), sym(d["grid"]),
                    sym(d["trips"]), dict(d.get("kernel_names", {})), d.get("doc", ""))
 
     @classmethod
     def from_json(cls, text: str) -> "Program":
+        """The program of a :meth:`to_json` string."""
         return cls.from_dict(json.loads(text))
 
     def __eq__(self, other):

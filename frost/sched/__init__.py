@@ -6,8 +6,8 @@ Entry points: :func:`plan_sdpa_bwd` (the attention backward) and :func:`schedule
 from frost.sched.plan import (BufferPlan, KernelPlan, MbarrierPlan, NamedBarrierPlan, PdlAction,
                               PdlEdge, Plan, WarpGroupPlan, WarpRole)
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
-from frost.sched.sdpa import plan_sdpa_bwd, rank_sdpa_bwd
+from frost.sched.sdpa import plan_sdpa_bwd, plan_variant, rank_sdpa_bwd
 
-__all__ = ["plan_sdpa_bwd", "rank_sdpa_bwd", "schedule", "TileChoice", "Infeasible", "Plan",
+__all__ = ["plan_sdpa_bwd", "plan_variant", "rank_sdpa_bwd", "schedule", "TileChoice", "Infeasible", "Plan",
            "KernelPlan", "WarpGroupPlan", "BufferPlan", "NamedBarrierPlan", "MbarrierPlan",
            "PdlEdge", "WarpRole", "PdlAction"]

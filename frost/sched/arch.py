@@ -27,6 +27,7 @@ class Arch:
     named_barriers: int = 16         # bar.sync ids 0..15; 0 is __syncthreads
     mma: str = "mma.sync.m16n8k16"
     note: str = ""
+    plan_as: str = ""  # the arch whose plans (measured picks included) this one runs; "" = own
 
     def smem_per_cta(self, ctas_per_sm: int = 1) -> int:
         """Dynamic shared memory one CTA may use when ``ctas_per_sm`` CTAs share an SM
@@ -44,14 +45,24 @@ ARCHS: dict[str, Arch] = {
     "sm_121a": Arch("sm_121a", note="DGX Spark (GB10): same limits as sm_120a"),
     # The H200 runs SM120-class code; keep the SM120 budget so that a plan tested there is the
     # plan that ships on SM120 (its own 227 KB would hide overflows).
-    "sm_90a": Arch("sm_90a", note="H100/H200 running SM120-class code; SM120 smem budget kept"),
+    "sm_90a": Arch("sm_90a", note="H100/H200 running SM120-class code; SM120 smem budget kept",
+                   plan_as="sm_120a"),
 }
 
 
 def get_arch(name: str | Arch) -> Arch:
+    """The :class:`Arch` record of ``name`` (e.g. "sm_120a"); ValueError for an unknown one."""
     if isinstance(name, Arch):
         return name
     try:
         return ARCHS[name]
     except KeyError:
         raise ValueError(f"unknown arch {name!r}; supported: {', '.join(ARCHS)}") from None
+
+
+def plan_arch(name: str | Arch) -> str:
+    """The arch whose plans ``name`` runs: itself, or for sm_90a (the H200 standing in for an
+    SM120 card) "sm_120a", so that what is tested and timed there is the plan that ships."""
+    a = get_arch(name)
+    return a.plan_as or a.name
+

@@ -153,6 +153,7 @@ class Plan:
         return _jsonable(dataclasses.asdict(self))
 
     def to_json(self, **kw) -> str:
+        """The plan as JSON (``kw`` goes to :func:`json.dumps`); :meth:`from_json` inverts it."""
         return json.dumps(self.to_dict(), **kw)
 
     @classmethod
@@ -166,6 +167,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, text: str) -> "Plan":
+        """The plan of a :meth:`to_json` string (equal to the plan that wrote it)."""
         return cls.from_dict(json.loads(text))
 
     @property

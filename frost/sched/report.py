@@ -40,6 +40,8 @@ def budget_line(plan: Plan, k: KernelPlan) -> str:
 
 
 def format_plan(plan: Plan) -> str:
+    """The plan as the text tables ``frost plan`` prints: chain, PDL edges, and per kernel its
+    tile, warp roles, held operands, smem map, mbarriers, named barriers and budget check."""
     p = plan.params
     head = f"frost plan: {plan.program} on {plan.arch}"
     if p:

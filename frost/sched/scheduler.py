@@ -74,6 +74,11 @@ class TileChoice:
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
              params: dict | None = None) -> Plan:
+    """Plan ``program`` for ``arch`` with the tile sizes, stages and warps of ``choice``: split it
+    into kernels (:func:`frost.sched.partition.partition`), give each its warp roles and
+    register budgets, its shared-memory map, mbarriers and named barriers, and link the kernels
+    by PDL edges. ``params`` is copied into the plan. Raises :class:`Infeasible` (with the
+    reason) when the choice does not fit the arch's shared memory or registers."""
     arch = get_arch(arch)
     specs = partition(program)
     main = next(k for k in specs if k.role == "main")

@@ -45,10 +45,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import re
 
 from frost.ir.attention import sdpa_bwd_program
 from frost.ir.symbols import DType, d_qk, d_v, tile_m, tile_n
-from frost.sched.arch import get_arch
+from frost.sched.arch import get_arch, plan_arch
 from frost.sched.partition import partition
 from frost.sched.plan import Plan
 from frost.sched.residency import holdable
@@ -81,6 +82,43 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
     # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
 }
+
+# What a forced value may be (SDPA_BWD_SPACE lists what the model ranks on its own; these are
+# the values a caller may force: others are refused before any planning).
+FORCEABLE: dict[str, tuple[int, ...]] = {
+    "tile_m": (16, 32, 48, 64, 96, 128),
+    "tile_n": (16, 32, 48, 64, 96, 128, 192, 256),
+    "q_stages": (1, 2, 3, 4),
+    "num_mma_warps": (4, 8, 16),
+    "v_in_regs": (0, 1),
+    "exchange_stages": (1, 2),
+    "stage_reductions": (0, 1),
+    "reduce_block": (0, 4, 8, 16, 32, 64),  # the scheduler checks that the block tiles dQ
+    "s_rows": tuple(range(17)),
+    "dq_rows": tuple(range(17)),
+    "ctas_per_sm": (1, 2),
+    "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
+}
+
+
+def check_tile(tile) -> dict[str, int]:
+    """``tile`` as a dict of forced keys, each an int among :data:`FORCEABLE`'s values for its
+    key; ValueError naming the key and what it may be otherwise."""
+    if tile is None:
+        return {}
+    if not isinstance(tile, dict):
+        raise ValueError(f"tile must be a dict of tile keys to ints, got {type(tile).__name__}")
+    for k, v in tile.items():
+        if k not in FORCEABLE:
+            raise ValueError(f"unknown tile key {k!r}; choose from {sorted(FORCEABLE)}")
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError(f"tile key {k} must be an int, got {v!r}")
+        if v not in FORCEABLE[k]:
+            allowed = FORCEABLE[k]
+            span = (f"{allowed[0]}..{allowed[-1]}" if allowed == tuple(range(allowed[0],
+                    allowed[-1] + 1)) else ", ".join(map(str, allowed)))
+            raise ValueError(f"tile key {k}={v} is not allowed; {k} may be {span}")
+    return dict(tile)
 
 
 def check_head_dim(d: int, what: str = "head_dim") -> int:
@@ -123,7 +161,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
     params = {"head_dim": head_dim, "head_dim_v": dv_raw, "causal": bool(causal),
               "dtype": io.value, "arch": arch.name}
     ranked, rejected = [], []
-    forced = dict(tile or {})
+    forced = check_tile(tile)
     for c in candidates(SDPA_BWD_SPACE, forced):
         d, dv = pad_head_dim(head_dim, c["head_pad"]), pad_head_dim(dv_raw, c["head_pad"])
         sizes = {tile_m: c["tile_m"], tile_n: c["tile_n"], d_qk: d, d_v: dv}
@@ -156,13 +194,20 @@ def plan_sdpa_bwd(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | 
                   causal: bool = False, dtype: str = "bf16", tile: dict | None = None) -> Plan:
     """The attention backward's plan: the measured pick of :mod:`frost.sched.tuned` (with its
     measured plan options where they fit) when ``tile`` is None and the table has one for this
-    arch and head dim, else the cost model's
-    cheapest legal plan (of the forced ``tile`` keys, if given: any of ``tile_m``, ``tile_n``,
-    ``q_stages``, ``num_mma_warps``, ``v_in_regs``; ``tile={}`` asks for the model's pick).
+    arch and head dim, else the cost model's cheapest legal plan (among those with the forced
+    ``tile`` keys, if given; ``tile={}`` asks for the model's pick).
 
-    Raises ValueError for an unknown arch, an unsupported head dim or a tile that cannot fit.
+    Forced keys may be any of :data:`FORCEABLE` (tile sizes, stages, warps, V residency and the
+    plan options); :func:`plan_variant` forces them on top of the measured default instead.
+
+    Raises ValueError for an unknown arch, an unsupported head dim or dtype, a tile key or
+    value outside :data:`FORCEABLE`, or a tile that cannot fit.
     Plans are cached; each call returns a fresh copy.
     """
+    get_arch(arch), check_head_dim(head_dim)  # validated before the cache sees the key
+    if head_dim_v is not None:
+        check_head_dim(head_dim_v, "head_dim_v")
+    tile = None if tile is None else check_tile(tile)
     key = (str(arch), head_dim, head_dim_v, bool(causal), str(dtype),
            None if tile is None else tuple(sorted(tile.items())))
     return copy.deepcopy(_best(key))
@@ -188,10 +233,63 @@ def _best(key) -> Plan:
         tile = ()
     ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, dict(tile))
     if not ranked:
-        why = "; ".join(sorted({r for _, r in rejected}))[:600]
-        raise ValueError(f"no legal sdpa-bwd plan for head_dim={head_dim} tile={dict(tile)}: {why}")
+        raise ValueError(f"no legal sdpa-bwd plan for head_dim={head_dim} tile={dict(tile)}: "
+                         f"{_summarize(rejected)}")
     how = "cost model" + (f", forced {dict(tile)}" if tile else "")
     return _sourced(ranked[0][1], how)
+
+
+def _summarize(rejected, show: int = 3) -> str:
+    """Why candidates were rejected, by kind (a reason with its numbers taken out), most
+    frequent first: for each of the first ``show`` kinds the count and its nearest miss (the
+    instance with the smallest numbers), and how many other kinds."""
+    kinds: dict[str, list[str]] = {}
+    for _, why in rejected:
+        kinds.setdefault(re.sub(r"\d[\d,]*", "N", why), []).append(why)
+
+    def nums(why):
+        return [int(x.replace(",", "")) for x in re.findall(r"\d[\d,]*", why)]
+
+    order = sorted(kinds, key=lambda k: (-len(kinds[k]), k))
+    if not order:
+        return "no candidate in the tile space"
+    parts = []
+    for k in order[:show]:
+        n = len(kinds[k])
+        parts.append(f"{min(kinds[k], key=nums)}" + (f" (nearest of {n} candidates)" if n > 1
+                                                     else ""))
+    more = len(order) - show
+    return "; ".join(parts) + (f"; and {more} other kind{'s' * (more > 1)} of reason"
+                               if more > 0 else "")
+
+
+def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | None = None,
+                 causal: bool = False, dtype: str = "bf16", tile: dict | None = None) -> Plan:
+    """The plan that frost runs on ``arch``: the plan of its plan class
+    (:func:`frost.sched.arch.plan_arch`: sm_90a runs the sm_120a plans), the measured default
+    of :func:`plan_sdpa_bwd`, with ``tile``'s keys forced on top of the default's tile knobs and
+    plan options (so forcing a key the default already has changes nothing). ``frost.sdpa``,
+    ``frost plan`` / ``frost compile`` and ``bench/bwd_main_ab.py`` plan through this.
+
+    ValueError when the forced keys and the default's others leave no legal plan; the message
+    names the default's keys, any of which may be forced too.
+    """
+    pa = plan_arch(arch)
+    plan = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype)
+    forced = check_tile(tile)
+    if not forced:
+        return plan
+    main = plan.kernel("bwd_main")
+    # reduce_block follows stage_reductions unless forced: not part of the base
+    base = {k: main.tile.get(k, first) for k, (first, *_) in SDPA_BWD_SPACE.items()
+            if k != "reduce_block"}
+    try:
+        out = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, {**base, **forced})
+    except ValueError as e:
+        others = {k: v for k, v in base.items() if k not in forced}
+        raise ValueError(f"forcing {forced} on top of the default plan ({others}) leaves no "
+                         f"legal plan; force some of those keys too. {e}") from None
+    return _sourced(out, f"{main.params.get('tile_source', 'default')}; forced {forced}")
 
 
 def _sourced(plan: Plan, how: str) -> Plan:

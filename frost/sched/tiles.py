@@ -44,6 +44,9 @@ from frost.sched.residency import Where, residency
 
 @dataclasses.dataclass(frozen=True)
 class CostModel:
+    """Per-SM throughputs (per clock) that :func:`iteration_cost` divides a trip's work by: MMA
+    FLOPs, shared-memory bytes, global bytes and dQ atomic bytes. Calibrated on the H200 (the
+    v0/v1 sweeps); only the ranking it gives matters."""
     mma_flops_per_clk: float = 1024.0   # mma.sync bf16 -> fp32, per SM
     smem_bytes_per_clk: float = 128.0
     gmem_bytes_per_clk: float = 24.0    # mostly L2 hits (Q/dO are re-read by every KV CTA)

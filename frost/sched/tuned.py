@@ -11,8 +11,9 @@ The table is keyed by the arch's plan class: SM120 and SM121 share budgets and t
 picks; other arches use the model only.
 
 Source: bench/results/v2/bwd_main_sweep.json (H200 running the sm_120a plans, bwd_main alone,
-(4, 16, 4096, d) bf16 non-causal, median of 10; 2026-11-30). tests/sched/test_tuned.py checks
-every row against that file.
+(4, 16, 4096, d) bf16 non-causal, median of 10; 2026-11-30), except the rows re-picked later
+by a same-host A/B (:data:`AB_PICK_SOURCES`: d=160/192 from bench/results/v32/t32).
+tests/sched/test_tuned.py checks every row against its source file (:func:`pick_source`).
 
 On top of a row's tile, :data:`OPTIONS` holds the plan options (keys the model never picks on
 its own, e.g. ``exchange_stages``) that a same-host A/B (``bench/bwd_main_ab.py``) measured

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 from frost.sdpa import chain as _chain
 
@@ -59,6 +60,7 @@ def set_fast_launch(enabled: bool) -> None:
 
 
 def pdl_enabled() -> bool:
+    """Whether chains launch with programmatic dependent launch (set by :func:`set_pdl`)."""
     return _PDL["enabled"]
 
 
@@ -104,6 +106,8 @@ def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     for name, t in io + (("lse", lse),):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.layout != torch.strided:
+            raise ValueError(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     if not isinstance(deterministic, bool):
@@ -111,8 +115,10 @@ def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     if causal_align not in ALIGNS:
         raise ValueError(f"causal_align must be one of {ALIGNS}, got {causal_align!r}")
     if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-            raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
+        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+            raise TypeError(f"scale must be a real number (Python or NumPy) or None, got "
+                            f"{type(scale).__name__}" + ("; pass float(scale)" if
+                                                         isinstance(scale, torch.Tensor) else ""))
         if not math.isfinite(scale):
             raise ValueError(f"scale must be finite, got {scale}")
 
@@ -173,6 +179,8 @@ def device_arch(device) -> str:
 
 def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, deterministic: bool,
                 use_pdl: bool) -> VariantKey:
+    """The compile-cache key of a call: what the kernels are specialized on (B, H, S and strides
+    are runtime values and are not in it)."""
     return VariantKey(arch=arch, dtype=p.dtype, head_dim=p.d,
                       causal_align=causal_align if causal else "none",
                       deterministic=deterministic, use_pdl=use_pdl)
@@ -184,25 +192,16 @@ SUPPORTED_DEVICE_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
 
 
 def make_plan(key: VariantKey):
-    """The chain's Plan from the scheduler. SM120 budgets and tiles are used on every arch (the
-    H200 runs the sm_120a plan under an sm_90a build of the same source)."""
-    from frost.sched import plan_sdpa_bwd
+    """The chain's Plan from the scheduler (:func:`frost.sched.plan_variant`): SM120 budgets and
+    tiles on every arch (the H200 runs the sm_120a plan under an sm_90a build of the same
+    source), with ``key.tile``'s keys forced on top of the measured default."""
+    from frost.sched import plan_variant
 
     if key.arch not in SUPPORTED_DEVICE_ARCHS:
         raise ValueError(f"q device: arch {key.arch} is not supported; frost's kernels need "
                          f"{', '.join(SUPPORTED_DEVICE_ARCHS)} (mma.sync + TMA + griddepcontrol)")
-    plan_arch = key.arch if key.arch in ("sm_120a", "sm_121a") else "sm_120a"
-    args = (plan_arch, key.head_dim, key.head_dim, key.causal_align != "none", key.dtype)
-    plan = plan_sdpa_bwd(*args)
-    if key.tile:  # the default plan's tile knobs and options, with the forced keys on top
-        from frost.sched.sdpa import SDPA_BWD_SPACE
-
-        main = plan.kernel("bwd_main").tile
-        # reduce_block follows stage_reductions unless forced: not part of the base
-        base = {k: main.get(k, first) for k, (first, *_) in SDPA_BWD_SPACE.items()
-                if k != "reduce_block"}
-        plan = plan_sdpa_bwd(*args, tile={**base, **dict(key.tile)})
-    return plan
+    return plan_variant(key.arch, key.head_dim, key.head_dim, key.causal_align != "none",
+                        key.dtype, dict(key.tile) if key.tile else None)
 
 
 def _main_kernel(key: VariantKey, plan):
@@ -275,6 +274,7 @@ def build(key: VariantKey, *, with_main: bool = True,
 
 
 def get_chain(key: VariantKey) -> CompiledChain:
+    """The compiled chain of ``key``, compiled on first use and cached for the process."""
     entry = _CACHE.get(key)
     if entry is None:
         entry = _CACHE[key] = build(key)
@@ -282,10 +282,12 @@ def get_chain(key: VariantKey) -> CompiledChain:
 
 
 def cache_info() -> dict:
+    """What the compile cache holds: ``variants`` (count), ``compiles`` (so far) and ``keys``."""
     return {"variants": len(_CACHE), "compiles": _STATS["compiles"], "keys": list(_CACHE)}
 
 
 def clear_cache() -> None:
+    """Forget every compiled chain and call signature (the next call compiles again)."""
     _CACHE.clear()
     _SIGS.clear()
 

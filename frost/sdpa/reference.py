@@ -53,11 +53,32 @@ def _probs(q, k, causal, causal_align, scale):
 
 
 def default_scale(head_dim: int) -> float:
+    """The softmax scale used when none is given: 1 / sqrt(head_dim)."""
     return 1.0 / math.sqrt(head_dim)
+
+
+def _check_shapes(q, k, v, do=None) -> None:
+    """(B, S, H, D) shapes that agree, H_q a multiple of H_kv (GQA); ValueError naming the
+    argument otherwise (instead of a broadcasting error deep in torch)."""
+    for name, t in (("q", q), ("k", k), ("v", v)) + ((("do", do),) if do is not None else ()):
+        if t.dim() != 4:
+            raise ValueError(f"{name} shape must be 4-D (B, S, H, D), got {tuple(t.shape)}")
+    b, s_q, h_q, d = q.shape
+    if k.shape[0] != b or k.shape[3] != d:
+        raise ValueError(f"k shape must be (B={b}, S_kv, H_kv, D={d}), got {tuple(k.shape)}")
+    if tuple(v.shape[:3]) != tuple(k.shape[:3]):
+        raise ValueError(f"v shape must match k's (B, S_kv, H_kv) {tuple(k.shape[:3])}, got "
+                         f"{tuple(v.shape)}")
+    if k.shape[2] == 0 or h_q % k.shape[2]:
+        raise ValueError(f"q heads ({h_q}) must be a multiple of k/v heads ({k.shape[2]})")
+    if do is not None and tuple(do.shape) != (b, s_q, h_q, v.shape[3]):
+        raise ValueError(f"do shape must be (B, S_q, H_q, D_v) = {(b, s_q, h_q, v.shape[3])}, "
+                         f"got {tuple(do.shape)}")
 
 
 def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
     """Float64 forward: returns (o (B, S_q, H_q, D) float64, lse (B, H_q, S_q) float64)."""
+    _check_shapes(q, k, v)
     scale = default_scale(q.shape[-1]) if scale is None else scale
     rep = q.shape[2] // k.shape[2]
     qh, kh, vh = _heads_first(q, 1), _heads_first(k, rep), _heads_first(v, rep)
@@ -69,6 +90,7 @@ def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
 def backward(q, k, v, do, *, causal=False, causal_align="bottom_right", scale=None):
     """Float64 backward from q, k, v, dO (P recomputed exactly): returns (dq, dk, dv), float64,
     in the input layouts (dk / dv summed over each GQA group)."""
+    _check_shapes(q, k, v, do)
     scale = default_scale(q.shape[-1]) if scale is None else scale
     b, s_kv, h_kv, _ = k.shape
     rep = q.shape[2] // h_kv

@@ -28,6 +28,9 @@ PTX_NEEDLES = {
 
 @dataclasses.dataclass(frozen=True)
 class KernelResources:
+    """One kernel's compile report: ``ptx`` counts the :data:`PTX_NEEDLES`, ``code`` holds the
+    template's code choices (bwd_main only)."""
+
     kernel: str
     threads: int
     smem_bytes: int
@@ -43,11 +46,17 @@ class KernelResources:
 
 def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = False,
                     causal_align: str = "bottom_right", dtype: str = "bf16",
-                    tile: dict | None = None, use_pdl: bool = True) -> list[KernelResources]:
-    """Compile every kernel of the chain for ``arch`` (no GPU needed) and report its resources."""
+                    tile: dict | None = None, use_pdl: bool = True, deterministic: bool = False,
+                    from_model: bool = False) -> list[KernelResources]:
+    """Compile every kernel of the chain for ``arch`` (no GPU needed) and report its resources.
+
+    The plan is the one ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`: sm_90a runs the
+    sm_120a plan; ``tile``'s keys forced on top of the measured default); ``from_model=True``
+    plans with the cost model over the forced keys alone (:func:`frost.sched.plan_sdpa_bwd`).
+    ``deterministic`` compiles the split-dQ form of bwd_main that ``deterministic=True`` runs."""
     import cutlass
 
-    from frost.sched import plan_sdpa_bwd
+    from frost.sched import plan_sdpa_bwd, plan_variant
     from frost.templates.bwd_main import BwdMainKernel
     from frost.templates.dq_convert import DqConvert, DqConvertConfig
     from frost.templates.dq_convert import fake_args as dq_fake_args
@@ -59,7 +68,10 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
         raise ValueError(f"dtype must be 'bf16' or 'fp16', got {dtype!r}")
     if causal_align not in ("bottom_right", "top_left"):
         raise ValueError(f"causal_align must be 'bottom_right' or 'top_left', got {causal_align!r}")
-    plan = plan_sdpa_bwd(arch, head_dim, head_dim, causal, dtype, tile)
+    if from_model:
+        plan = plan_sdpa_bwd(arch, head_dim, head_dim, causal, dtype, tile)
+    else:
+        plan = plan_variant(arch, head_dim, head_dim, causal, dtype, tile)
     cdt = cutlass.BFloat16 if dtype == "bf16" else cutlass.Float16
     rows = []
 
@@ -72,7 +84,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     row("rowdot", rd.threads, 0, compile_for(RowDot(rd), *rowdot_fake_args(rd, cdt), arch=arch))
     kp = plan.kernel("bwd_main")
     main = BwdMainKernel(kp, dtype, causal=causal, causal_align=causal_align if causal else None,
-                         use_pdl=use_pdl)
+                         use_pdl=use_pdl, **({"dq_splits": True} if deterministic else {}))
     rep = main.compile(arch)
     row("bwd_main", kp.threads, main.launched_smem_bytes, rep,
         code={k: getattr(main, k) for k in ("interleave", "p_store", "dq_vec", "dq_chunks",

@@ -131,3 +131,40 @@ def test_forced_grid_rows_override_the_register_estimate():
     assert kp.params["mma_regs_estimate"] > 240
     with pytest.raises(ValueError, match="3 rows"):
         plan_sdpa_bwd("sm_120a", 256, tile={**t, "s_rows": 3})
+
+
+@pytest.mark.parametrize("tile,msg", [
+    ({"tile_m": "64"}, "tile_m must be an int"), ({"tile_m": True}, "tile_m must be an int"),
+    ([("tile_m", 64)], "tile must be a dict"), ({"q_stages": 0}, "q_stages may be 1..4"),
+    ({"ctas_per_sm": 3}, "ctas_per_sm may be 1..2"), ({"bogus": 1}, "unknown tile key"),
+])
+def test_forced_values_are_checked(tile, msg):
+    with pytest.raises(ValueError, match=msg):
+        plan_sdpa_bwd("sm_120a", 128, tile=tile)
+
+
+def test_validation_does_not_depend_on_the_cache():
+    """A float head dim is refused even after the int one has been planned (and cached)."""
+    plan_sdpa_bwd("sm_120a", 128)
+    with pytest.raises(ValueError, match="head_dim must be an int"):
+        plan_sdpa_bwd("sm_120a", 128.0)
+
+
+def test_no_legal_plan_names_the_nearest_miss_of_each_kind():
+    """The message lists kinds of reason whole (not cut mid-number), each by its nearest miss."""
+    with pytest.raises(ValueError) as ei:
+        plan_sdpa_bwd("sm_120a", 256, tile={"s_rows": 4})
+    msg = str(ei.value)
+    assert "shared memory 107544 B > 101376 B" in msg and "nearest of" in msg
+    assert msg.count("shared memory") == 1
+
+
+def test_plan_variant_forces_keys_on_top_of_the_measured_default():
+    from frost.sched import plan_variant
+
+    default = plan_sdpa_bwd("sm_120a", 128).kernel("bwd_main")
+    one = plan_variant("sm_120a", 128, tile={"exchange_stages": 1}).kernel("bwd_main")
+    assert default.tile["exchange_stages"] == 2 and one.tile.get("exchange_stages", 1) == 1
+    same = {k: v for k, v in default.tile.items() if k != "exchange_stages"}
+    assert {k: one.tile.get(k) for k in same} == same
+    assert plan_variant("sm_90a", 128) == plan_sdpa_bwd("sm_120a", 128)

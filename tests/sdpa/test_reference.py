@@ -37,3 +37,13 @@ def test_masks():
     assert R.causal_mask(2, 4, "top_left").tolist() == [[True, False, False, False], [True, True, False, False]]
     with pytest.raises(ValueError):
         R.causal_mask(2, 2, "diag")
+
+
+@pytest.mark.parametrize("h_q,h_kv,d_k,msg", [(4, 3, 32, "multiple of k/v heads"),
+                                               (4, 2, 16, "k shape")])
+def test_shape_errors_name_the_argument(h_q, h_kv, d_k, msg):
+    q = torch.randn(1, 8, h_q, 32)
+    k = torch.randn(1, 8, h_kv, d_k)
+    with pytest.raises(ValueError, match=msg):
+        R.backward(q, k, k, q)
+

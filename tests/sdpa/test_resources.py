@@ -50,3 +50,22 @@ def test_format_resources_reports_the_checks_from_the_rows():
     bad = ok + [KernelResources("c", 32, 0, 10, 8, ptx, {}, 3)]
     text = format_resources(bad, "sm_120a", 101_376)
     assert "spill bytes in total: 8" in text and text.rstrip().endswith(": 3")
+
+
+def test_cli_compile_passes_its_flags_and_exits_3_on_spills(monkeypatch, capsys):
+    """--deterministic and --from-model reach chain_resources; a spilling kernel gives exit code
+    3 and names the kernel on stderr (no compile: the rows are made up here)."""
+    from frost.sdpa import resources
+
+    seen = {}
+
+    def fake(*a, **kw):
+        seen.update(kw)
+        ptx = dict.fromkeys(PTX_NEEDLES, 1)
+        return [resources.KernelResources("bwd_main", 384, 1000, 168, 24, ptx)]
+
+    monkeypatch.setattr(resources, "chain_resources", fake)
+    assert cli.main(["compile", "sdpa-bwd", "--deterministic", "--from-model"]) == 3
+    assert seen["deterministic"] is True and seen["from_model"] is True
+    assert "spills: {'bwd_main': 24}" in capsys.readouterr().err
+

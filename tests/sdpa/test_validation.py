@@ -75,6 +75,7 @@ def test_misaligned_pointer(no_launch):
     (dict(causal_align="middle"), ValueError, "causal_align"),
     (dict(causal=1), TypeError, "causal"),
     (dict(scale="0.1"), TypeError, "scale"),
+    (dict(scale=torch.tensor(0.1)), TypeError, "pass float"),
     (dict(scale=float("nan")), ValueError, "scale"),
     (dict(deterministic=None), TypeError, "deterministic"),
 ])
@@ -103,3 +104,18 @@ def test_size_one_dims_with_odd_strides_are_accepted(no_launch):
     a["q"] = torch.empty(1, 16, 4, 64, dtype=torch.bfloat16).as_strided((1, 16, 4, 64), (3, 256, 64, 1))
     with pytest.raises(ValueError, match="q device"):
         _call(a)
+
+
+def test_sparse_input_is_refused_as_such(no_launch):
+    a = _inputs(device="cpu")
+    a["q"] = torch.randn(2, 16, 4, 64).to(torch.bfloat16).to_sparse()
+    with pytest.raises(ValueError, match="q must be a dense"):
+        _call(a)
+
+
+def test_numpy_scale_is_a_real_scale(no_launch):
+    """np.float32 is a real number: validation gets past the scale to the device check."""
+    np = pytest.importorskip("numpy")
+    with pytest.raises(ValueError, match="q device must be a CUDA device"):
+        _call(_inputs(device="cpu"), scale=np.float32(0.1))
+
