@@ -21,6 +21,8 @@ from frost.ir.stages import AtomicReduce, Load, Stage, Store
 
 @dataclasses.dataclass(frozen=True)
 class StageCost:
+    """One stage's cost over the whole grid, symbolic: how often it runs, its tensor-core FLOPs,
+    other ops, global bytes moved, and its compulsory bytes (a Load's source, a Store's target)."""
     stage: str
     kind: str
     level: str
@@ -31,12 +33,14 @@ class StageCost:
     min_bytes: sympy.Expr
 
     def subs(self, mapping) -> "StageCost":
+        """The cost with symbols replaced by sizes."""
         return dataclasses.replace(self, **{
             f.name: getattr(self, f.name).subs(mapping)
             for f in dataclasses.fields(self) if isinstance(getattr(self, f.name), sympy.Basic)})
 
 
 def stage_cost(prog: Program, s: Stage) -> StageCost:
+    """The :class:`StageCost` of stage ``s`` (per execution × :meth:`Program.executions`)."""
     n = prog.executions(s)
     if isinstance(s, Load):
         mb = s.src.nbytes
@@ -50,6 +54,7 @@ def stage_cost(prog: Program, s: Stage) -> StageCost:
 
 
 def stage_costs(prog: Program) -> list[StageCost]:
+    """Every stage's cost, in topological order (the table the IR notebook shows)."""
     return [stage_cost(prog, s) for s in prog.topo()]
 
 
@@ -59,10 +64,12 @@ def total_flops(prog: Program) -> sympy.Expr:
 
 
 def total_ops(prog: Program) -> sympy.Expr:
+    """Non-tensor-core operations (exponentials, multiplies, reductions, casts) of the program."""
     return sympy.simplify(sum((c.ops for c in stage_costs(prog)), sympy.Integer(0)))
 
 
 def total_traffic(prog: Program) -> sympy.Expr:
+    """Global bytes the program moves as written (re-reads included; see :func:`min_bytes`)."""
     return sympy.simplify(sum((c.traffic for c in stage_costs(prog)), sympy.Integer(0)))
 
 

@@ -46,10 +46,12 @@ class Stage:
     # -- dataflow ------------------------------------------------------------------------------
     @property
     def inputs(self) -> tuple[Tensor, ...]:
+        """The tensors this stage reads (the fields named in ``reads``)."""
         return self._tensors(self.reads)
 
     @property
     def outputs(self) -> tuple[Tensor, ...]:
+        """The tensors this stage writes (the fields named in ``writes``)."""
         return self._tensors(self.writes)
 
     def _tensors(self, fields) -> tuple[Tensor, ...]:
@@ -61,21 +63,26 @@ class Stage:
 
     # -- cost per execution --------------------------------------------------------------------
     def mma_flops(self) -> sympy.Expr:
+        """Tensor-core FLOPs per execution (non-zero for GEMMs)."""
         return sympy.Integer(0)
 
     def ops(self) -> sympy.Expr:
+        """Other operations per execution (pointwise math, reductions, casts)."""
         return sympy.Integer(0)
 
     def gmem_bytes(self) -> sympy.Expr:
+        """Global-memory bytes moved per execution (loads, stores, atomics)."""
         return sympy.Integer(0)
 
     # -- transforms ----------------------------------------------------------------------------
     def subs(self, mapping) -> "Stage":
+        """The stage with symbols replaced in every shape and field."""
         return dataclasses.replace(self, **{
             f.name: _subs(getattr(self, f.name), mapping) for f in dataclasses.fields(self)
         })
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with the stage kind; :func:`stage_from_dict` inverts it."""
         d = {"kind": type(self).__name__}
         for f in dataclasses.fields(self):
             d[f.name] = _enc(getattr(self, f.name))
@@ -89,6 +96,7 @@ class Stage:
 
 
 def stage_from_dict(d: dict[str, Any]) -> Stage:
+    """The stage of a :meth:`Stage.to_dict` dict (its ``kind`` picks the class)."""
     cls = STAGE_KINDS[d["kind"]]
     kw = {f.name: _dec(d[f.name], f.name) for f in dataclasses.fields(cls) if f.name in d}
     kw["level"] = Level[kw["level"]] if isinstance(kw["level"], str) else kw["level"]

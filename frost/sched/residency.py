@@ -28,6 +28,8 @@ from frost.ir.tensor import Space, Tensor
 
 
 class Where(enum.IntFlag):
+    """Where a tile lives during the pass: registers, shared memory, or both (a held copy)."""
+
     NONE = 0
     REGS = 1
     SMEM = 2
@@ -66,6 +68,10 @@ def holdable(prog: Program) -> list[str]:
 
 
 def residency(prog: Program, held: frozenset[str] = frozenset()) -> dict[str, Where]:
+    """Where each tile of ``prog`` lives: loads land in shared memory (``held`` ones are also
+    copied into registers); what stages compute lives in registers, and also goes through shared
+    memory when a GEMM reads it transposed, as its B operand or from another warp grid (P and dS
+    in the attention backward), or an epilogue store writes it out."""
     where: dict[str, Where] = {}
     grid_of: dict[str, str | None] = {}
     for s in prog.topo():
