@@ -27,17 +27,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one ``frost`` command; returns its exit code (2: bad arguments, with a message)."""
+    """Run one ``frost`` command; returns its exit code (2: bad arguments or an unwritable
+    path, with a message; 1: the reader of the output went away)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         rc = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
         return rc
-    except (ValueError, KeyError, OSError) as e:  # user errors: say what is wrong, no traceback
-        if isinstance(e, BrokenPipeError):
-            return _closed_stdout()
-        print(f"frost: error: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        return _closed_stdout()
+    except (ValueError, KeyError, FileNotFoundError, PermissionError, IsADirectoryError) as e:
+        print(f"frost: error: {e}", file=sys.stderr)  # user errors: what is wrong, no traceback
         return 2
 
 

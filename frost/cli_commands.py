@@ -10,7 +10,7 @@
 
 sdpa-bwd plans are the ones ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`): sm_90a
 shows the sm_120a plan, and ``--tile`` keys are forced on top of the measured default;
-``--from-model`` instead lets the cost model pick among the plans with the forced keys.
+``--from-model`` shows the cost model's pick instead (among the plans with the forced keys).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _common_args(p) -> None:
 
 def _model_arg(p) -> None:
     p.add_argument("--from-model", action="store_true",
-                   help="sdpa-bwd: the cost model's pick among plans with the --tile keys forced, "
-                        "instead of the keys forced on top of the measured default")
+                   help="sdpa-bwd: the cost model's pick (among the plans with the --tile keys "
+                        "forced, if any) instead of the measured default")
 
 
 @command
@@ -77,8 +77,14 @@ def _plan(args: argparse.Namespace):
         from frost.ir.attention import sdpa_bwd_program
         from frost.sched import plan_sdpa_bwd, plan_variant
 
-        how = plan_sdpa_bwd if args.from_model else plan_variant
-        plan = how(args.arch, args.head_dim, args.head_dim_v, args.causal, args.dtype, tile)
+        from frost.sched.arch import plan_arch
+
+        if args.from_model:  # the model's pick (tile={} even with no --tile), same plan class
+            plan = plan_sdpa_bwd(plan_arch(args.arch), args.head_dim, args.head_dim_v,
+                                 args.causal, args.dtype, tile or {})
+        else:
+            plan = plan_variant(args.arch, args.head_dim, args.head_dim_v, args.causal,
+                                args.dtype, tile)
         return plan, sdpa_bwd_program(args.dtype, args.causal)
     from frost.ir.examples import gemm_rowsum_program
     from frost.ir.symbols import tile_k, tile_m, tile_n
@@ -156,7 +162,7 @@ def register_compile(sub) -> None:
     _model_arg(p)
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.epilog = (f"Exit codes: 0 compiled spill-free, {SPILL_EXIT} some kernel spills registers "
-                "(the report says which), 2 bad arguments.")
+                "(the report says which), 2 bad arguments, 1 output pipe closed or a crash.")
     p.set_defaults(func=run_compile)
 
 

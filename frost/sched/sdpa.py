@@ -286,6 +286,8 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
     try:
         out = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, {**base, **forced})
     except ValueError as e:
+        if not str(e).startswith("no legal sdpa-bwd plan"):
+            raise  # the forced value itself is impossible (e.g. head_pad past 256)
         others = {k: v for k, v in base.items() if k not in forced}
         raise ValueError(f"forcing {forced} on top of the default plan ({others}) leaves no "
                          f"legal plan; force some of those keys too. {e}") from None

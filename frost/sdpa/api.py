@@ -314,7 +314,8 @@ def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic):
     return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
             do.shape, do.stride(), lse.shape, lse.stride(), q.dtype, k.dtype, v.dtype, o.dtype,
             do.dtype, lse.dtype, q.device, k.device, v.device, o.device, do.device, lse.device,
-            causal, type(causal), causal_align, scale, type(scale), deterministic, type(deterministic))
+            causal, type(causal), causal_align, scale, type(scale), deterministic, type(deterministic),
+            q.layout, k.layout, v.layout, o.layout, do.layout, lse.layout)
 
 
 def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) -> _Prepared:
@@ -336,7 +337,8 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     try:
         sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)
         prep = _SIGS.get(sig)
-    except (AttributeError, TypeError):  # not tensors / unhashable option: the slow path names it
+    except (AttributeError, TypeError, RuntimeError):  # not tensors, unhashable option, sparse
+        # tensors without strides: the slow path names the argument
         sig, prep = None, None
     if prep is None:
         prep = _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)

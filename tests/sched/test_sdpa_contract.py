@@ -168,3 +168,14 @@ def test_plan_variant_forces_keys_on_top_of_the_measured_default():
     same = {k: v for k, v in default.tile.items() if k != "exchange_stages"}
     assert {k: one.tile.get(k) for k in same} == same
     assert plan_variant("sm_90a", 128) == plan_sdpa_bwd("sm_120a", 128)
+
+
+def test_plan_variant_passes_an_impossible_forced_value_through():
+    """A forced value no other key could rescue keeps its own message (no "force some of those
+    keys too" hint)."""
+    from frost.sched import plan_variant
+
+    with pytest.raises(ValueError, match="pads head dim 200 to 288") as ei:
+        plan_variant("sm_120a", 200, tile={"head_pad": 96})
+    assert "on top of the default plan" not in str(ei.value)
+
