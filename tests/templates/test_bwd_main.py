@@ -470,6 +470,22 @@ def test_gpu_dq_k_not_held(d, causal, tile):
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, knobs=(("dq_k_held", 0),), seed=43)
 
 
+D64_Q3 = (("tile_m", 64), ("tile_n", 128), ("q_stages", 3), ("v_in_regs", 1), ("dq_rows", 2))
+D32_Q4 = (("tile_m", 64), ("tile_n", 128), ("q_stages", 4), ("v_in_regs", 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,tile", [(64, False, D64_Q3), (64, True, D64_Q3),
+                                           (32, False, D32_Q4)],
+                         ids=["d64-q3", "d64-q3-causal", "d32-q4"])
+def test_gpu_deeper_q_ring(d, causal, tile):
+    """Three and four Q/dO stages (v39): the ring's stage index wraps at a count that is not a
+    power of two, and its phase flips every q_stages trips; many trips per CTA, GQA 2:1, tails."""
+    assert default_plan("sm_120a", d, causal=causal, tile=dict(tile)).tile["q_stages"] == \
+        dict(tile)["q_stages"]
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=47)
+
+
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("d,tile", [(64, D64_DQ24), (32, ())], ids=["d64-dq2x4", "d32"])
