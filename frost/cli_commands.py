@@ -110,16 +110,29 @@ def _plan(args: argparse.Namespace):
 
 
 def _check_graph_path(path: str | None) -> None:
-    """Refuse an unwritable --graph path before planning (not after the plan has printed)."""
+    """Refuse an unusable --graph path before planning (not after the plan has printed): a
+    format matplotlib cannot write, or a directory that is missing or not writable (tried with
+    a temporary file, which also holds for root on a read-only mount)."""
     import os
+    import tempfile
 
     if not path:
         return
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if ext not in formats:
+        raise ValueError(f"--graph {path}: format {ext or '(none)'!r} is not supported; use one "
+                         f"of {', '.join(sorted(formats))}")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ValueError(f"--graph {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"--graph {path}: directory {parent} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as e:
+        raise ValueError(f"--graph {path}: cannot write in {parent} ({e.strerror})") from None
 
 
 def run_plan(args: argparse.Namespace) -> int:

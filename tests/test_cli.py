@@ -140,10 +140,13 @@ def test_forcing_against_the_default_names_the_keys_to_force(capsys):
     assert "nearest" in err or "shared memory" in err
 
 
-def test_graph_to_a_missing_directory_fails_before_planning(tmp_path, capsys):
-    assert main(["plan", "sdpa-bwd", "--graph", str(tmp_path / "no" / "x.png")]) == 2
+@pytest.mark.parametrize("name,msg", [("no/x.png", "does not exist"),
+                                      ("x.txt", "format 'txt' is not supported"),
+                                      ("x", "format '(none)' is not supported")])
+def test_unusable_graph_path_fails_before_planning(tmp_path, capsys, name, msg):
+    assert main(["plan", "sdpa-bwd", "--graph", str(tmp_path / name)]) == 2
     out = capsys.readouterr()
-    assert out.out == "" and "does not exist" in out.err
+    assert out.out == "" and msg in out.err
 
 
 def test_a_closed_pipe_ends_quietly():
