@@ -75,16 +75,10 @@ def _plan(args: argparse.Namespace):
     tile = _tile_arg(args.tile)
     if args.program == "sdpa-bwd":
         from frost.ir.attention import sdpa_bwd_program
-        from frost.sched import plan_sdpa_bwd, plan_variant
+        from frost.sched import plan_variant
 
-        from frost.sched.arch import plan_arch
-
-        if args.from_model:  # the model's pick (tile={} even with no --tile), same plan class
-            plan = plan_sdpa_bwd(plan_arch(args.arch), args.head_dim, args.head_dim_v,
-                                 args.causal, args.dtype, tile or {})
-        else:
-            plan = plan_variant(args.arch, args.head_dim, args.head_dim_v, args.causal,
-                                args.dtype, tile)
+        plan = plan_variant(args.arch, args.head_dim, args.head_dim_v, args.causal, args.dtype,
+                            tile, from_model=args.from_model)
         return plan, sdpa_bwd_program(args.dtype, args.causal)
     from frost.ir.examples import gemm_rowsum_program
     from frost.ir.symbols import tile_k, tile_m, tile_n

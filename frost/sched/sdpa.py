@@ -264,7 +264,8 @@ def _summarize(rejected, show: int = 3) -> str:
 
 
 def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | None = None,
-                 causal: bool = False, dtype: str = "bf16", tile: dict | None = None) -> Plan:
+                 causal: bool = False, dtype: str = "bf16", tile: dict | None = None,
+                 from_model: bool = False) -> Plan:
     """The plan that frost runs on ``arch``: the plan of its plan class
     (:func:`frost.sched.arch.plan_arch`: sm_90a runs the sm_120a plans), the measured default
     of :func:`plan_sdpa_bwd`, with ``tile``'s keys forced on top of the default's tile knobs and
@@ -273,8 +274,13 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
 
     ValueError when the forced keys and the default's others leave no legal plan; the message
     names the default's keys, any of which may be forced too.
+
+    ``from_model=True``: the cost model's pick for the same plan class instead, among the plans
+    with ``tile``'s keys forced (if any), without the measured default.
     """
     pa = plan_arch(arch)
+    if from_model:
+        return plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, check_tile(tile))
     plan = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype)
     forced = check_tile(tile)
     if not forced:

@@ -52,12 +52,11 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
 
     The plan is the one ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`: sm_90a runs the
     sm_120a plan; ``tile``'s keys forced on top of the measured default); ``from_model=True``
-    plans with the cost model over the forced keys alone (:func:`frost.sched.plan_sdpa_bwd`).
+    plans with the cost model over the forced keys alone (``plan_variant(from_model=True)``).
     ``deterministic`` compiles the split-dQ form of bwd_main that ``deterministic=True`` runs."""
     import cutlass
 
-    from frost.sched import plan_sdpa_bwd, plan_variant
-    from frost.sched.arch import plan_arch
+    from frost.sched import plan_variant
     from frost.templates.bwd_main import BwdMainKernel
     from frost.templates.dq_convert import DqConvert, DqConvertConfig
     from frost.templates.dq_convert import fake_args as dq_fake_args
@@ -69,10 +68,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
         raise ValueError(f"dtype must be 'bf16' or 'fp16', got {dtype!r}")
     if causal_align not in ("bottom_right", "top_left"):
         raise ValueError(f"causal_align must be 'bottom_right' or 'top_left', got {causal_align!r}")
-    if from_model:  # the model's pick (tile={} even with no forced key), same plan class
-        plan = plan_sdpa_bwd(plan_arch(arch), head_dim, head_dim, causal, dtype, tile or {})
-    else:
-        plan = plan_variant(arch, head_dim, head_dim, causal, dtype, tile)
+    plan = plan_variant(arch, head_dim, head_dim, causal, dtype, tile, from_model=from_model)
     cdt = cutlass.BFloat16 if dtype == "bf16" else cutlass.Float16
     rows = []
 
