@@ -25,6 +25,7 @@ stored files on any machine::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -39,7 +40,7 @@ from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
 KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly", "q_rotate",
-         "serial_sdp", "dq_k_held")  # BwdMainKernel keywords, same plan
+         "serial_sdp", "dq_k_held", "lpt_heads")  # BwdMainKernel keywords, same plan
 
 
 def parse_variant(text: str) -> dict:
@@ -204,11 +205,7 @@ def main(argv=None):
                                 tflops=f / (ms * 1e-3) / 1e12,
                                 ratio=ms / statistics.median(samples[0]),
                                 round_ratio_min=min(rr), round_ratio_max=max(rr),
-                                interleave=kerns[i].interleave, dq_vec=kerns[i].dq_vec,
-                                dq_chunks=kerns[i].dq_chunks, p_store=kerns[i].p_store,
-                                lookahead=kerns[i].lookahead, exp2_poly=kerns[i].exp2_poly,
-                                q_rotate=kerns[i].q_rotate, serial_sdp=kerns[i].serial_sdp,
-                                dq_k_held=kerns[i].dq_k_held))
+                                **dataclasses.asdict(kerns[i].code)))
         del t, acc
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -84,9 +84,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
                          use_pdl=use_pdl, **({"dq_splits": True} if deterministic else {}))
     rep = main.compile(arch)
     row("bwd_main", kp.threads, main.launched_smem_bytes, rep,
-        code={k: getattr(main, k) for k in ("interleave", "p_store", "dq_vec", "dq_chunks",
-                                            "lookahead", "exp2_poly", "q_rotate",
-                                            "serial_sdp", "dq_k_held")})
+        code=dataclasses.asdict(main.code))
     dq = DqConvertConfig.from_plan(plan, 16, head_dim, use_pdl)
     row("dq_convert", dq.threads, 0, compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch))
     return rows

@@ -33,7 +33,8 @@ def test_cli_compile_json(capsys):
     assert [r["kernel"] for r in rows] == ["rowdot", "bwd_main", "dq_convert"]
     assert all(r["ptx"]["pdl.wait"] == 0 for r in rows)  # compiled without PDL
     assert set(rows[1]["code"]) == {"interleave", "p_store", "dq_vec", "dq_chunks", "lookahead",
-                                 "exp2_poly", "q_rotate", "serial_sdp", "dq_k_held"}
+                                 "exp2_poly", "q_rotate", "serial_sdp", "dq_k_held",
+                                 "lpt_heads"}
 
 
 def test_cli_compile_rejects_bad_head_dim(capsys):

@@ -62,6 +62,27 @@ def test_q_tile_walk_visits_each_tile_once_per_head(rotate):
         assert len(firsts) == want, (m_min, n_m, firsts)
 
 
+@pytest.mark.parametrize("lpt_heads", [1, 0, 2, 4, 5, 64])
+def test_cta_tile_is_a_bijection_heaviest_first(lpt_heads):
+    """Every (KV tile, head, batch) goes to exactly one CTA for any grid (including a last,
+    narrower group); with lpt_heads != 1, within each group of (batch, head) pairs the block
+    order never hands out a KV tile before a smaller-numbered (under causal: heavier) one,
+    and 1 is the block index itself."""
+    for grid in ((7, 3, 2), (1, 5, 1), (4, 1, 1), (32, 16, 4), (3, 7, 3)):
+        nx, ny, nz = grid
+        blocks = [(x, y, z) for z in range(nz) for y in range(ny) for x in range(nx)]  # launch order
+        tiles = [masks.cta_tile_model(blk, grid, lpt_heads) for blk in blocks]
+        assert sorted(tiles) == sorted(blocks), (grid, lpt_heads)
+        if lpt_heads == 1:
+            assert tiles == blocks
+            continue
+        g = ny * nz if lpt_heads == 0 else min(lpt_heads, ny * nz)
+        for start in range(0, len(tiles), g * nx):
+            group = tiles[start:start + g * nx]
+            assert [t[0] for t in group] == sorted(t[0] for t in group), (grid, lpt_heads)
+            assert len({(t[1], t[2]) for t in group}) == len(group) // nx
+
+
 def test_tile_needs_mask_model_is_exact():
     """The unmasked fast path is taken exactly when every (row < S_q, key) pair of the tile is
     visible: a brute-force check over small problems, all alignments, ragged and square."""
@@ -703,6 +724,32 @@ def test_q_rotate_changes_only_the_walk():
     assert r1.total_spill_bytes == 0
     with pytest.raises(ValueError, match="q_rotate"):
         BwdMainKernel(kp, q_rotate=2)
+
+
+@pytest.mark.compile
+def test_lpt_heads_changes_only_the_cta_order():
+    """lpt_heads=0 reads the grid size (``%nctaid``) once per CTA and keeps every MMA, atomic
+    and ldmatrix; 1 (the linear order) is the block index itself; bad values are refused."""
+    kp = default_plan("sm_120a", 128, causal=True)
+    base = BwdMainKernel(kp, causal=True, lpt_heads=1)
+    r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, causal=True, lpt_heads=0).compile("sm_120a")
+    assert "%nctaid" not in r0.ptx and "%nctaid" in r1.ptx
+    for needle in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix"):
+        assert r1.count(needle) == r0.count(needle) > 0, needle
+    assert r1.total_spill_bytes == 0
+    for bad in (-1, 1.5, True, "all"):
+        with pytest.raises(ValueError, match="lpt_heads"):
+            BwdMainKernel(kp, causal=True, lpt_heads=bad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lpt_heads", [0, 4])
+def test_gpu_lpt_cta_order(lpt_heads):
+    """The heavy-first CTA orders stay correct: causal GQA 2:1 over 2 batches x 3 KV heads (6
+    pairs: with G=4 the last group is narrower), S_q != S_kv with ragged tails."""
+    run_case(2, 333, 300, 6, 3, 64, causal=True, knobs=(("lpt_heads", lpt_heads),), seed=17)
+    run_case(2, 300, 333, 6, 3, 128, causal=True, align="top_left",
+             knobs=(("lpt_heads", lpt_heads),), seed=18)
 
 
 @pytest.mark.compile

@@ -15,6 +15,10 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
                   concurrent CTAs of a head add dQ into different rows (default at d > 192)
+``lpt_heads``     which CTA takes which KV tile (``masks.cta_tile``): 1 the linear block order
+                  (a head's KV tiles together); 0 heaviest KV tiles first over all (batch,
+                  head) pairs; G >= 2 the same in groups of G pairs. Non-causal tiles all
+                  carry the same work, so only causal plans can gain (:func:`pick_lpt_heads`)
 ``serial_sdp``    1: S, then P (kept in io-dtype registers), then dP, instead of S and dP
                   interleaved: one fp32 S/dP accumulator live at a time. It makes the d=128
                   64x128 one-stage tile with a 1x8 S grid spill-free, but measured 1.19-1.32x
@@ -104,6 +108,11 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
     return 1 if kp.tile["d"] > 192 and not causal else 0
 
 
+def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
+    """The CTA order: the linear block order (1) until the heavy-first order is measured."""
+    return 1
+
+
 def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
     """K's dQ fragments held in registers where the plan holds them (``dq_b_in_regs``: the
     scheduler's choice, :data:`frost.sched.sdpa.HOLD_DQ_K_MAX_REGS`, with the registers in
@@ -129,13 +138,14 @@ class CodeChoices:
     q_rotate: int = 0
     serial_sdp: int = 0
     dq_k_held: int = 0
+    lpt_heads: int = 1
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
-                causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None
-                ) -> "CodeChoices":
+                causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None,
+                lpt_heads: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -173,4 +183,9 @@ class CodeChoices:
         if held and chunks != 1:
             raise CodeChoiceError(f"dq_k_held=1 holds K for the whole of d: it needs dq_chunks=1, "
                                   f"got {chunks}")
-        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held)
+        lpt = pick_lpt_heads(kp, causal) if lpt_heads is None else lpt_heads
+        if isinstance(lpt, bool) or not isinstance(lpt, int) or lpt < 0:
+            raise CodeChoiceError(f"lpt_heads must be an int >= 0 (1: linear CTA order, 0: "
+                                  f"heaviest KV tiles first over all heads, G: in groups of G), "
+                                  f"got {lpt_heads!r}")
+        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt)

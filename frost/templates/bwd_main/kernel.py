@@ -5,7 +5,7 @@ Public interface (stable)::
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None,
-                         lookahead=0, exp2_poly=0, q_rotate=None,
+                         lookahead=0, exp2_poly=0, q_rotate=None, lpt_heads=None,
                          serial_sdp=0, dq_k_held=None)  # code choices: code.py
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
@@ -19,8 +19,7 @@ Tensors (torch, CUDA):
 
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
 * lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and a multiple of the plan's
-  ``reduce_block``); lse_log2 = LSE·log2(e) with −inf
-  already mapped to +inf; delta = rowsum(dO∘O);
+  ``reduce_block``); lse_log2 = LSE·log2(e) with −inf already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
   (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``. Each
   (S_q_pad, d_pad) matrix is stored as the plan's ``reduce_block`` says (default 8: 8x8 blocks,
@@ -50,8 +49,9 @@ serial_sdp=1, dq_k_held=0/1) and every plan option below, at rel. error <= 1e-2 
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
-``masks.q_tile``), ``serial_sdp`` (opt-in) and ``dq_k_held`` (the plan's ``dq_b_in_regs``;
-v20) to their measured defaults; ``self.code`` holds them.
+``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
+(opt-in) and ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20) to their measured defaults;
+``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``reduce_block``, ``s_rows``
 /``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``) are documented, with where
@@ -130,7 +130,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  skip: frozenset[str] = frozenset(), interleave: int | None = None,
                  dq_vec: int | None = None, dq_chunks: int | None = None,
                  p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
-                 q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None):
+                 q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None,
+                 lpt_heads: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -146,9 +147,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.can_implement(kplan)
         try:
             code = CodeChoices.resolve(kplan, dq_chunks, interleave, dq_vec, p_store, lookahead,
-                                       exp2_poly, q_rotate,
-                                       causal=self.align != masks.CausalAlign.NONE,
-                                       serial_sdp=serial_sdp, dq_k_held=dq_k_held)
+                                       exp2_poly, q_rotate, self.align != masks.CausalAlign.NONE,
+                                       serial_sdp, dq_k_held, lpt_heads)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code
@@ -289,7 +289,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         prod = kp.role(WarpRole.PRODUCER)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tidx = cute.arch.thread_idx()[0]
-        n_block, h_kv, b = cute.arch.block_idx()
+        n_block, h_kv, b = masks.cta_tile(self.code.lpt_heads)
 
         raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
         kv_full, q_full, q_empty = (kp.mbarrier(n) for n in ("kv_full", "q_full", "q_empty"))

@@ -15,8 +15,16 @@ or with ``rotate`` that index turned by the CTA's KV tile, ``(t + n_block) % n_m
 of one head, which start together, add their dQ partials into different rows of dq_accum
 instead of all into the same 16 KB at once.
 
-Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`)
-sit beside the device forms and are what the tests compare against.
+Which CTA takes which KV tile (:func:`cta_tile`): the grid is (KV tiles, KV heads, batches) and
+the hardware hands CTAs to free SMs in linear block order. Under causal a KV tile's work falls
+with its index (tile 0 sees every q tile, the last sees a few), so in the linear order each head's
+heavy CTAs start late in the grid's last wave and the grid ends on a few long CTAs. With
+``lpt_heads`` G != 1 the linear block index is re-dealt heaviest first ("longest processing time
+first"): KV tile 0 of G (batch, head) pairs, then tile 1 of the same pairs, and so on, group by
+group; G = 0 takes all pairs as one group. G = 1 is the linear order (a head's tiles together).
+
+Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`,
+:func:`cta_tile_model`) sit beside the device forms and are what the tests compare against.
 """
 
 from __future__ import annotations
@@ -66,6 +74,25 @@ def q_tile_model(t: int, m_min: int, n_m: int, n_block: int, rotate: bool) -> in
     q head of a GQA group)."""
     i = t % n_m
     return m_min + ((i + n_block) % n_m if rotate else i)
+
+
+def cta_tile_model(block: tuple[int, int, int], grid: tuple[int, int, int],
+                   lpt_heads: int) -> tuple[int, int, int]:
+    """(n_block, head, batch) that CTA ``block`` = (x, y, z) of ``grid`` = (KV tiles, heads,
+    batches) works on. ``lpt_heads`` 1: the block index itself; else the linear index
+    x + nx·(y + ny·z) re-dealt KV tile by KV tile over groups of G (batch, head) pairs
+    (G = 0: all of them), so that every pair's tile 0 comes before any pair's tile 1."""
+    (x, y, z), (nx, ny, nz) = block, grid
+    if lpt_heads == 1:
+        return x, y, z
+    pairs = ny * nz
+    g_size = pairs if lpt_heads == 0 else min(lpt_heads, pairs)
+    lin = x + nx * (y + ny * z)
+    g = lin // (g_size * nx)
+    r = lin - g * g_size * nx
+    width = min(g_size, pairs - g * g_size)  # the last group may be narrower
+    pair = g * g_size + r % width
+    return r // width, pair % ny, pair // ny
 
 
 def tile_needs_mask_model(align, row0, col0, tile_m, tile_n, s_q, s_kv) -> bool:
@@ -123,6 +150,26 @@ def q_tile(t, m_min, n_m, start, rotate: cutlass.Constexpr):
         i = i + start
         i = cutlass.select_(i >= n_m, i - n_m, i)
     return m_min + i
+
+
+@cute.jit
+def cta_tile(lpt_heads: cutlass.Constexpr):
+    """Device form of :func:`cta_tile_model` for this CTA; (n_block, head, batch) as Int32.
+    A few integer operations, once per CTA."""
+    x, y, z = cute.arch.block_idx()
+    if cutlass.const_expr(lpt_heads != 1):
+        nx, ny, nz = cute.arch.grid_dim()
+        pairs = ny * nz
+        g_size = pairs
+        if cutlass.const_expr(lpt_heads != 0):
+            g_size = cutlass.min(pairs, cutlass.Int32(lpt_heads))
+        lin = x + nx * (y + ny * z)
+        g = lin // (g_size * nx)
+        r = lin - g * g_size * nx
+        width = cutlass.min(g_size, pairs - g * g_size)
+        pair = g * g_size + r % width
+        x, y, z = r // width, pair % ny, pair // ny
+    return x, y, z
 
 
 @cute.jit
