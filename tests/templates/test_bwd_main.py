@@ -712,8 +712,8 @@ def test_pick_q_rotate(d, want):
 @pytest.mark.compile
 def test_q_rotate_changes_only_the_walk():
     """q_rotate=1 adds the index arithmetic (a remainder by the range length in the producer
-    and the MMA warps) and keeps every MMA and atomic; 0 is the default."""
-    kp = default_plan("sm_120a", 128)
+    and the MMA warps) and keeps every MMA and atomic; 0 is the default at d=64."""
+    kp = default_plan("sm_120a", 64)
     base = BwdMainKernel(kp)
     assert base.q_rotate == 0
     r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, q_rotate=1).compile("sm_120a")
@@ -724,6 +724,16 @@ def test_q_rotate_changes_only_the_walk():
     assert r1.total_spill_bytes == 0
     with pytest.raises(ValueError, match="q_rotate"):
         BwdMainKernel(kp, q_rotate=2)
+
+
+@pytest.mark.parametrize("d,want", [(32, 8), (64, 8), (128, 8), (192, 8), (200, 2), (256, 2)])
+def test_pick_lpt_heads(d, want):
+    """Heavy-first CTA order in groups of 8 (batch, head) pairs under causal, of 2 above d=192
+    (RESULTS.md v41); non-causal keeps the linear block order; an explicit value wins."""
+    assert BwdMainKernel(default_plan("sm_120a", d)).code.lpt_heads == 1
+    kpc = default_plan("sm_120a", d, causal=True)
+    assert BwdMainKernel(kpc, causal=True).code.lpt_heads == want
+    assert BwdMainKernel(kpc, causal=True, lpt_heads=1).code.lpt_heads == 1
 
 
 @pytest.mark.compile

@@ -18,7 +18,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``lpt_heads``     which CTA takes which KV tile (``masks.cta_tile``): 1 the linear block order
                   (a head's KV tiles together); 0 heaviest KV tiles first over all (batch,
                   head) pairs; G >= 2 the same in groups of G pairs. Non-causal tiles all
-                  carry the same work, so only causal plans can gain (:func:`pick_lpt_heads`)
+                  carry the same work: causal plans only (G=8, G=2 at d > 192; v41)
 ``serial_sdp``    1: S, then P (kept in io-dtype registers), then dP, instead of S and dP
                   interleaved: one fp32 S/dP accumulator live at a time. It makes the d=128
                   64x128 one-stage tile with a 1x8 S grid spill-free, but measured 1.19-1.32x
@@ -102,6 +102,11 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
     rows above 192 run 32x64 tiles: twice the KV-tile CTAs per head and twice the dQ bytes a
     trip of d=128, all landing on the same dq_accum rows when the walk is linear.
 
+    The d=128 row keeps the linear walk although its third timing won all 10 rounds (v41:
+    0.992x; v40: 0.990x, 0.993x): with the rotation, four of its tested alternatives spill on
+    sm_120a (interleave=0 8 B, staged dQ 24 B, the softmax ablation 20 B, the tall 64x128 tile
+    116 B), and a 0.8 % gain does not pay for that.
+
     Causal plans keep the linear walk: there it measured 0.993x only, and with the blocked
     dQ workspace (reduce_block=8, v16) the rotated causal d=256 kernel spilled 20 B on
     sm_120a (the linear one: none)."""
@@ -109,8 +114,16 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
 
 
 def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
-    """The CTA order: the linear block order (1) until the heavy-first order is measured."""
-    return 1
+    """The CTA order (bench/RESULTS.md v41, bwd_main A/B on the H200 at (4,16,4096) causal,
+    every round unless noted): heavy-first in groups of 8 (batch, head) pairs at d <= 192 (d=32
+    0.950x, 64 0.958x [two noisier runs: 0.947x and 0.960x, each lost one round], 96 0.939x,
+    128 0.940-0.948x over three runs and 0.946x at (2,16,8192), 160 0.979x, 192 0.962x); in
+    pairs of pairs above (d=256: G=2 0.969x, G=4 1.022x, G=8 1.018x, all pairs 1.175x: with
+    32x64 tiles a group of more than a wave of CTAs loses the heads' L2 reuse). One group of
+    all pairs lost to groups at every d (d=192 0.989x, d=128 0.948x). Non-causal: linear."""
+    if not causal:
+        return 1
+    return 2 if kp.tile["d"] > 192 else 8
 
 
 def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
