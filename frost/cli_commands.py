@@ -3,7 +3,7 @@
 
     frost plan sdpa-bwd --arch sm_120a [--head-dim 128] [--head-dim-v D] [--causal]
                         [--dtype bf16] [--tile tile_m=64 --tile q_stages=1] [--from-model]
-                        [--json] [--graph out.png]
+                        [--json] [--graph out.png] [--shape B,H,S[,S_KV] [--heads-kv N] [--sms N]]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...] [--json] [--graph out.png]
     frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--deterministic]
                            [--tile ...] [--from-model] [--json]
@@ -57,6 +57,13 @@ def register_plan(sub) -> None:
                    help="d_v (default: --head-dim; planning only: the kernels take d_v = d_qk)")
     p.add_argument("--json", action="store_true", help="print Plan.to_json instead of tables")
     p.add_argument("--graph", metavar="PNG", help="draw the DAG, the chain and the smem map")
+    p.add_argument("--shape", metavar="B,H,S[,S_KV]",
+                   help="sdpa-bwd: also model bwd_main's grid for this call (CTAs per SM, the "
+                        "tail past a perfect split, linear against the plan's CTA order)")
+    p.add_argument("--heads-kv", type=int, default=None, help="with --shape: KV heads (GQA)")
+    p.add_argument("--sms", type=int, default=None,
+                   help="with --shape: SMs of the card (default: the arch's reference card, "
+                        "sm_120a 170, sm_121a 48, sm_90a 132)")
     p.set_defaults(func=run_plan)
 
 
@@ -129,11 +136,34 @@ def _check_graph_path(path: str | None) -> None:
         raise ValueError(f"--graph {path}: cannot write in {parent} ({e.strerror})") from None
 
 
+def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
+    """(B, H_q, H_kv, S_q, S_kv) from --shape/--heads-kv, checked before planning."""
+    if args.shape is None:
+        if args.heads_kv is not None or args.sms is not None:
+            raise ValueError("--heads-kv and --sms go with --shape")
+        return None
+    if args.program != "sdpa-bwd" or args.json:
+        raise ValueError("--shape models the sdpa-bwd grid and prints a table: "
+                         "use it with sdpa-bwd, without --json")
+    parts = args.shape.split(",")
+    if len(parts) not in (3, 4) or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"--shape expects B,H,S or B,H,S_q,S_kv (positive ints), "
+                         f"got {args.shape!r}")
+    b, h, s_q, *rest = (int(p) for p in parts)
+    h_kv = h if args.heads_kv is None else args.heads_kv
+    if h_kv < 1 or h % h_kv:
+        raise ValueError(f"--heads-kv {h_kv} must divide H={h}")
+    if args.sms is not None and args.sms < 1:
+        raise ValueError(f"--sms must be >= 1, got {args.sms}")
+    return b, h, h_kv, s_q, rest[0] if rest else s_q
+
+
 def run_plan(args: argparse.Namespace) -> int:
-    from frost.sched.arch import plan_arch
+    from frost.sched.arch import get_arch, plan_arch
     from frost.sched.report import format_plan
 
     _check_graph_path(args.graph)
+    shape = _shape_arg(args)
     plan, prog = _plan(args)
     if args.json:
         print(plan.to_json(indent=1))
@@ -141,6 +171,14 @@ def run_plan(args: argparse.Namespace) -> int:
         if args.program == "sdpa-bwd" and plan_arch(args.arch) != args.arch:
             print(f"({args.arch} runs the {plan_arch(args.arch)} plan: same budgets and tiles)")
         print(format_plan(plan))
+    if shape:
+        from frost.sdpa.grid import estimate, format_estimate
+
+        b, h, h_kv, s_q, s_kv = shape
+        sms = args.sms or get_arch(args.arch).sms
+        est = estimate(plan.kernel("bwd_main"), b, h, h_kv, s_q, s_kv, args.causal, sms=sms)
+        print("\n" + format_estimate(est, f"B={b} H={h} H_kv={h_kv} S_q={s_q} S_kv={s_kv}"
+                                           + (" causal" if args.causal else "")))
     if args.graph:
         from frost.sched.partition import partition
         from frost.viz import save_plan_figure

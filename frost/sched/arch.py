@@ -28,6 +28,7 @@ class Arch:
     mma: str = "mma.sync.m16n8k16"
     note: str = ""
     plan_as: str = ""  # the arch whose plans (measured picks included) this one runs; "" = own
+    sms: int = 170    # SMs of the arch's reference card, for grid models (frost.sched.waves)
 
     def smem_per_cta(self, ctas_per_sm: int = 1) -> int:
         """Dynamic shared memory one CTA may use when ``ctas_per_sm`` CTAs share an SM
@@ -41,12 +42,13 @@ class Arch:
 
 
 ARCHS: dict[str, Arch] = {
-    "sm_120a": Arch("sm_120a", note="GeForce/RTX Blackwell: mma.sync + TMA, 99 KB smem"),
-    "sm_121a": Arch("sm_121a", note="DGX Spark (GB10): same limits as sm_120a"),
+    "sm_120a": Arch("sm_120a", note="GeForce/RTX Blackwell: mma.sync + TMA, 99 KB smem",
+                    sms=170),  # RTX 5090 (the RTX PRO 6000 has 188)
+    "sm_121a": Arch("sm_121a", note="DGX Spark (GB10): same limits as sm_120a", sms=48),
     # The H200 runs SM120-class code; keep the SM120 budget so that a plan tested there is the
     # plan that ships on SM120 (its own 227 KB would hide overflows).
     "sm_90a": Arch("sm_90a", note="H100/H200 running SM120-class code; SM120 smem budget kept",
-                   plan_as="sm_120a"),
+                   plan_as="sm_120a", sms=132),
 }
 
 

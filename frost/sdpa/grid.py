@@ -1,0 +1,70 @@
+"""The bwd_main grid of one SDPA backward call, modelled (:mod:`frost.sched.waves`).
+
+A CTA's work is the q-tile trips of its KV tile (:func:`~frost.templates.bwd_main.masks.
+q_block_range_model`, times the GQA group) plus a fixed ``overhead`` in trips for its K/V
+prologue and dK/dV epilogue; CTAs are handed out in the order :func:`~frost.templates.bwd_main.
+masks.cta_tile_model` gives for the plan's ``lpt_heads``. ``frost plan sdpa-bwd --shape ...``
+prints :func:`estimate`'s table.
+
+    >>> from frost.sched import plan_variant
+    >>> kp = plan_variant("sm_120a", 128, causal=True).kernel("bwd_main")
+    >>> est = estimate(kp, 4, 16, 16, 4096, 4096, causal=True, sms=132)
+    >>> est["linear"].tail > 0.05 > 0.02 > est["chosen"].tail
+    True
+"""
+
+from __future__ import annotations
+
+from frost.sched.plan import KernelPlan
+from frost.sched.waves import GridEstimate
+from frost.templates.bwd_main import masks
+from frost.templates.bwd_main.code import pick_lpt_heads
+
+OVERHEAD_TRIPS = 3.0  # prologue + epilogue of a CTA, in q-tile trips (an assumption, not measured)
+
+
+def bwd_main_work(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int, s_kv: int,
+                  causal: bool = False, causal_align: str = "bottom_right",
+                  lpt_heads: int | None = None, overhead: float = OVERHEAD_TRIPS) -> list[float]:
+    """Each CTA's work in trips, in launch order; ``lpt_heads`` None = the plan's default."""
+    for name, v in (("batch", batch), ("heads_q", heads_q), ("heads_kv", heads_kv),
+                    ("s_q", s_q), ("s_kv", s_kv)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if heads_q % heads_kv:
+        raise ValueError(f"heads_q={heads_q} is not a multiple of heads_kv={heads_kv}")
+    tm, tn = kp.tile["tile_m"], kp.tile["tile_n"]
+    align = masks.CausalAlign.parse(causal, causal_align)
+    lpt = pick_lpt_heads(kp, causal) if lpt_heads is None else lpt_heads
+    grid = (-(-s_kv // tn), heads_kv, batch)
+    group = heads_q // heads_kv
+    trips = [(hi - lo) * group for lo, hi in
+             (masks.q_block_range_model(align, n, tm, tn, s_q, s_kv) for n in range(grid[0]))]
+    return [trips[masks.cta_tile_model((x, y, z), grid, lpt)[0]] + overhead
+            for z in range(batch) for y in range(heads_kv) for x in range(grid[0])]
+
+
+def estimate(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int, s_kv: int,
+             causal: bool = False, causal_align: str = "bottom_right", sms: int = 170
+             ) -> dict:
+    """{"lpt_heads": the plan's order, "linear": GridEstimate, "chosen": GridEstimate}."""
+    args = (kp, batch, heads_q, heads_kv, s_q, s_kv, causal, causal_align)
+    return {"lpt_heads": pick_lpt_heads(kp, causal),
+            "linear": GridEstimate.of(bwd_main_work(*args, lpt_heads=1), sms),
+            "chosen": GridEstimate.of(bwd_main_work(*args), sms)}
+
+
+def format_estimate(est: dict, shape: str) -> str:
+    """The table ``frost plan --shape`` prints."""
+    lin, ch = est["linear"], est["chosen"]
+    g = est["lpt_heads"]
+    name = "linear block order" if g == 1 else (
+        "heavy-first over all pairs" if g == 0 else f"heavy-first in groups of {g}")
+    return "\n".join([
+        "== bwd_main grid (modelled: CTAs handed out in block order, one per SM; work = the",
+        f"   KV tile's q-tile trips + {OVERHEAD_TRIPS:g} for prologue/epilogue) ==",
+        f"  {shape}: {ch.ctas} CTAs on {ch.slots} SMs ({ch.waves:.2f} waves)",
+        f"  {'CTA order':<48} tail past a perfect split",
+        f"  {'linear block order (lpt_heads=1)':<48} {100 * lin.tail:5.1f} %",
+        f"  {f'plan: {name} (lpt_heads={g})':<48} {100 * ch.tail:5.1f} %",
+    ])

@@ -1,0 +1,80 @@
+"""The modelled bwd_main grid (frost.sdpa.grid) and ``frost plan --shape``."""
+
+import pytest
+
+from frost import cli
+from frost.sched import plan_variant
+from frost.sdpa.grid import OVERHEAD_TRIPS, bwd_main_work, estimate
+from frost.templates.bwd_main import masks
+
+
+def _kp(d=128, causal=False):
+    return plan_variant("sm_120a", d, causal=causal).kernel("bwd_main")
+
+
+@pytest.mark.parametrize("causal,align", [(False, "bottom_right"), (True, "bottom_right"),
+                                          (True, "top_left")])
+@pytest.mark.parametrize("s_q,s_kv", [(1000, 1000), (300, 777), (777, 300)])
+def test_work_is_each_kv_tiles_visible_q_tiles(causal, align, s_q, s_kv):
+    """Whatever the CTA order, the CTAs carry each KV tile's q-tile trips (counted here by brute
+    force over the visible (row, key) pairs, per q tile) once per (batch, KV head), times the
+    GQA group, plus the fixed overhead."""
+    kp = _kp(64, causal)
+    tm, tn = kp.tile["tile_m"], kp.tile["tile_n"]
+    a = masks.CausalAlign.parse(causal, align)
+    want = []
+    for n in range(-(-s_kv // tn)):
+        cols = range(n * tn, min(s_kv, n * tn + tn))
+        q_tiles = [m for m in range(-(-s_q // tm))
+                   if any(masks.visible_model(a, i, cols[0], s_q, s_kv)
+                          or masks.visible_model(a, i, cols[-1], s_q, s_kv)
+                          for i in range(m * tm, min(s_q, m * tm + tm)))]
+        lo = q_tiles[0] if q_tiles else 0  # the walk covers [first visible tile, end)
+        want.append((-(-s_q // tm) - lo if q_tiles else 0) * 3 + OVERHEAD_TRIPS)
+    for lpt in (1, 0, 2):
+        got = bwd_main_work(kp, 2, 6, 2, s_q, s_kv, causal, align, lpt_heads=lpt)
+        assert sorted(got) == sorted(want * 4), lpt
+    if causal:  # heavy first within the one group of all pairs
+        got = bwd_main_work(kp, 2, 6, 2, s_q, s_kv, causal, align, lpt_heads=0)
+        assert got == sorted(got, reverse=True)
+
+
+def test_the_plans_order_shortens_the_causal_tail():
+    """The model behind v41: at the bench's causal rows the linear order ends > 5 % past a
+    perfect split, the plan's order < 1 %; non-causal both orders are the same grid."""
+    for d, shape in ((128, (4, 16, 16, 4096, 4096)), (64, (4, 16, 16, 4096, 4096)),
+                     (128, (2, 16, 16, 8192, 8192))):
+        est = estimate(_kp(d, True), *shape, causal=True, sms=132)
+        assert est["lpt_heads"] != 1
+        assert est["linear"].tail > 0.05 and est["chosen"].tail < 0.01, (d, shape)
+    est = estimate(_kp(128), 4, 16, 16, 4096, 4096, sms=132)
+    assert est["lpt_heads"] == 1 and est["linear"] == est["chosen"]
+    assert est["chosen"].ctas == 2048 and 0.02 < est["chosen"].tail < 0.04  # half a last wave
+
+
+def test_bad_shapes():
+    with pytest.raises(ValueError, match="heads_kv"):
+        bwd_main_work(_kp(), 1, 6, 4, 128, 128)
+    with pytest.raises(ValueError, match="s_q"):
+        bwd_main_work(_kp(), 1, 4, 4, 0, 128)
+
+
+def test_cli_plan_shape(capsys):
+    assert cli.main(["plan", "sdpa-bwd", "--arch", "sm_90a", "--causal", "--shape", "4,16,4096"]) == 0
+    out = capsys.readouterr().out
+    assert "2048 CTAs on 132 SMs (15.52 waves)" in out
+    lines = {ln.split("(lpt_heads=")[1].split(")")[0]: float(ln.split()[-2])
+             for ln in out.splitlines() if "(lpt_heads=" in ln and ln.rstrip().endswith("%")}
+    assert lines["1"] > 5.0 > 1.0 > lines["8"]
+    assert cli.main(["plan", "sdpa-bwd", "--shape", "1,32,8192,4096", "--heads-kv", "8",
+                     "--sms", "48"]) == 0
+    assert "H_kv=8 S_q=8192 S_kv=4096" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--shape", "4,16"], "B,H,S"), (["--shape", "4,16,0"], "positive"),
+    (["--shape", "4,16,64", "--heads-kv", "5"], "divide"), (["--sms", "10"], "with --shape"),
+    (["--shape", "4,16,64", "--json"], "without --json"), (["--shape", "4,16,64", "--sms", "0"], "--sms")])
+def test_cli_plan_shape_errors(argv, msg, capsys):
+    assert cli.main(["plan", "sdpa-bwd", *argv]) == 2
+    assert msg in capsys.readouterr().err
