@@ -631,7 +631,9 @@ def test_compile_skip_ablations(arch):
     """skip=frozenset() compiles to the same PTX as no knob; each ablation removes exactly its
     stage: dq_atomic keeps every mma.sync (the dQ GEMM is not dead code) but no red.global.add,
     dq_gemm drops mma.sync and red, dkdv_gemm / dp_gemm drop mma.sync but keep the atomics,
-    operand_loads keeps every mma.sync with a fraction of the ldmatrix, softmax drops ex2."""
+    operand_loads keeps every mma.sync with a fraction of the ldmatrix, softmax drops ex2,
+    q_loads keeps every MMA, atomic and TMA load instruction (now behind a branch) and arrives
+    on q_full with 0 bytes expected on the refills."""
     kp = default_plan(arch, 128)
     base = BwdMainKernel(kp, "bf16").compile(arch)
     empty = BwdMainKernel(kp, "bf16", skip=frozenset()).compile(arch)
@@ -651,6 +653,10 @@ def test_compile_skip_ablations(arch):
     assert got["dq_gemm"][0] < mma and got["dq_gemm"][1] == 0
     for name in ("dkdv_gemm", "dp_gemm"):
         assert got[name][0] < mma and got[name][1] == red, (name, got[name])
+    assert got["q_loads"] == (mma, red) and other["q_loads"] == (ldm, ex2)
+    q_loads = BwdMainKernel(kp, "bf16", skip={"q_loads"}).compile(arch)
+    tma = "cp.async.bulk.tensor"
+    assert q_loads.count(tma) == base.count(tma) > 0 and q_loads.ptx != base.ptx
 
 
 def test_can_implement_rechecks_mbarrier_counts():

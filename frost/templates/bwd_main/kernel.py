@@ -3,10 +3,9 @@
 Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
-                         use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
-                         dq_chunks=None, interleave=None, dq_vec=None, p_store=None,
-                         lookahead=0, exp2_poly=0, q_rotate=None, lpt_heads=None,
-                         serial_sdp=0, dq_k_held=None)  # code choices: code.py
+                         use_pdl=False, dq_splits=False, skip=frozenset(),  # code choices: code.py
+                         dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
+                         exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None)
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
@@ -39,13 +38,13 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-12-01: all 159 GPU tests at 79c594b,
-bench/results/v38/gpu_tests_79c594b.log): tests/templates/test_bwd_main.py covers head dims 32..256
-(padded 40/72/200), causal both alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16,
-PDL on/off, a second tile plan, 16-MMA-warp plans, the dq_splits mode, every code knob below
-(interleave 0/1, dq_vec=4, p_store="st32", lookahead=1, dq_chunks 1/2/4, exp2_poly=1, q_rotate=1,
-serial_sdp=1, dq_k_held=0/1) and every plan option below, at rel. error <= 1e-2 (bf16) / 5e-3
-(fp16) against a float64 reference.
+Verified (H200, sm_90a build, 2026-12-01: all 164 GPU tests at dbd5130, bench/results/v41/chain):
+tests/templates/test_bwd_main.py covers head dims 32..256 (padded 40/72/200), causal both
+alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16, PDL on/off, a second tile
+plan, 16-MMA-warp plans, the dq_splits mode, every code knob below (interleave 0/1, dq_vec=4,
+p_store="st32", lookahead=1, dq_chunks 1/2/4, exp2_poly=1, q_rotate=1, serial_sdp=1, dq_k_held
+0/1, lpt_heads 0/4) and every plan option below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16)
+against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
@@ -74,6 +73,7 @@ and with it the CuTe DSL JIT-cache key)::
                 others (``tile_dsl.mma.Job(reuse_k0=True)``): the MMAs stay, the ldmatrix
                 traffic of the other k-blocks goes
     softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
+    q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -107,7 +107,7 @@ class BwdMainError(ValueError):
 
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
-                         "softmax"})
+                         "softmax", "q_loads"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
