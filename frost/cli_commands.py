@@ -61,9 +61,13 @@ def register_plan(sub) -> None:
                    help="sdpa-bwd: also model bwd_main's grid for this call (CTAs per SM, the "
                         "tail past a perfect split, linear against the plan's CTA order)")
     p.add_argument("--heads-kv", type=int, default=None, help="with --shape: KV heads (GQA)")
+    p.add_argument("--causal-align", default="bottom_right", choices=("bottom_right", "top_left"),
+                   help="with --shape and --causal: the diagonal's alignment when S_q != S_kv")
+    from frost.sched.arch import ARCHS
+
     p.add_argument("--sms", type=int, default=None,
                    help="with --shape: SMs of the card (default: the arch's reference card, "
-                        "sm_120a 170, sm_121a 48, sm_90a 132)")
+                        + ", ".join(f"{a} {r.sms}" for a, r in ARCHS.items()) + ")")
     p.set_defaults(func=run_plan)
 
 
@@ -140,16 +144,19 @@ def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     """(B, H_q, H_kv, S_q, S_kv) from --shape/--heads-kv, checked before planning."""
     if args.shape is None:
         if args.heads_kv is not None or args.sms is not None:
-            raise ValueError("--heads-kv and --sms go with --shape")
+            raise ValueError("--heads-kv and --sms go with --shape (sdpa-bwd)")
         return None
     if args.program != "sdpa-bwd" or args.json:
         raise ValueError("--shape models the sdpa-bwd grid and prints a table: "
                          "use it with sdpa-bwd, without --json")
-    parts = args.shape.split(",")
-    if len(parts) not in (3, 4) or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+    try:
+        parts = [int(p, 10) for p in args.shape.split(",")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (3, 4) or min(parts) < 1:
         raise ValueError(f"--shape expects B,H,S or B,H,S_q,S_kv (positive ints), "
                          f"got {args.shape!r}")
-    b, h, s_q, *rest = (int(p) for p in parts)
+    b, h, s_q, *rest = parts
     h_kv = h if args.heads_kv is None else args.heads_kv
     if h_kv < 1 or h % h_kv:
         raise ValueError(f"--heads-kv {h_kv} must divide H={h}")
@@ -176,9 +183,11 @@ def run_plan(args: argparse.Namespace) -> int:
 
         b, h, h_kv, s_q, s_kv = shape
         sms = args.sms or get_arch(args.arch).sms
-        est = estimate(plan.kernel("bwd_main"), b, h, h_kv, s_q, s_kv, args.causal, sms=sms)
+        est = estimate(plan.kernel("bwd_main"), b, h, h_kv, s_q, s_kv, args.causal,
+                       args.causal_align, sms=sms)
         print("\n" + format_estimate(est, f"B={b} H={h} H_kv={h_kv} S_q={s_q} S_kv={s_kv}"
-                                           + (" causal" if args.causal else "")))
+                                           + (f" causal {args.causal_align}" if args.causal
+                                              else "")))
     if args.graph:
         from frost.sched.partition import partition
         from frost.viz import save_plan_figure

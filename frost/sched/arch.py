@@ -28,7 +28,7 @@ class Arch:
     mma: str = "mma.sync.m16n8k16"
     note: str = ""
     plan_as: str = ""  # the arch whose plans (measured picks included) this one runs; "" = own
-    sms: int = 170    # SMs of the arch's reference card, for grid models (frost.sched.waves)
+    sms: int = 0      # SMs of the arch's reference card, for grid models (frost.sched.waves)
 
     def smem_per_cta(self, ctas_per_sm: int = 1) -> int:
         """Dynamic shared memory one CTA may use when ``ctas_per_sm`` CTAs share an SM

@@ -5,7 +5,7 @@ one CTA per SM (the SM120 plans) that is list scheduling of the CTAs' work in la
 :func:`dispatch` plays it out; :class:`GridEstimate` says how far the grid's end lies past a
 perfect split of the same work (the *tail*). This model chose nothing by itself: it predicted
 the causal backward's linear-order tail at 6-7 % of bwd_main and the heavy-first order's at
-under 1 %, and the H200 then measured 4-6 % off (bench/RESULTS.md v41).
+0.1-1 %, and the H200 then measured 4-6 % off on the bench rows (bench/RESULTS.md v41).
 
     >>> est = GridEstimate.of([3.0] * 5, slots=2)   # 5 equal CTAs on 2 SMs: 3 waves for 2.5
     >>> round(est.tail, 3), est.waves
@@ -21,10 +21,11 @@ from typing import Sequence
 
 def dispatch(work: Sequence[float], slots: int) -> list[list[tuple[float, float]]]:
     """Play out list scheduling: CTA ``i`` (work ``work[i]``, in launch order) starts on the
-    SM that frees up first (the lowest-numbered among ties). Returns, per SM, its CTAs' (start,
-    end) times."""
+    SM that frees up first (the lowest-numbered among ties). Returns, per SM that gets work
+    (at most ``len(work)`` of them), its CTAs' (start, end) times."""
     if slots < 1:
         raise ValueError(f"slots (SMs) must be >= 1, got {slots}")
+    slots = min(slots, max(len(work), 1))  # SMs that never get a CTA change nothing
     if any(w < 0 for w in work):
         raise ValueError("CTA work must be >= 0")
     free = [(0.0, s) for s in range(slots)]
@@ -58,5 +59,6 @@ class GridEstimate:
 
     @property
     def tail(self) -> float:
-        """makespan / ideal - 1: the share of the grid's time the SMs sit idle at its end."""
+        """makespan / ideal - 1: how far past a perfect split of the work the grid ends (the
+        SMs' idle time at the end, relative to the ideal time)."""
         return self.makespan / self.ideal - 1.0 if self.ideal > 0 else 0.0

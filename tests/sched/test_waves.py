@@ -18,31 +18,37 @@ def test_equal_ctas_end_on_whole_waves():
         assert est.tail == pytest.approx(math.ceil(n / s) / (n / s) - 1)
 
 
-def test_dispatch_is_greedy_in_launch_order():
-    """Against a brute-force event simulation: each CTA starts when the first SM frees up,
-    every SM runs its CTAs back to back, and every CTA runs once with its own length."""
+def test_dispatch_matches_a_clock_driven_simulation():
+    """Against an independent model with integer work: a clock that ticks one unit at a time;
+    at each tick every idle SM, lowest-numbered first, takes the next CTA in launch order. Same
+    start time and SM for every CTA, and each SM runs its CTAs back to back."""
     rng = random.Random(5)
     for _ in range(50):
         s = rng.randint(1, 6)
-        work = [rng.choice([1.0, 2.0, 3.5, 7.0]) for _ in range(rng.randint(0, 20))]
+        work = [float(rng.choice([1, 2, 3, 7])) for _ in range(rng.randint(1, 20))]
+        busy_until, want, nxt, clock = [0] * s, {}, 0, 0
+        while nxt < len(work):
+            for sm in range(s):
+                if busy_until[sm] <= clock and nxt < len(work):
+                    want[nxt] = (sm, clock)
+                    busy_until[sm] = clock + int(work[nxt])
+                    nxt += 1
+            clock += 1
         runs = dispatch(work, s)
-        starts = sorted(a for r in runs for a, _ in r)
-        ends = [0.0] * s
-        want = []
-        for w in work:  # brute force: scan for the earliest-free SM
-            k = min(range(s), key=lambda i: (ends[i], i))
-            want.append(ends[k])
-            ends[k] += w
-        assert starts == sorted(want)
-        assert sorted(b - a for r in runs for a, b in r) == sorted(work)
+        got = sorted((a, sm, b - a) for sm, r in enumerate(runs) for a, b in r)
+        assert got == sorted((float(t), sm, work[i]) for i, (sm, t) in want.items())
         for r in runs:
-            assert all(b1 == a2 for (_, b1), (a2, _) in itertools.pairwise(r))
+            assert r[0][0] == 0.0 and all(b1 == a2 for (_, b1), (a2, _) in itertools.pairwise(r))
 
 
 def test_heavy_first_beats_light_first():
     work = [1.0 + i for i in range(40)]
-    heavy, light = GridEstimate.of(sorted(work, reverse=True), 6), GridEstimate.of(work, 6)
-    assert heavy.ideal == light.ideal and heavy.makespan < light.makespan
+    assert GridEstimate.of(sorted(work, reverse=True), 6).makespan < GridEstimate.of(work, 6).makespan
+
+
+def test_more_sms_than_ctas():
+    est = GridEstimate.of([4.0, 2.0], 1000)
+    assert est.makespan == 4.0 and est.ideal == 6.0 / 1000 and len(dispatch([4.0, 2.0], 1000)) == 2
 
 
 def test_bad_input():

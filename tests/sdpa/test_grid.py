@@ -48,33 +48,56 @@ def test_the_plans_order_shortens_the_causal_tail():
         assert est["lpt_heads"] != 1
         assert est["linear"].tail > 0.05 and est["chosen"].tail < 0.01, (d, shape)
     est = estimate(_kp(128), 4, 16, 16, 4096, 4096, sms=132)
-    assert est["lpt_heads"] == 1 and est["linear"] == est["chosen"]
-    assert est["chosen"].ctas == 2048 and 0.02 < est["chosen"].tail < 0.04  # half a last wave
+    assert est["lpt_heads"] == 1  # equal CTAs: the tail is the empty half of the 16th wave
+    assert est["chosen"].ctas == 2048 and est["chosen"].tail == pytest.approx(16 / (2048 / 132) - 1)
 
 
-def test_bad_shapes():
+def test_two_ctas_per_sm_double_the_slots():
+    kp = plan_variant("sm_120a", 64, tile={"num_mma_warps": 4, "tile_m": 64, "tile_n": 64,
+                                           "q_stages": 1, "ctas_per_sm": 2}).kernel("bwd_main")
+    est = estimate(kp, 4, 16, 16, 4096, 4096, sms=132)
+    assert est["chosen"].slots == 264 and est["chosen"].ctas == 4096
+
+
+def test_bad_input():
     with pytest.raises(ValueError, match="heads_kv"):
         bwd_main_work(_kp(), 1, 6, 4, 128, 128)
     with pytest.raises(ValueError, match="s_q"):
         bwd_main_work(_kp(), 1, 4, 4, 0, 128)
+    with pytest.raises(ValueError, match="lpt_heads"):
+        bwd_main_work(_kp(), 1, 4, 4, 128, 128, lpt_heads=-1)
+    with pytest.raises(ValueError, match="at most"):
+        bwd_main_work(_kp(), 1024, 1024, 1024, 1 << 16, 1 << 16)
+    with pytest.raises(ValueError, match="sms"):
+        estimate(_kp(), 1, 4, 4, 128, 128, sms=0)
 
 
 def test_cli_plan_shape(capsys):
     assert cli.main(["plan", "sdpa-bwd", "--arch", "sm_90a", "--causal", "--shape", "4,16,4096"]) == 0
     out = capsys.readouterr().out
-    assert "2048 CTAs on 132 SMs (15.52 waves)" in out
+    assert "2048 CTAs on 132 CTA slots (15.52 waves)" in out
     lines = {ln.split("(lpt_heads=")[1].split(")")[0]: float(ln.split()[-2])
              for ln in out.splitlines() if "(lpt_heads=" in ln and ln.rstrip().endswith("%")}
     assert lines["1"] > 5.0 > 1.0 > lines["8"]
     assert cli.main(["plan", "sdpa-bwd", "--shape", "1,32,8192,4096", "--heads-kv", "8",
                      "--sms", "48"]) == 0
-    assert "H_kv=8 S_q=8192 S_kv=4096" in capsys.readouterr().out
+    assert "H_kv=8 S_q=8192 S_kv=4096: 256 CTAs on 48 CTA slots" in capsys.readouterr().out
+    # the alignment changes which KV tiles carry work when S_q != S_kv: the tails differ
+    tails = []
+    for align in ("bottom_right", "top_left"):
+        assert cli.main(["plan", "sdpa-bwd", "--causal", "--shape", "2,8,1000,3000",
+                         "--causal-align", align, "--sms", "132"]) == 0
+        out = capsys.readouterr().out
+        assert f"causal {align}" in out
+        tails.append([ln for ln in out.splitlines() if "(lpt_heads=1)" in ln][0])
+    assert tails[0] != tails[1]
 
 
 @pytest.mark.parametrize("argv,msg", [
     (["--shape", "4,16"], "B,H,S"), (["--shape", "4,16,0"], "positive"),
     (["--shape", "4,16,64", "--heads-kv", "5"], "divide"), (["--sms", "10"], "with --shape"),
-    (["--shape", "4,16,64", "--json"], "without --json"), (["--shape", "4,16,64", "--sms", "0"], "--sms")])
+    (["--shape", "4,16,64", "--json"], "without --json"), (["--shape", "4,16,64", "--sms", "0"], "sms"),
+    (["--shape", "4,16,\u00b2"], "B,H,S")])
 def test_cli_plan_shape_errors(argv, msg, capsys):
     assert cli.main(["plan", "sdpa-bwd", *argv]) == 2
     assert msg in capsys.readouterr().err

@@ -117,10 +117,11 @@ def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
     """The CTA order (bench/RESULTS.md v41, bwd_main A/B on the H200 at (4,16,4096) causal,
     every round unless noted): heavy-first in groups of 8 (batch, head) pairs at d <= 192 (d=32
     0.950x, 64 0.958x [two noisier runs: 0.947x and 0.960x, each lost one round], 96 0.939x,
-    128 0.940-0.948x over three runs and 0.946x at (2,16,8192), 160 0.979x, 192 0.962x); in
+    128 0.940x and 0.943x in two runs and 0.946x at (2,16,8192), 160 0.979x, 192 0.962x); in
     pairs of pairs above (d=256: G=2 0.969x, G=4 1.022x, G=8 1.018x, all pairs 1.175x: with
     32x64 tiles a group of more than a wave of CTAs loses the heads' L2 reuse). One group of
-    all pairs lost to groups at every d (d=192 0.989x, d=128 0.948x). Non-causal: linear."""
+    all pairs was no faster anywhere (d=128 0.948x, d=192 0.989x; the 8192 row 0.945x against
+    0.946x). Non-causal: linear."""
     if not causal:
         return 1
     return 2 if kp.tile["d"] > 192 else 8
@@ -197,8 +198,8 @@ class CodeChoices:
             raise CodeChoiceError(f"dq_k_held=1 holds K for the whole of d: it needs dq_chunks=1, "
                                   f"got {chunks}")
         lpt = pick_lpt_heads(kp, causal) if lpt_heads is None else lpt_heads
-        if isinstance(lpt, bool) or not isinstance(lpt, int) or lpt < 0:
-            raise CodeChoiceError(f"lpt_heads must be an int >= 0 (1: linear CTA order, 0: "
-                                  f"heaviest KV tiles first over all heads, G: in groups of G), "
-                                  f"got {lpt_heads!r}")
+        if isinstance(lpt, bool) or not isinstance(lpt, int) or not 0 <= lpt < 2**31:
+            raise CodeChoiceError(f"lpt_heads must be an int in [0, 2**31) (1: linear CTA order, "
+                                  f"0: heaviest KV tiles first over all heads, G: in groups of "
+                                  f"G), got {lpt_heads!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt)

@@ -3,7 +3,7 @@
 Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
-                         use_pdl=False, dq_splits=False, skip=frozenset(),  # code choices: code.py
+                         use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
                          exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None)
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
@@ -146,16 +146,16 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.use_pdl = bool(use_pdl)
         self.can_implement(kplan)
         try:
-            code = CodeChoices.resolve(kplan, dq_chunks, interleave, dq_vec, p_store, lookahead,
-                                       exp2_poly, q_rotate, self.align != masks.CausalAlign.NONE,
-                                       serial_sdp, dq_k_held, lpt_heads)
+            code = CodeChoices.resolve(
+                kplan, dq_chunks, interleave, dq_vec, p_store, lookahead, exp2_poly, q_rotate,
+                causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
+                dq_k_held=dq_k_held, lpt_heads=lpt_heads)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
-        self.q_rotate, self.serial_sdp = code.q_rotate, code.serial_sdp
-        self.dq_k_held = code.dq_k_held
+        self.q_rotate, self.serial_sdp, self.dq_k_held = code.q_rotate, code.serial_sdp, code.dq_k_held
         if self.serial_sdp and "dp_gemm" in self.skip:
             raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)
