@@ -38,7 +38,7 @@ How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the
 ``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-12-01: all 164 GPU tests at dbd5130, bench/results/v41/chain):
+Verified (H200, sm_90a build, 2026-12-01: all 168 GPU tests at 12e391c, bench/results/v42/suite):
 tests/templates/test_bwd_main.py covers head dims 32..256 (padded 40/72/200), causal both
 alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16, PDL on/off, a second tile
 plan, 16-MMA-warp plans, the dq_splits mode, every code knob below (interleave 0/1, dq_vec=4,
