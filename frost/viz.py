@@ -5,6 +5,7 @@ Sections, each self-contained so that more can be added beside them:
 * plans and programs (this part): :func:`draw_program`, :func:`draw_chain`,
   :func:`draw_smem_map` and :func:`save_plan_figure` (all three on one PNG, for
   ``frost plan ... --graph out.png``).
+* grids: :func:`draw_dispatch`, which SM runs which CTA when (:func:`frost.sched.waves.dispatch`).
 * tiles (in :mod:`frost.viz_tiles`, re-exported here): swizzle bank grids, dQ workspace
   layouts, bank-conflict
   counts, m16n8k16 fragment ownership, ldmatrix addressing, the symbolic smem budget and
@@ -105,6 +106,27 @@ def draw_smem_map(kernel, budget: int, ax=None):
     ax.set_xlabel("shared-memory byte offset")
     ax.set_ylabel("stage index (live range)")
     ax.set_title(f"{kernel.name}: shared-memory map, {kernel.smem_bytes:,} B")
+    return ax
+
+
+def draw_dispatch(runs, ax=None, title: str = "", cmap: str = "viridis"):
+    """One row per SM, one bar per CTA over its (start, end) time from
+    :func:`frost.sched.waves.dispatch`, colored by the CTA's length (darker = shorter); a red
+    line marks a perfect split of the work. Returns ``ax``."""
+    ax = ax or plt.gca()
+    spans = [(sm, a, b - a) for sm, r in enumerate(runs) for a, b in r]
+    longest = max((w for *_, w in spans), default=1.0) or 1.0
+    colors = plt.get_cmap(cmap)
+    for sm, a, w in spans:
+        ax.add_patch(plt.Rectangle((a, sm - 0.45), w, 0.9, facecolor=colors(w / longest),
+                                   edgecolor="none"))
+    end = max((a + w for _, a, w in spans), default=1.0)
+    ax.axvline(sum(w for *_, w in spans) / max(len(runs), 1), color="red", lw=1, ls="--")
+    ax.set_xlim(0, end * 1.01)
+    ax.set_ylim(-1, len(runs))
+    ax.set_xlabel("time (q-tile trips)")
+    ax.set_ylabel("SM")
+    ax.set_title(title or f"{len(spans)} CTAs on {len(runs)} SMs, last ends at {end:g}")
     return ax
 
 

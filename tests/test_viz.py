@@ -274,3 +274,15 @@ def test_workspace_lines_and_figure_count_what_the_warp_touches():
     assert "touches 8 lines" in titles[0] and "touches 2 lines" in titles[1]
     img = fig.axes[1].images[0].get_array()
     assert np.array_equal(np.asarray(img), blocked % 8)
+
+
+def test_draw_dispatch_draws_every_cta_where_the_model_runs_it():
+    from frost.sched.waves import dispatch
+
+    work = [5.0, 1.0, 3.0, 3.0, 2.0]
+    runs = dispatch(work, 2)
+    ax = viz.draw_dispatch(runs, ax=Figure().add_subplot())
+    bars = sorted((p.get_y() + 0.45, p.get_x(), p.get_width()) for p in ax.patches)
+    assert bars == sorted((sm, a, b - a) for sm, r in enumerate(runs) for a, b in r)
+    assert len(bars) == len(work)
+    assert ax.lines[0].get_xdata()[0] == sum(work) / 2  # the perfect split
