@@ -303,7 +303,30 @@ class _Prepared:
     causal: bool
     causal_align: str
     strides: list
-    chains: dict = dataclasses.field(default_factory=dict)  # use_pdl -> CompiledChain
+    chains: dict = dataclasses.field(default_factory=dict)  # use_pdl -> _Launch
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """What a call with this signature and PDL setting launches: the chain, the shapes it
+    allocates, and every launch value except the pointers and the stream (order:
+    :data:`frost.sdpa.chain.ARG_NAMES`), precomputed once."""
+
+    chain: CompiledChain
+    shape_q: tuple
+    shape_kv: tuple
+    ws_floats: int
+    ws_rows: int          # B·H_q·S_q_pad: each workspace region's length in floats
+    scalars: tuple        # b, s_q, s_kv, h_q, h_kv, s_pad, n_splits, strides..., scale
+
+    @classmethod
+    def of(cls, ch: CompiledChain, prep: "_Prepared") -> "_Launch":
+        p = prep.p
+        s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
+        return cls(ch, (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d), floats,
+                   p.b * p.h_q * s_pad,
+                   (p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *prep.strides,
+                    prep.scale))
 
 
 _SIGS: dict = {}
@@ -353,32 +376,36 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     p = prep.p
     torch = _torch()
     dev, dt = q.device, q.dtype
-    shape_q, shape_kv = (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d)
     if p.b * p.s_q * p.h_q == 0 or p.s_kv == 0:  # nothing to launch
+        shape_q, shape_kv = (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d)
         return (torch.zeros(shape_q, dtype=dt, device=dev), torch.zeros(shape_kv, dtype=dt, device=dev),
                 torch.zeros(shape_kv, dtype=dt, device=dev))
     use_pdl = _PDL["enabled"]
-    ch = prep.chains.get(use_pdl)
-    if ch is None:
+    run = prep.chains.get(use_pdl)
+    if run is None:
         key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl)
-        ch = prep.chains[use_pdl] = get_chain(key)
-    s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
-    rows = p.b * p.h_q * s_pad  # a multiple of 32: every workspace region stays 128-byte aligned
-    dq = torch.empty(shape_q, dtype=dt, device=dev)
-    dk = torch.empty(shape_kv, dtype=dt, device=dev)
-    dv = torch.empty(shape_kv, dtype=dt, device=dev)
-    ws = torch.empty(floats, dtype=torch.float32, device=dev)
-    a = ws.data_ptr()
-    vals = [*ptrs, lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows,
-            a + 8 * rows, p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *prep.strides,
-            prep.scale, torch.cuda.current_stream(dev).cuda_stream]
+        run = prep.chains[use_pdl] = _Launch.of(get_chain(key), prep)
+    dq = torch.empty(run.shape_q, dtype=dt, device=dev)
+    dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
+    dv = torch.empty(run.shape_kv, dtype=dt, device=dev)
+    ws = torch.empty(run.ws_floats, dtype=torch.float32, device=dev)
+    a, rows = ws.data_ptr(), run.ws_rows  # rows: a multiple of 32, regions stay 128-B aligned
     idx = q.get_device()
+    vals = (*ptrs, lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows,
+            a + 8 * rows, *run.scalars, _stream(torch, idx))
     if idx == torch.cuda.current_device():
-        ch.launch(vals, idx)
+        run.chain.launch(vals, idx)
     else:
         with torch.cuda.device(idx):
-            ch.launch(vals, idx)
+            run.chain.launch(vals, idx)
     return dq, dk, dv
+
+
+def _stream(torch, idx: int) -> int:
+    """The raw handle of device ``idx``'s current stream (torch's cheap accessor where this torch
+    build has it: ~0.3 µs against ~4.7 µs for ``torch.cuda.current_stream(idx).cuda_stream``)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(idx) if raw is not None else torch.cuda.current_stream(idx).cuda_stream
 
 
 def workspace_layout(cfg, p: Problem, deterministic: bool) -> tuple[int, int, int]:
@@ -405,5 +432,5 @@ def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deter
     for t in (q, k, v, o, do):
         vals += [s // _ALIGN_ELEMS if n > 1 else 0 for s, n in zip(t.stride()[:3], t.shape[:3])]
     vals += lse.stride()
-    vals += (scale, torch.cuda.current_stream(q.device).cuda_stream)
+    vals += (scale, _stream(torch, q.get_device()))
     return ws, vals

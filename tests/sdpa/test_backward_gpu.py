@@ -128,3 +128,25 @@ def test_deterministic_mode(causal):
         again = sdpa.backward(*args, causal=causal, deterministic=True)
         assert all(torch.equal(a, b) for a, b in zip(first, again))
 
+
+
+def test_runs_on_the_callers_stream():
+    """The chain is enqueued on the caller's current stream: the inputs are written on a side
+    stream only after a long sleep there, so a chain launched on any other stream would read
+    them unwritten (zeros) and give the wrong result; the side stream's work is still pending
+    when the call returns."""
+    g = torch.Generator().manual_seed(7)
+    src = R.make_inputs(1, 256, 256, 2, 2, 64, device="cuda", generator=g)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        ins = [torch.zeros_like(t) for t in src]
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the copies
+        for dst, s in zip(ins, src):
+            dst.copy_(s)
+        dq, dk, dv = sdpa.backward(*ins)
+        assert not side.query()  # returned while the side stream still sleeps
+    side.synchronize()
+    rq, rk, rv = R.backward(src[0], src[1], src[2], src[4])
+    errs = {n: R.rel_err(x, r) for n, x, r in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv))}
+    assert max(errs.values()) <= TOL[torch.bfloat16], errs
