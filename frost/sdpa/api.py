@@ -324,9 +324,21 @@ class _Launch:
         p = prep.p
         s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
         return cls(ch, (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d), floats,
-                   p.b * p.h_q * s_pad,
-                   (p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *prep.strides,
-                    prep.scale))
+                   p.b * p.h_q * s_pad, _scalars(p, s_pad, n_splits, prep.strides, prep.scale))
+
+
+def _io_strides(q, k, v, o, do, lse) -> list:
+    """The strides the chain takes: (b, s, h) of q, k, v, o, dO in 16-byte vectors (0 where
+    the extent is 1), then lse's three in elements."""
+    out = []
+    for t in (q, k, v, o, do):
+        out += [s // _ALIGN_ELEMS if n > 1 else 0 for s, n in zip(t.stride()[:3], t.shape[:3])]
+    return out + list(lse.stride())
+
+
+def _scalars(p: Problem, s_pad: int, n_splits: int, strides, scale: float) -> tuple:
+    """Every launch value after the twelve pointers and before the stream."""
+    return (p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *strides, scale)
 
 
 _SIGS: dict = {}
@@ -344,10 +356,7 @@ def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic):
 def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) -> _Prepared:
     p = validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
                  deterministic=deterministic)
-    strides = []
-    for t in (q, k, v, o, do):
-        strides += [s // _ALIGN_ELEMS if n > 1 else 0 for s, n in zip(t.stride()[:3], t.shape[:3])]
-    strides += lse.stride()
+    strides = _io_strides(q, k, v, o, do, lse)
     # deterministic: dK/dV are reproducible in the KV-stationary chain; dQ uses bwd_main's
     # per-KV-tile split mode, summed in a fixed order by dq_convert
     return _Prepared(p, 1.0 / math.sqrt(p.d) if scale is None else float(scale), deterministic, causal,
@@ -429,9 +438,6 @@ def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deter
     a = ws.data_ptr()
     vals = [q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), do.data_ptr(), lse.data_ptr(),
             dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows, a + 8 * rows,
-            p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits]
-    for t in (q, k, v, o, do):
-        vals += [s // _ALIGN_ELEMS if n > 1 else 0 for s, n in zip(t.stride()[:3], t.shape[:3])]
-    vals += lse.stride()
-    vals += (scale, _stream(torch, q.get_device()))
+            *_scalars(p, s_pad, n_splits, _io_strides(q, k, v, o, do, lse), scale),
+            _stream(torch, q.get_device())]
     return ws, vals
