@@ -221,6 +221,7 @@ class CompiledChain:
     key: VariantKey
     cfg: "_chain.ChainConfig"
     compiled: object
+    main: object = None   # the BwdMainKernel inside (None for chains built without one)
     launchers: dict = dataclasses.field(default_factory=dict)  # device index -> launcher
 
     def launch(self, values, device_index: int = 0) -> None:
@@ -250,11 +251,14 @@ def chain_program(key: VariantKey, *, with_main: bool = True,
     plan = make_plan(key)
     dtype = cutlass.BFloat16 if key.dtype == "bf16" else cutlass.Float16
     main = plan.kernel("bwd_main")
+    from frost.templates.bwd_main.host import split_slot_floats
+
     cfg = _chain.ChainConfig(
         dtype=dtype, head_dim=key.head_dim, d_pad=int(main.tile["d"]),
         tile_m=int(main.tile["tile_m"]), tile_n=int(main.tile["tile_n"]),
         rowdot=RowDotConfig.from_plan(plan, 16, key.head_dim, key.use_pdl),
-        dq_convert=DqConvertConfig.from_plan(plan, 16, key.head_dim, key.use_pdl))
+        dq_convert=DqConvertConfig.from_plan(plan, 16, key.head_dim, key.use_pdl),
+        split_slot_floats=split_slot_floats(main))
     mk = _main_kernel(key, plan) if with_main else None
     return cfg, _chain.BwdChain(cfg, mk, stages), _chain.compile_args(dtype)
 
@@ -270,7 +274,7 @@ def build(key: VariantKey, *, with_main: bool = True,
     with for_arch(key.arch):  # NVVM options are a function of the arch, so the key covers them
         compiled = cute.compile(fn, *args, options=f"--gpu-arch {key.arch}")
     _STATS["compiles"] += 1
-    return CompiledChain(key, cfg, compiled)
+    return CompiledChain(key, cfg, compiled, fn.main)
 
 
 def get_chain(key: VariantKey) -> CompiledChain:
@@ -315,16 +319,22 @@ class _Launch:
     chain: CompiledChain
     shape_q: tuple
     shape_kv: tuple
-    ws_floats: int
+    ws_floats: int        # delta | lse_log2 | dq_accum | tail-split slots
     ws_rows: int          # B·H_q·S_q_pad: each workspace region's length in floats
-    scalars: tuple        # b, s_q, s_kv, h_q, h_kv, s_pad, n_splits, strides..., scale
+    slots_at: int         # where the tail-split slots start, in floats (0: no split)
+    n_split: int          # tiles this call splits (counters it needs)
+    scalars: tuple        # b, s_q, s_kv, h_q, h_kv, s_pad, n_splits, n_whole, parts, strides..., scale
 
     @classmethod
-    def of(cls, ch: CompiledChain, prep: "_Prepared") -> "_Launch":
+    def of(cls, ch: CompiledChain, prep: "_Prepared", device_index: int) -> "_Launch":
         p = prep.p
         s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
+        split = tail_split(ch, p, device_index)
+        slots_at = floats if split.n_split else 0
+        floats += split.n_split * split.parts * ch.cfg.split_slot_floats
         return cls(ch, (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d), floats,
-                   p.b * p.h_q * s_pad, _scalars(p, s_pad, n_splits, prep.strides, prep.scale))
+                   p.b * p.h_q * s_pad, slots_at, split.n_split,
+                   _scalars(p, s_pad, n_splits, prep.strides, prep.scale, split))
 
 
 def _io_strides(q, k, v, o, do, lse) -> list:
@@ -336,9 +346,55 @@ def _io_strides(q, k, v, o, do, lse) -> list:
     return out + list(lse.stride())
 
 
-def _scalars(p: Problem, s_pad: int, n_splits: int, strides, scale: float) -> tuple:
-    """Every launch value after the twelve pointers and before the stream."""
-    return (p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, *strides, scale)
+def _scalars(p: Problem, s_pad: int, n_splits: int, strides, scale: float, split=None) -> tuple:
+    """Every launch value after the pointers and before the stream (``split``: a
+    :class:`~frost.sdpa.grid.TailSplit`, or None for every tile whole)."""
+    n_whole, parts = (split.n_whole, split.parts) if split is not None else (_tiles(p, None), 1)
+    return (p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, n_whole, parts, *strides, scale)
+
+
+def _tiles(p: Problem, tile_n: int | None) -> int:
+    """bwd_main's KV tiles (whole-grid CTAs); with tile_n None, an upper bound (1-row tiles)."""
+    return -(-p.s_kv // (tile_n or 1)) * p.h_kv * p.b
+
+
+_TAIL_SPLIT = {"enabled": True}
+_SMS: dict = {}
+_COUNTERS: dict = {}
+
+
+def set_tail_split(enabled: bool) -> None:
+    """Let non-causal calls cut the grid's last KV tiles into parts (True, the default) or run
+    every tile whole (same kernels; for A/B timing). Takes effect for call signatures not seen
+    yet: call :func:`clear_cache` first to re-plan those already seen."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
+    _TAIL_SPLIT["enabled"] = enabled
+
+
+def tail_split(ch: CompiledChain, p: Problem, device_index: int):
+    """The grid model's tail split (:func:`frost.sdpa.grid.pick_tail_split`) of this call on
+    device ``device_index``'s SMs; no split for chains whose main kernel has none."""
+    from frost.sdpa.grid import TailSplit, pick_tail_split
+
+    main = ch.main
+    tiles = _tiles(p, ch.cfg.tile_n)
+    if main is None or not main.code.tail_split or not _TAIL_SPLIT["enabled"]:
+        return TailSplit(tiles, tiles, 1, 0.0, 0.0)
+    sms = _SMS.get(device_index)
+    if sms is None:
+        sms = _SMS[device_index] = _torch().cuda.get_device_properties(device_index).multi_processor_count
+    return pick_tail_split(main.kp, p.b, p.h_q, p.h_kv, p.s_q, p.s_kv, sms=sms)
+
+
+def _counters(torch, idx: int, stream: int, n: int):
+    """Zeroed int32 arrival counters of the tail split for device ``idx`` and this stream (the
+    kernel leaves them zero again, so one buffer serves every launch in stream order)."""
+    buf = _COUNTERS.get((idx, stream))
+    if buf is None or buf.numel() < n:
+        buf = _COUNTERS[(idx, stream)] = torch.zeros(max(n, 256), dtype=torch.int32,
+                                                      device=f"cuda:{idx}")
+    return buf
 
 
 _SIGS: dict = {}
@@ -393,15 +449,19 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     run = prep.chains.get(use_pdl)
     if run is None:
         key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl)
-        run = prep.chains[use_pdl] = _Launch.of(get_chain(key), prep)
+        run = prep.chains[use_pdl] = _Launch.of(get_chain(key), prep, q.get_device())
     dq = torch.empty(run.shape_q, dtype=dt, device=dev)
     dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
     dv = torch.empty(run.shape_kv, dtype=dt, device=dev)
     ws = torch.empty(run.ws_floats, dtype=torch.float32, device=dev)
     a, rows = ws.data_ptr(), run.ws_rows  # rows: a multiple of 32, regions stay 128-B aligned
     idx = q.get_device()
+    stream = _stream(torch, idx)
+    slots = counters = 0
+    if run.n_split:
+        slots, counters = a + 4 * run.slots_at, _counters(torch, idx, stream, run.n_split).data_ptr()
     vals = (*ptrs, lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows,
-            a + 8 * rows, *run.scalars, _stream(torch, idx))
+            a + 8 * rows, slots, counters, *run.scalars, stream)
     if idx == torch.cuda.current_device():
         run.chain.launch(vals, idx)
     else:
@@ -437,7 +497,7 @@ def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deter
     rows = p.b * p.h_q * s_pad  # a multiple of 32: every region stays 128-byte aligned
     a = ws.data_ptr()
     vals = [q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), do.data_ptr(), lse.data_ptr(),
-            dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows, a + 8 * rows,
+            dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows, a + 8 * rows, 0, 0,
             *_scalars(p, s_pad, n_splits, _io_strides(q, k, v, o, do, lse), scale),
             _stream(torch, q.get_device())]
     return ws, vals

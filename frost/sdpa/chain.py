@@ -8,7 +8,8 @@ strides are runtime scalars, one compile serves every problem size of a variant.
 Host arguments (all scalars; see :data:`ARG_KINDS` for their C types and order)::
 
     addresses : q k v o do lse  dq dk dv  delta lse_log2 dq_accum          (Int64)
-    extents   : B S_q S_kv H_q H_kv S_q_pad n_splits                        (Int32)
+                split_slots split_counters                                  (Int64)
+    extents   : B S_q S_kv H_q H_kv S_q_pad n_splits n_whole parts         (Int32)
     strides   : q k v o do (batch, seq, head), in units of 8 elements       (Int64)
                 lse (batch, head, seq), in elements                         (Int64)
     scale     : softmax scale                                              (Float32)
@@ -17,6 +18,9 @@ Host arguments (all scalars; see :data:`ARG_KINDS` for their C types and order):
 dq / dk / dv are contiguous (B, S, H, D); delta / lse_log2 are (B, H_q, S_q_pad) and dq_accum is
 (n_splits, B, H_q, S_q_pad, d_pad), all contiguous fp32 (each (S_q_pad, d_pad) matrix of dq_accum
 stored as the plan's ``reduce_block`` says: 8x8 blocks by default, :mod:`frost.tile_dsl.gmem`).
+With a main kernel built with ``tail_split``, the first ``n_whole`` KV tiles run whole and the
+others in ``parts`` CTAs each (:mod:`frost.templates.bwd_main.host`: fp32 slots, zeroed int32
+counters); other variants ignore these four values.
 
 The main kernel is :class:`frost.templates.bwd_main.kernel.BwdMainKernel`. A chain built with
 ``main=None`` launches only rowdot and dq_convert (used by the compile tests).
@@ -37,8 +41,9 @@ from frost.templates.rowdot import RowDot, RowDotConfig
 
 VEC = 8  # 16-byte vectors of 16-bit elements: strides of io tensors are passed divided by this
 
-ADDRS = ("q", "k", "v", "o", "do", "lse", "dq", "dk", "dv", "delta", "lse_log2", "dq_accum")
-EXTENTS = ("b", "s_q", "s_kv", "h_q", "h_kv", "s_q_pad", "n_splits")
+ADDRS = ("q", "k", "v", "o", "do", "lse", "dq", "dk", "dv", "delta", "lse_log2", "dq_accum",
+         "split_slots", "split_counters")
+EXTENTS = ("b", "s_q", "s_kv", "h_q", "h_kv", "s_q_pad", "n_splits", "n_whole", "parts")
 IO_STRIDED = ("q", "k", "v", "o", "do")
 STRIDES = tuple(f"{t}_s{m}" for t in IO_STRIDED for m in "bsh") + ("lse_sb", "lse_sh", "lse_ss")
 ARG_NAMES = ADDRS + EXTENTS + STRIDES + ("scale", "stream")
@@ -57,6 +62,7 @@ class ChainConfig:
     tile_n: int           # kv rows per bwd_main tile (one dQ split per kv tile when deterministic)
     rowdot: RowDotConfig
     dq_convert: DqConvertConfig
+    split_slot_floats: int = 0  # fp32 values one part of a tail-split tile stores (bwd_main.host)
 
 
 class BwdChain:
@@ -73,6 +79,7 @@ class BwdChain:
         self.cvt = DqConvert(cfg.dq_convert)
         self.main = main
         self.main_takes_splits = bool(getattr(main, "dq_splits", False))
+        self.main_tail_split = bool(main is not None and main.code.tail_split)
 
     @cute.jit
     def _io(self, addr: Int64, b: Int32, s: Int32, h: Int32, sb: Int64, ss: Int64, sh: Int64):
@@ -95,8 +102,9 @@ class BwdChain:
     @cute.jit
     def __call__(self, a_q: Int64, a_k: Int64, a_v: Int64, a_o: Int64, a_do: Int64, a_lse: Int64,
                  a_dq: Int64, a_dk: Int64, a_dv: Int64, a_delta: Int64, a_lse2: Int64, a_acc: Int64,
+                 a_slots: Int64, a_cnt: Int64,
                  b: Int32, s_q: Int32, s_kv: Int32, h_q: Int32, h_kv: Int32, s_q_pad: Int32,
-                 n_splits: Int32,
+                 n_splits: Int32, n_whole: Int32, parts: Int32,
                  q_sb: Int64, q_ss: Int64, q_sh: Int64, k_sb: Int64, k_ss: Int64, k_sh: Int64,
                  v_sb: Int64, v_ss: Int64, v_sh: Int64, o_sb: Int64, o_ss: Int64, o_sh: Int64,
                  do_sb: Int64, do_ss: Int64, do_sh: Int64,
@@ -135,7 +143,17 @@ class BwdChain:
             acc = mAcc  # (n_splits, B, H, S_pad, d_pad): the split mode takes it whole
             if cutlass.const_expr(not self.main_takes_splits):
                 acc = mAcc[0, None, None, None, None]
-            self.main(mQ, mK, mV, mdO, mLSE2, mDelta, acc, mdK, mdV, scale, stream)
+            split = ()
+            if cutlass.const_expr(self.main_tail_split):
+                n_split = cute.ceil_div(s_kv, cfg.tile_n) * h_kv * b - n_whole
+                slots = cute.make_tensor(
+                    cute.make_ptr(Float32, a_slots, cute.AddressSpace.gmem, assumed_align=16),
+                    cute.make_layout(n_split * parts * cfg.split_slot_floats + 4))
+                counters = cute.make_tensor(
+                    cute.make_ptr(Int32, a_cnt, cute.AddressSpace.gmem, assumed_align=4),
+                    cute.make_layout(n_split + 1))
+                split = ((slots, counters, n_whole, parts),)
+            self.main(mQ, mK, mV, mdO, mLSE2, mDelta, acc, mdK, mdV, scale, stream, *split)
         if cutlass.const_expr("dq_convert" in self.stages):
             self.cvt(mAcc, mdQ, scale, stream)
 

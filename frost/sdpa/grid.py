@@ -15,6 +15,9 @@ prints :func:`estimate`'s table.
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
+
 from frost.sched.plan import KernelPlan
 from frost.sched.waves import GridEstimate
 from frost.templates.bwd_main import masks
@@ -46,6 +49,81 @@ def bwd_main_work(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: 
              (masks.q_block_range_model(align, n, tm, tn, s_q, s_kv) for n in range(grid[0]))]
     return [trips[masks.cta_tile_model((x, y, z), grid, lpt)[0]] + overhead
             for z in range(batch) for y in range(heads_kv) for x in range(grid[0])]
+
+
+SPLIT_PARTS = (2, 3, 4, 6, 8)  # parts a split tile may be cut into
+SPLIT_FIXUP_TRIPS = 1.0       # a part's slot store, and the last part's reads (an assumption)
+SPLIT_MIN_GAIN = 0.005        # split only where the model gains at least this much
+
+
+@dataclasses.dataclass(frozen=True)
+class TailSplit:
+    """How a non-causal grid runs its last tiles (``masks.split_tile``): the first ``n_whole``
+    tiles whole, every later one as ``parts`` CTAs. ``makespan`` / ``unsplit`` are the modelled
+    ends (in trips) with and without the split."""
+
+    tiles: int
+    n_whole: int
+    parts: int
+    makespan: float
+    unsplit: float
+
+    @property
+    def n_split(self) -> int:
+        return self.tiles - self.n_whole if self.parts > 1 else 0
+
+    @property
+    def gain(self) -> float:
+        """1 - makespan / unsplit: the modelled time saved."""
+        return 1.0 - self.makespan / self.unsplit if self.unsplit > 0 else 0.0
+
+
+def _split_makespan(tiles: int, trips: int, n_split: int, parts: int, slots: int,
+                    overhead: float, fixup: float) -> float:
+    """List scheduling of ``tiles - n_split`` whole tiles, then every split tile's parts."""
+    whole = tiles - n_split
+    w = trips + overhead
+    q, r = divmod(whole, slots)
+    free = [(q + 1) * w] * r + [q * w] * (slots - r)  # already a heap (sorted)
+    heapq.heapify(free)
+    sizes = [hi - lo + overhead + fixup for lo, hi in
+             (masks.trip_range_model(p, parts, trips) for p in range(parts))]
+    for _ in range(n_split):
+        for size in sizes:
+            heapq.heappush(free, heapq.heappop(free) + size)
+    return max(free)
+
+
+def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int,
+                    s_kv: int, *, sms: int, overhead: float = OVERHEAD_TRIPS,
+                    fixup: float = SPLIT_FIXUP_TRIPS) -> TailSplit:
+    """The tail split of a non-causal call on ``sms`` SMs: the (tiles to split, parts) of
+    :data:`SPLIT_PARTS` whose modelled end is earliest, among cuts of the last partial wave plus
+    zero to two whole waves; no split unless it gains :data:`SPLIT_MIN_GAIN`.
+
+        >>> from frost.sched import plan_variant
+        >>> kp = plan_variant("sm_120a", 128).kernel("bwd_main")
+        >>> ts = pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=170)   # 12.05 waves
+        >>> ts.n_split > 0, round(ts.gain, 2)
+        (True, 0.07)
+    """
+    if not isinstance(sms, int) or sms < 1:
+        raise ValueError(f"sms must be a positive int, got {sms!r}")
+    tm, tn = kp.tile["tile_m"], kp.tile["tile_n"]
+    tiles = -(-s_kv // tn) * heads_kv * batch
+    trips = -(-s_q // tm) * (heads_q // heads_kv)
+    slots = sms * kp.tile.get("ctas_per_sm", 1)
+    unsplit = _split_makespan(tiles, trips, 0, 1, slots, overhead, fixup)
+    best = TailSplit(tiles, tiles, 1, unsplit, unsplit)
+    r = tiles % slots
+    for parts in SPLIT_PARTS:
+        if parts > trips:
+            break
+        for n_split in {min(tiles, r + j * slots) for j in range(3)} - {0}:
+            end = _split_makespan(tiles, trips, n_split, parts, slots, overhead, fixup)
+            if end < best.makespan:
+                best = TailSplit(tiles, tiles - n_split, parts, end, unsplit)
+    return best if best.gain >= SPLIT_MIN_GAIN else TailSplit(tiles, tiles, 1, unsplit, unsplit)
 
 
 def estimate(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int, s_kv: int,

@@ -5,6 +5,10 @@
   values (sm_90+, so sm_90a / sm_120a / sm_121a), the dQ partial-sum reduction;
 * :func:`red_add_v4_f32` -- ``red.global.add.v4.f32``: the 16-byte form (sm_90+), fed by
   :func:`frost.tile_dsl.regs.pair_to_v4`;
+* :func:`st_v4_f32` / :func:`ld_cg_v4_f32` -- 16-byte fp32 global store, and the load that
+  reads L2 (``.cg``: never a stale L1 line): the tail-split dK/dV partials of ``bwd_main``;
+* :func:`bar_red_or` -- ``bar.red.or.pred``: a named barrier that also ORs one predicate over
+  its threads (one thread's atomic result reaches all of them without shared memory);
 * :func:`ex2_poly` -- 2**x on the FMA pipe instead of the MUFU unit: x clamped to >= -127,
   split into floor j and fraction f, 2**f by the cubic :data:`EX2_POLY` (relative error
   < 1e-4 on [0, 1)), and j added to the exponent bits. :func:`ex2_poly_model` is its numpy
@@ -47,6 +51,41 @@ def red_add_v4_f32(ptr, a, b, c, d, *, loc=None, ip=None) -> None:
     llvm.inline_asm(
         None, [addr, *vals], "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
         has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+@dsl_user_op
+def st_v4_f32(ptr, a, b, c, d, *, loc=None, ip=None) -> None:
+    """``ptr[0..3] = (a, b, c, d)`` (weak, 16-byte aligned global store)."""
+    addr = ptr.toint(loc=loc, ip=ip).ir_value(loc=loc, ip=ip)
+    vals = [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (a, b, c, d)]
+    llvm.inline_asm(
+        None, [addr, *vals], "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+@dsl_user_op
+def ld_cg_v4_f32(ptr, *, loc=None, ip=None) -> tuple:
+    """``ptr[0..3]`` read through L2 only (``ld.global.cg.v4.f32``; 16-byte aligned). Volatile
+    (has side effects), so it stays after the barrier that orders it."""
+    addr = ptr.toint(loc=loc, ip=ip).ir_value(loc=loc, ip=ip)
+    ty = llvm.StructType.get_literal([T.f32()] * 4)
+    res = llvm.inline_asm(
+        ty, [addr], "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l",
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return tuple(cutlass.Float32(llvm.extractvalue(T.f32(), res, [i], loc=loc, ip=ip))
+                 for i in range(4))
+
+
+@dsl_user_op
+def bar_red_or(pred, barrier_id, threads, *, loc=None, ip=None) -> cutlass.Int32:
+    """Named barrier ``barrier_id`` over ``threads`` threads that returns, in every one of them,
+    1 if any thread passed a non-zero ``pred``, else 0 (``bar.red.or.pred``)."""
+    args = [cutlass.Int32(x).ir_value(loc=loc, ip=ip) for x in (pred, barrier_id, threads)]
+    return cutlass.Int32(llvm.inline_asm(
+        T.i32(), args,
+        "{ .reg .pred %p, %q; setp.ne.s32 %q, $1, 0; bar.red.or.pred %p, $2, $3, %q; "
+        "selp.s32 $0, 1, 0, %p; }", "=r,r,r,r", has_side_effects=True, is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
 # 2**f ~ 1 + f (c1 + f (c2 + f c3)) on [0, 1): a relative-error fit (reweighted least squares,

@@ -87,7 +87,7 @@ def test_chain_compiles_without_main(arch, tmp_path, monkeypatch):
     assert rep.total_spill_bytes == 0
 
     # the fast launcher packs exactly what the DSL's own marshalling packs
-    vals = [1000 + 16 * i for i in range(len(chain.ADDRS))] + [3, 17, 200, 8, 2, 64, 1]
+    vals = [1000 + 16 * i for i in range(len(chain.ADDRS))] + [3, 17, 200, 8, 2, 64, 1, 9, 3]
     vals += [i + 1 for i in range(len(chain.STRIDES))] + [0.125, 0]
     got = chain.marshalled_values(rep.compiled, vals)
     assert got[:-1] == vals[:-1] and not got[-1]
@@ -124,7 +124,7 @@ def test_fast_launcher_slots_read_back_as_arg_kinds():
 
     st = struct.Struct(chain.PACK_FORMAT)
     assert st.size == 8 * len(chain.ARG_KINDS)
-    vals = [(1 << 40) + 16 * i for i in range(len(chain.ADDRS))] + [3, -1, 200, 8, 2, 64, 5]
+    vals = [(1 << 40) + 16 * i for i in range(len(chain.ADDRS))] + [3, -1, 200, 8, 2, 64, 5, 7, 4]
     vals += [-(i + 1) if i % 2 else i * 1000 for i in range(len(chain.STRIDES))] + [0.125, 2 ** 63 + 5]
     buf = ctypes.create_string_buffer(st.size)
     st.pack_into(buf, 0, *vals)

@@ -34,7 +34,8 @@ def test_cli_compile_json(capsys):
     assert all(r["ptx"]["pdl.wait"] == 0 for r in rows)  # compiled without PDL
     assert set(rows[1]["code"]) == {"interleave", "p_store", "dq_vec", "dq_chunks", "lookahead",
                                  "exp2_poly", "q_rotate", "serial_sdp", "dq_k_held",
-                                 "lpt_heads"}
+                                 "lpt_heads", "tail_split"}
+    assert rows[1]["code"]["tail_split"] == 1 and rows[1]["code"]["lpt_heads"] == 1  # non-causal
 
 
 def test_cli_compile_rejects_bad_head_dim(capsys):

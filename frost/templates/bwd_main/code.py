@@ -29,6 +29,11 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   Default where the plan holds them (``dq_b_in_regs``, the scheduler's
                   choice: <= 32 registers a thread within the MMA budget; v20); 0 or 1
                   overrides the plan for an A/B (the plan's estimate then is not exact)
+``tail_split``    1: the kernel can cut the grid's last KV tiles into parts along their q walk
+                  (``masks.split_tile``; 1-D grid; the launch says how many, from the grid
+                  model, ``frost.sdpa.grid.pick_tail_split``); the last part to finish sums
+                  the parts' dK/dV (``epilogue.gather_parts``). Non-causal only (causal
+                  grids use ``lpt_heads``)
 ================  =========================================================================
 """
 
@@ -127,6 +132,18 @@ def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
     return 2 if kp.tile["d"] > 192 else 8
 
 
+def pick_tail_split(kp: KernelPlan, causal: bool = False) -> int:
+    """Tail splits are compiled into non-causal kernels (causal grids order their CTAs with
+    ``lpt_heads`` instead) on the default dQ forms; whether a call splits, and how, is the
+    launch's choice. Left without: the plans above d=192 (32x64 tiles with 4 dQ chunks: with
+    the split's epilogue they spill 20 B on sm_120a), and the forced forms that stage dQ in smem
+    (``stage_reductions``: d=128 16 B) or keep the row-major workspace (``reduce_block=0``:
+    d=256 52 B)."""
+    tl = kp.tile
+    return int(not causal and tl["d"] <= 192 and not tl.get("stage_reductions")
+               and bool(tl.get("reduce_block")))
+
+
 def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
     """K's dQ fragments held in registers where the plan holds them (``dq_b_in_regs``: the
     scheduler's choice, :data:`frost.sched.sdpa.HOLD_DQ_K_MAX_REGS`, with the registers in
@@ -153,13 +170,14 @@ class CodeChoices:
     serial_sdp: int = 0
     dq_k_held: int = 0
     lpt_heads: int = 1
+    tail_split: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
                 causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None,
-                lpt_heads: int | None = None) -> "CodeChoices":
+                lpt_heads: int | None = None, tail_split: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -202,4 +220,12 @@ class CodeChoices:
             raise CodeChoiceError(f"lpt_heads must be an int in [0, 2**31) (1: linear CTA order, "
                                   f"0: heaviest KV tiles first over all heads, G: in groups of "
                                   f"G), got {lpt_heads!r}")
-        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt)
+        split = (pick_tail_split(kp, causal) if lpt == 1 else 0) if tail_split is None \
+            else tail_split
+        if split not in (0, 1) or (split and causal):
+            raise CodeChoiceError(f"tail_split must be 0 or 1, and 0 under causal (causal grids "
+                                  f"order their CTAs with lpt_heads), got {tail_split!r}")
+        if split and lpt != 1:
+            raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
+        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
+                   split)

@@ -96,6 +96,7 @@ from frost.tile_dsl import smem
 from . import masks
 from .code import CodeChoiceError, CodeChoices, pick_dq_chunks, pick_interleave
 from .epilogue import EpilogueRole
+from .host import HostMixin
 from .load import ProducerRole
 from .mma import MmaRole
 
@@ -117,7 +118,7 @@ def _seq_major(t):
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
 
 
-class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
+class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
     """KV-stationary attention backward main kernel; see the module docstring."""
 
     MMA = WarpRole.MMA
@@ -131,7 +132,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                  dq_vec: int | None = None, dq_chunks: int | None = None,
                  p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
                  q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None,
-                 lpt_heads: int | None = None):
+                 lpt_heads: int | None = None, tail_split: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -149,7 +150,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             code = CodeChoices.resolve(
                 kplan, dq_chunks, interleave, dq_vec, p_store, lookahead, exp2_poly, q_rotate,
                 causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
-                dq_k_held=dq_k_held, lpt_heads=lpt_heads)
+                dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code
@@ -211,7 +212,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mdO: cute.Tensor,
                  mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
-                 mdK: cute.Tensor, mdV: cute.Tensor, scale: cutlass.Float32, stream):
+                 mdK: cute.Tensor, mdV: cute.Tensor, scale: cutlass.Float32, stream, split=()):
         kp = self.kp
         tl = kp.tile
         t_m, t_n, d, dv = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"]
@@ -236,21 +237,26 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         self.launched_smem_bytes = kp.smem_bytes  # the dynamic smem this launch requests
         args = (tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
                 mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2)
+        staged = ()
         if cutlass.const_expr(self.stage_dq):
             # dq_accum (B, H, S_pad, d) [with a leading split mode] as (S_pad, d, H, B[, split])
             modes = [3, 4, 2, 1, 0] if self.dq_splits else [2, 3, 1, 0]
             acc_view = cute.make_tensor(mdQacc.iterator, cute.select(mdQacc.layout, mode=modes))
-            tma_dq, mdQ_t = cpasync.make_tiled_tma_atom(
+            staged = tuple(cpasync.make_tiled_tma_atom(
                 cpasync.CopyReduceBulkTensorTileS2GOp(), acc_view,
-                smem.composed_layout(kp.buffer("sdQ_part")), (t_m, d))
-            launcher = self.kernel_staged_dq(*args, tma_dq, mdQ_t)
-        else:
-            launcher = self.kernel(*args)
+                smem.composed_layout(kp.buffer("sdQ_part")), (t_m, d)))
+        grid = [cute.ceil_div(s_kv, t_n), mK.shape[2], mK.shape[0]]
+        tail = ()
+        if cutlass.const_expr(self.code.tail_split):
+            # split = (slots, counters, n_whole, parts): a 1-D grid, masks.split_tile
+            m_ws, m_cnt, n_whole, parts = split
+            tail = (m_ws, m_cnt, n_whole, parts, grid[0], grid[1])
+            grid = [n_whole + (grid[0] * grid[1] * grid[2] - n_whole) * parts, 1, 1]
         ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
-        launcher.launch(grid=[cute.ceil_div(s_kv, t_n), mK.shape[2], mK.shape[0]],
-                        block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
-                        use_pdl=self.use_pdl, min_blocks_per_mp=ctas,
-                        preferred_smem_carveout=100 if ctas > 1 else None)
+        self.kernel(*args, staged, tail).launch(
+            grid=grid, block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
+            use_pdl=self.use_pdl, min_blocks_per_mp=ctas,
+            preferred_smem_carveout=100 if ctas > 1 else None)
 
     # ------------------------------------------------------------------ device
     @cute.kernel
@@ -260,36 +266,28 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
                mdK_t: cute.Tensor, tma_dv: cute.CopyAtom, mdV_t: cute.Tensor,
                mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
                s_q: cutlass.Int32, s_kv: cutlass.Int32, group: cutlass.Int32,
-               scale: cutlass.Float32, scale_log2: cutlass.Float32):
-        """The default entry. A ``@cute.kernel`` signature is fixed, so the staged-dQ form has
-        its own entry below with two more parameters; both run :meth:`body`."""
+               scale: cutlass.Float32, scale_log2: cutlass.Float32, staged: tuple, tail: tuple):
+        """The one entry. ``staged``: () or the dQ reduce's (TMA atom, tensor) when the plan stages
+        dQ in smem (``stage_reductions``); ``tail``: () or, with ``tail_split``, (slots, counters,
+        n_whole, parts, KV tiles per head, KV heads)."""
         self.body(tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
-                  mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2)
-
-    @cute.kernel
-    def kernel_staged_dq(self, tma_q: cute.CopyAtom, mQ_t: cute.Tensor, tma_do: cute.CopyAtom,
-                         mdO_t: cute.Tensor, tma_k: cute.CopyAtom, mK_t: cute.Tensor,
-                         tma_v: cute.CopyAtom, mV_t: cute.Tensor, tma_dk: cute.CopyAtom,
-                         mdK_t: cute.Tensor, tma_dv: cute.CopyAtom, mdV_t: cute.Tensor,
-                         mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
-                         s_q: cutlass.Int32, s_kv: cutlass.Int32, group: cutlass.Int32,
-                         scale: cutlass.Float32, scale_log2: cutlass.Float32,
-                         tma_dq: cute.CopyAtom, mdQ_t: cute.Tensor):
-        """The plan stages dQ in smem (``stage_reductions``): one TMA reduce-add per trip."""
-        self.body(tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
-                  mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2, tma_dq, mdQ_t)
+                  mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2, *staged,
+                  tail=tail)
 
     @cute.jit
     def body(self, tma_q, mQ_t, tma_do, mdO_t, tma_k, mK_t, tma_v, mV_t, tma_dk, mdK_t, tma_dv,
              mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2, tma_dq=None,
-             mdQ_t=None):
+             mdQ_t=None, tail=()):
         kp = self.kp
         tl = kp.tile
         mma_role = kp.role(WarpRole.MMA)
         prod = kp.role(WarpRole.PRODUCER)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tidx = cute.arch.thread_idx()[0]
-        n_block, h_kv, b = masks.cta_tile(self.code.lpt_heads)
+        if cutlass.const_expr(len(tail) > 0):
+            n_block, h_kv, b, part, n_parts = masks.split_tile(tail[4], tail[5], tail[2], tail[3])
+        else:
+            n_block, h_kv, b = masks.cta_tile(self.code.lpt_heads)
 
         raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
         kv_full, q_full, q_empty = (kp.mbarrier(n) for n in ("kv_full", "q_full", "q_empty"))
@@ -318,14 +316,16 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
         m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
                                            s_q, s_kv)
         n_m = m_max - m_min
-        n_iters = n_m * group
+        t0, t1 = cutlass.Int32(0), n_m * group  # this CTA's trips
+        if cutlass.const_expr(len(tail) > 0):
+            t0, t1 = masks.trip_range(part, n_parts, t1, 2 * tl["q_stages"])
 
         if warp_idx >= mma_role.first_warp + mma_role.num_warps:
             if cutlass.const_expr(prod.max_regs is not None):
                 cute.arch.setmaxregister_decrease(prod.max_regs)
             if warp_idx == prod.first_warp:
-                self.produce(self.smem_views(raw), tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, n_iters,
-                             s_q, group)
+                self.produce(self.smem_views(raw), tmas, mLSE2, mDelta, b, h_kv, n_block, m_min,
+                             n_m, t0, t1, s_q, group)
             if cutlass.const_expr(self.use_pdl):
                 cute.arch.griddepcontrol_launch_dependents()
         else:
@@ -334,8 +334,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             mdQ = mdQacc
             if cutlass.const_expr(self.dq_splits):
                 mdQ = mdQacc[n_block, None, None, None, None]  # this KV tile's own split
-            self.consume(self.smem_views(raw), tmas, mdQ, b, h_kv, n_block, m_min, n_m, n_iters, s_q, s_kv,
-                         group, scale, scale_log2)
+            self.consume(self.smem_views(raw), tmas, mdQ, b, h_kv, n_block, m_min, n_m, t0, t1,
+                         s_q, s_kv, group, scale, scale_log2, tail[:4])
 
     @cute.jit
     def smem_views(self, raw):
@@ -362,89 +362,3 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole):
             q_full=smem.mbar_ptr(raw, kp.mbarrier("q_full").offset),
             q_empty=smem.mbar_ptr(raw, kp.mbarrier("q_empty").offset),
         )
-
-    # ------------------------------------------------------------------ host (python)
-    def fake_args(self):
-        """Fake tensors with symbolic B, H, S (and strides) for a GPU-less compile."""
-        from cutlass.cute.runtime import make_fake_tensor
-        import cutlass.runtime as crt
-
-        tl = self.kp.tile
-        dt = self.dtype
-        sym = cute.sym_int
-        B, Sq, Skv, Hq, Hkv, Sqp = (sym() for _ in range(6))
-        D, Dv = (self.kp.params.get("head_dim", tl["d"]), self.kp.params.get("head_dim_v", tl["d_v"]))
-
-        def bshd(s, h, dd):
-            return make_fake_tensor(dt, (B, s, h, dd), stride=(sym(divisibility=8),
-                                    sym(divisibility=8), sym(divisibility=8), 1), assumed_align=16)
-
-        def f32(shape):
-            stride = [1]
-            for n in reversed(shape[1:]):
-                stride.insert(0, sym())
-            return make_fake_tensor(cutlass.Float32, shape, stride=tuple(stride), assumed_align=16)
-
-        q, do = bshd(Sq, Hq, D), bshd(Sq, Hq, Dv)
-        k, v = bshd(Skv, Hkv, D), bshd(Skv, Hkv, Dv)
-        dk, dv = bshd(Skv, Hkv, D), bshd(Skv, Hkv, Dv)
-        lse, delta = f32((B, Hq, Sqp)), f32((B, Hq, Sqp))
-        dq_acc = f32((sym(), B, Hq, Sqp, tl["d"]) if self.dq_splits else (B, Hq, Sqp, tl["d"]))
-        return (q, k, v, do, lse, delta, dq_acc, dk, dv, cutlass.Float32(1.0),
-                crt.make_fake_stream())
-
-    def compile(self, arch: str = "sm_120a", **kw):
-        """Compile for ``arch`` without a GPU; returns frost's CompileReport (PTX, regs, spills).
-        ``kw`` goes to :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``)."""
-        from frost.tile_dsl.compile import compile_for
-
-        return compile_for(self, *self.fake_args(), arch=arch, **kw)
-
-    def launch(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale: float, stream=None):
-        """Run on torch CUDA tensors (see module docstring for shapes). Compiles on first use."""
-        import torch
-        from cuda.bindings import driver as cuda
-        from cutlass.cute.runtime import from_dlpack
-
-        self._check(q, k, v, do, lse_log2, delta, dq_accum, dk, dv)
-        lead = (3, 3, 3, 3, 2, 2, dq_accum.dim() - 1, 3, 3)
-        args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=ld)
-                for t, ld in zip((q, k, v, do, lse_log2, delta, dq_accum, dk, dv), lead)]
-        if stream is None:
-            stream = torch.cuda.current_stream()
-        cu_stream = cuda.CUstream(stream.cuda_stream)
-        if self._compiled is None:
-            from frost.tile_dsl.nvvm import for_current_device
-
-            with for_current_device():
-                self._compiled = cute.compile(self, *args, cutlass.Float32(scale), cu_stream)
-        self._compiled(*args, cutlass.Float32(scale), cu_stream)
-
-    def _check(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv):
-        B, Sq, Hq, D = q.shape
-        _, Skv, Hkv, _ = k.shape
-        tl = self.kp.tile
-        if Hq % Hkv:
-            raise ValueError(f"H_q={Hq} is not a multiple of H_kv={Hkv}")
-        if D > tl["d"] or v.shape[-1] > tl["d_v"]:
-            raise ValueError(f"head dim {D} exceeds the plan's padded d={tl['d']}")
-        if lse_log2.shape[:2] != (B, Hq) or lse_log2.shape[2] < Sq or delta.shape != lse_log2.shape:
-            raise ValueError("lse_log2/delta must be fp32 (B, H_q, S_q_pad >= S_q)")
-        block = tl.get("reduce_block", 0)
-        if block and lse_log2.shape[2] % block:
-            raise ValueError(f"S_q_pad={lse_log2.shape[2]} must be a multiple of the plan's "
-                             f"reduce_block={block} (dq_accum is stored in {block}x{block} blocks)")
-        want = (B, Hq, lse_log2.shape[2], tl["d"])
-        acc_shape = tuple(dq_accum.shape)
-        if self.dq_splits:
-            n_kv = -(-Skv // tl["tile_n"])
-            ok = len(acc_shape) == 5 and acc_shape[1:] == want and acc_shape[0] >= n_kv
-        else:
-            ok = acc_shape == want
-        if not ok or not dq_accum.is_contiguous():
-            lead_mode = "n_splits >= ceil(S_kv/tile_n), " if self.dq_splits else ""
-            raise ValueError(f"dq_accum must be contiguous fp32 ({lead_mode}B, H_q, S_q_pad, "
-                             f"{tl['d']}); got {acc_shape}")
-        for t in (q, k, v, do, dk, dv):
-            if t.stride(-1) != 1 or any(s % 8 for s in t.stride()[:-1]) or t.data_ptr() % 16:
-                raise ValueError("q/k/v/do/dk/dv need a contiguous last dim and 16-byte strides")

@@ -31,7 +31,7 @@ class ProducerRole:
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the TMA producer warp."""
 
     @cute.jit
-    def produce(self, sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, n_iters, s_q,
+    def produce(self, sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
                 group):
         kp = self.kp
         t_m = kp.tile["tile_m"]
@@ -54,9 +54,9 @@ class ProducerRole:
         cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full)
 
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
-        for t in cutlass.range(n_iters, unroll=1):
+        for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
-            fill = t // stages
+            fill = (t - t0) // stages  # this CTA's fills of the stage so far
             h = h_kv * group + t // n_m
             m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             if fill > 0:

@@ -23,8 +23,18 @@ heavy CTAs start late in the grid's last wave and the grid ends on a few long CT
 first"): KV tile 0 of G (batch, head) pairs, then tile 1 of the same pairs, and so on, group by
 group; G = 0 takes all pairs as one group. G = 1 is the linear order (a head's tiles together).
 
+Tail splits (:func:`split_tile`, non-causal kernels built with ``tail_split``): the grid is 1-D.
+Its first ``n_whole`` blocks take the first ``n_whole`` tiles of the linear order (KV tile fastest,
+then KV head, then batch), one tile each; every later tile is cut into ``parts`` CTAs, part p of
+which walks about trips [p·n/parts, (p+1)·n/parts) of the tile's n trips, cut at multiples of
+twice the Q/dO ring's stages (:func:`trip_range_model`).
+The parts' dK/dV partials are summed by the last part to finish (``epilogue.py``). Which tiles to
+cut, and into how many parts, is the grid model's choice (:func:`frost.sdpa.grid.pick_tail_split`):
+a grid whose last wave is part-empty ends sooner when its last tiles run as smaller CTAs.
+
 Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`,
-:func:`cta_tile_model`) sit beside the device forms and are what the tests compare against.
+:func:`cta_tile_model`, :func:`split_tile_model`, :func:`trip_range_model`) sit beside the device
+forms and are what the tests compare against.
 """
 
 from __future__ import annotations
@@ -93,6 +103,33 @@ def cta_tile_model(block: tuple[int, int, int], grid: tuple[int, int, int],
     width = min(g_size, pairs - g * g_size)  # the last group may be narrower
     pair = g * g_size + r % width
     return r // width, pair % ny, pair // ny
+
+
+def split_tile_model(block: int, n_x: int, n_heads: int, n_whole: int,
+                     parts: int) -> tuple[int, int, int, int, int]:
+    """(n_block, head, batch, part, parts of this tile) of 1-D block ``block`` under a tail split:
+    tiles are numbered in the linear order (``n_x`` KV tiles of a head, ``n_heads`` KV heads of a
+    batch); blocks below ``n_whole`` run whole tiles, each later tile runs as ``parts`` blocks."""
+    if block < n_whole:
+        tile, part, n_parts = block, 0, 1
+    else:
+        j = block - n_whole
+        tile, part, n_parts = n_whole + j // parts, j % parts, parts
+    return tile % n_x, (tile // n_x) % n_heads, tile // (n_x * n_heads), part, n_parts
+
+
+def split_grid_model(n_tiles: int, n_whole: int, parts: int) -> int:
+    """Blocks in a tail-split grid of ``n_tiles`` tiles."""
+    return n_whole + (n_tiles - n_whole) * parts
+
+
+def trip_range_model(part: int, n_parts: int, n_iters: int, quantum: int = 1) -> tuple[int, int]:
+    """[t0, t1) of the tile's ``n_iters`` trips that part ``part`` of ``n_parts`` walks: the
+    trips cut in whole ``quantum``s (the kernel passes 2·q_stages, so that every part starts
+    its Q/dO ring at stage 0, phase 0, with the trip index as it is)."""
+    units = -(-n_iters // quantum)
+    return (min(n_iters, part * units // n_parts * quantum),
+            min(n_iters, (part + 1) * units // n_parts * quantum))
 
 
 def tile_needs_mask_model(align, row0, col0, tile_m, tile_n, s_q, s_kv) -> bool:
@@ -170,6 +207,28 @@ def cta_tile(lpt_heads: cutlass.Constexpr):
         pair = g * g_size + r % width
         x, y, z = r // width, pair % ny, pair // ny
     return x, y, z
+
+
+@cute.jit
+def split_tile(n_x, n_heads, n_whole, parts):
+    """Device form of :func:`split_tile_model` for this CTA (1-D grid); returns (n_block, head,
+    batch, part, parts of this tile) as Int32."""
+    x = cute.arch.block_idx()[0]
+    tile, part, n_parts = x, cutlass.Int32(0), cutlass.Int32(1)
+    if x >= n_whole:
+        j = x - n_whole
+        ts = j // parts
+        tile, part, n_parts = n_whole + ts, j - ts * parts, parts
+    pair = tile // n_x
+    return tile - pair * n_x, pair % n_heads, pair // n_heads, part, n_parts
+
+
+@cute.jit
+def trip_range(part, n_parts, n_iters, quantum: cutlass.Constexpr):
+    """Device form of :func:`trip_range_model`: (t0, t1) as Int32."""
+    units = (n_iters + quantum - 1) // quantum
+    return (cutlass.min(n_iters, part * units // n_parts * quantum),
+            cutlass.min(n_iters, (part + 1) * units // n_parts * quantum))
 
 
 @cute.jit

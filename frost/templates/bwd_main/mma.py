@@ -76,8 +76,8 @@ class MmaRole:
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
 
     @cute.jit
-    def consume(self, sm, tmas, mdQacc, b, h_kv, n_block, m_min, n_m, n_iters, s_q, s_kv,
-                group, scale, scale_log2):
+    def consume(self, sm, tmas, mdQacc, b, h_kv, n_block, m_min, n_m, t0, t1, s_q, s_kv,
+                group, scale, scale_log2, split=()):
         kp = self.kp
         tl = kp.tile
         t_m, t_n, d, dv, stages = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"], tl["q_stages"]
@@ -183,7 +183,7 @@ class MmaRole:
             for k in cutlass.range_constexpr(cute.size(tdQsKt.shape[2])):
                 cute.copy(c_Kt, tdQsKt[None, None, k, 0], rKt[None, None, k])
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
-        for t in cutlass.range(n_iters, unroll=1):
+        for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
             h = h_kv * group + t // n_m
             m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
@@ -315,7 +315,10 @@ class MmaRole:
                 cute.arch.cp_async_bulk_wait_group(0, read=False)
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
-        self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
+        if cutlass.const_expr(len(split) == 0):
+            self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
+        elif self.gather_parts(acc_dK, acc_dV, tidx, split) != 0:  # tail split: the last part
+            self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
 
     def job(self, *args) -> Job:
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
