@@ -40,7 +40,9 @@ from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
 KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly", "q_rotate",
-         "serial_sdp", "dq_k_held", "lpt_heads")  # BwdMainKernel keywords, same plan
+         "serial_sdp", "dq_k_held", "lpt_heads", "tail_split")  # BwdMainKernel keywords, same plan
+SPLIT_SMS = "split_sms"  # not a keyword: the SM count a tail_split kernel's cut is planned for
+                         # (frost.sdpa.grid.pick_tail_split; default: this GPU's; 0: no cut)
 
 
 def parse_variant(text: str) -> dict:
@@ -57,6 +59,9 @@ def parse_variant(text: str) -> dict:
             continue
         if key == "skip" and val:  # timing-only ablation: stages compiled out (wrong results)
             out[key] = "+".join(sorted(val.split("+")))
+            continue
+        if key == SPLIT_SMS and val.isdigit():
+            out[key] = int(val)
             continue
         if key not in KNOBS or not val:
             raise ValueError(f"bad variant {text!r}: want 'default' or key=value among "
@@ -78,10 +83,29 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None):
     if forced:
         kp = plan_variant(ARCH, d, None, causal, "bf16", forced).kernel("bwd_main")
     kp = kp or default_plan(ARCH, d, causal=causal)
-    kw = {k: x for k, x in v.items() if not k.startswith("tile.")}
+    kw = {k: x for k, x in v.items() if not k.startswith("tile.") and k != SPLIT_SMS}
     if "skip" in kw:
         kw["skip"] = frozenset(kw["skip"].split("+"))
-    return BwdMainKernel(kp, "bf16", causal=causal, **kw)
+    kern = BwdMainKernel(kp, "bf16", causal=causal, **kw)
+    kern.ab_split_sms = v.get(SPLIT_SMS)
+    return kern
+
+
+def tail_split_args(torch, kern, b: int, h: int, s: int):
+    """The ``split`` launch argument of a tail_split kernel at (b, h, s): the grid model's cut
+    for ``kern.ab_split_sms`` SMs (None: this GPU's; 0: no cut), with zeroed counters."""
+    from frost.sdpa.grid import pick_tail_split
+    from frost.templates.bwd_main.host import n_tiles, split_slot_floats
+
+    sms = kern.ab_split_sms
+    if sms is None:
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tiles = n_tiles(kern.kp, b, h, s)
+    ts = pick_tail_split(kern.kp, b, h, h, s, s, sms=sms) if sms else None
+    n_split, parts = (ts.n_split, ts.parts) if ts is not None else (0, 1)
+    print(f"  split {kern.code}: {n_split} of {tiles} tiles in {parts} parts ({sms} SMs)")
+    return (torch.empty(n_split * parts * split_slot_floats(kern.kp) + 4, device="cuda"),
+            torch.zeros(n_split + 1, dtype=torch.int32, device="cuda"), tiles - n_split, parts)
 
 
 def plot(results: list[dict], path: str, title: str = "") -> str:
@@ -171,9 +195,11 @@ def main(argv=None):
                for k in kerns if k.kp.tile["d"] != kp.tile["d"]}
         acc[kp.tile["d"]] = t["dq_acc"]
 
+        splits = {id(k): tail_split_args(torch, k, b, h, s) for k in kerns if k.code.tail_split}
+
         def call(k):
             k.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"],
-                     acc[k.kp.tile["d"]], t["dk"], t["dv"], t["scale"])
+                     acc[k.kp.tile["d"]], t["dk"], t["dv"], t["scale"], split=splits.get(id(k)))
 
         for k in kerns:  # compile + warm up
             for _ in range(3):
