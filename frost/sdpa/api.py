@@ -76,6 +76,8 @@ class VariantKey:
     use_pdl: bool
     tile: tuple = ()      # forced plan keys ((key, value), ...) on top of the default plan's;
                           # () for the default (tests and experiments; backward() never sets it)
+    tail_split: bool = False  # the main kernel built with tail splits (for the calls whose
+                              # grid the model cuts: tail_split())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +215,8 @@ def _main_kernel(key: VariantKey, plan):
               use_pdl=key.use_pdl)
     if key.deterministic:
         kw["dq_splits"] = True
+    if key.tail_split:
+        kw["tail_split"] = 1
     return BwdMainKernel(plan.kernel("bwd_main"), **kw)
 
 
@@ -330,6 +334,8 @@ class _Launch:
         p = prep.p
         s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
         split = tail_split(ch, p, device_index)
+        if split.n_split:  # the same plan, its kernel built with tail splits
+            ch = get_chain(dataclasses.replace(ch.key, tail_split=True))
         slots_at = floats if split.n_split else 0
         floats += split.n_split * split.parts * ch.cfg.split_slot_floats
         return cls(ch, (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d), floats,
@@ -374,12 +380,16 @@ def set_tail_split(enabled: bool) -> None:
 
 def tail_split(ch: CompiledChain, p: Problem, device_index: int):
     """The grid model's tail split (:func:`frost.sdpa.grid.pick_tail_split`) of this call on
-    device ``device_index``'s SMs; no split for chains whose main kernel has none."""
+    device ``device_index``'s SMs; no cut where the plan cannot take one
+    (:func:`~frost.templates.bwd_main.code.tail_split_fits`: causal, d > 192, ...), for chains
+    without a main kernel, or after ``set_tail_split(False)``."""
     from frost.sdpa.grid import TailSplit, pick_tail_split
+    from frost.templates.bwd_main.code import tail_split_fits
 
     main = ch.main
     tiles = _tiles(p, ch.cfg.tile_n)
-    if main is None or not main.code.tail_split or not _TAIL_SPLIT["enabled"]:
+    if main is None or not _TAIL_SPLIT["enabled"] or \
+            not tail_split_fits(main.kp, ch.key.causal_align != "none"):
         return TailSplit(tiles, tiles, 1, 0.0, 0.0)
     sms = _SMS.get(device_index)
     if sms is None:

@@ -1,6 +1,8 @@
 """The compiled chain (CPU): variant keys, the compile cache, compile-only checks, the fast
 launcher's ABI against the DSL's own argument marshalling."""
 
+import dataclasses
+
 import pytest
 
 from tests.conftest import ARCHS
@@ -110,6 +112,22 @@ def test_full_chain_compiles_into_one_host_function(arch):
     for needle in ("mma.sync.aligned.m16n8k16", "cp.async.bulk.tensor", "red.global.add.v2.f32"):
         assert rep.count(needle) > 0, needle
     assert cfg.tile_m > 0 and cfg.d_pad >= 64
+
+
+@pytest.mark.compile
+def test_tail_split_chain_compiles():
+    """The chain variant the API builds for calls it cuts: the main kernel with tail splits,
+    fed the slot and counter addresses and the cut (n_whole, parts) from the launch values."""
+    from frost.tile_dsl.compile import compile_for
+
+    key = dataclasses.replace(_key(arch="sm_120a", head_dim=128, causal_align="none"),
+                              tail_split=True)
+    cfg, fn, args = api.chain_program(key)
+    assert fn.main.code.tail_split == 1 and cfg.split_slot_floats == 128 * 256
+    rep = compile_for(fn, *args, arch="sm_120a")
+    assert len(rep.kernels) == 3 and rep.total_spill_bytes == 0
+    assert rep.count("bar.red.or.pred") == 1 and rep.count("ld.global.cg.v4.f32") > 0
+    assert len(chain.ARG_NAMES) == len(args) and "split_slots" in chain.ARG_NAMES
 
 
 def test_build_counts_one_compile(monkeypatch):

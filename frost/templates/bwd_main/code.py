@@ -30,10 +30,10 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   choice: <= 32 registers a thread within the MMA budget; v20); 0 or 1
                   overrides the plan for an A/B (the plan's estimate then is not exact)
 ``tail_split``    1: the kernel can cut the grid's last KV tiles into parts along their q walk
-                  (``masks.split_tile``; 1-D grid; the launch says how many, from the grid
-                  model, ``frost.sdpa.grid.pick_tail_split``); the last part to finish sums
-                  the parts' dK/dV (``epilogue.gather_parts``). Non-causal only (causal
-                  grids use ``lpt_heads``)
+                  (``masks.split_tile``; the launch says how many, from the grid model,
+                  ``frost.sdpa.grid.pick_tail_split``); the last part to finish sums the
+                  parts' dK/dV (``epilogue.gather_parts``). Where it fits
+                  (:func:`tail_split_fits`); built only for the calls that cut (v44)
 ================  =========================================================================
 """
 
@@ -132,16 +132,24 @@ def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
     return 2 if kp.tile["d"] > 192 else 8
 
 
-def pick_tail_split(kp: KernelPlan, causal: bool = False) -> int:
-    """Tail splits are compiled into non-causal kernels (causal grids order their CTAs with
-    ``lpt_heads`` instead) on the default dQ forms; whether a call splits, and how, is the
-    launch's choice. Left without: the plans above d=192 (32x64 tiles with 4 dQ chunks: with
-    the split's epilogue they spill 20 B on sm_120a), and the forced forms that stage dQ in smem
-    (``stage_reductions``: d=128 16 B) or keep the row-major workspace (``reduce_block=0``:
-    d=256 52 B)."""
+def tail_split_fits(kp: KernelPlan, causal: bool = False) -> bool:
+    """Whether this plan can be built with ``tail_split=1``: non-causal (causal grids order
+    their CTAs with ``lpt_heads``), at padded d <= 160, on the default dQ forms. With the
+    split's code the d=192 plan (head dims 168..192) spills 16 B on sm_120a, the plans above
+    d=192 (32x64 tiles, 4 dQ chunks) 20 B, the forced forms that stage dQ in smem
+    (``stage_reductions``) 16 B at d=128, and the row-major workspace (``reduce_block=0``)
+    52 B at d=256."""
     tl = kp.tile
-    return int(not causal and tl["d"] <= 192 and not tl.get("stage_reductions")
-               and bool(tl.get("reduce_block")))
+    return (not causal and tl["d"] <= 160 and not tl.get("stage_reductions")
+            and bool(tl.get("reduce_block")))
+
+
+def pick_tail_split(kp: KernelPlan, causal: bool = False) -> int:
+    """0: a kernel is built without tail splits unless asked. ``frost.sdpa`` asks for a second
+    build with ``tail_split=1`` for the calls whose grid the model cuts
+    (:func:`frost.sdpa.grid.pick_tail_split`): on the H200 the split kernel ran 1-2 % slower
+    than the plain one on uncut grids (bench/RESULTS.md v44), so uncut calls keep the plain one."""
+    return 0
 
 
 def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
@@ -220,11 +228,11 @@ class CodeChoices:
             raise CodeChoiceError(f"lpt_heads must be an int in [0, 2**31) (1: linear CTA order, "
                                   f"0: heaviest KV tiles first over all heads, G: in groups of "
                                   f"G), got {lpt_heads!r}")
-        split = (pick_tail_split(kp, causal) if lpt == 1 else 0) if tail_split is None \
-            else tail_split
-        if split not in (0, 1) or (split and causal):
-            raise CodeChoiceError(f"tail_split must be 0 or 1, and 0 under causal (causal grids "
-                                  f"order their CTAs with lpt_heads), got {tail_split!r}")
+        split = pick_tail_split(kp, causal) if tail_split is None else tail_split
+        if split not in (0, 1) or (split and not tail_split_fits(kp, causal)):
+            raise CodeChoiceError(f"tail_split must be 0 or 1, and 1 only where it fits "
+                                  f"(code.tail_split_fits: non-causal, d <= 160, blocked dQ "
+                                  f"workspace, unstaged dQ), got {tail_split!r}")
         if split and lpt != 1:
             raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,

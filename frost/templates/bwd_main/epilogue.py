@@ -78,7 +78,7 @@ class EpilogueRole:
         m_ws, m_cnt, n_whole, n_parts = split
         sync = self.kp.barrier("mma_sync")
         writes = cutlass.Int32(1)
-        j = cute.arch.block_idx()[0] - n_whole
+        j = cute.arch.block_idx()[0] - n_whole  # a cut launch's grid is 1-D
         if j >= 0 and n_parts > 1:
             ts = j // n_parts  # the split tile's index among the split ones
             part = j - ts * n_parts

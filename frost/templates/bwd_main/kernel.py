@@ -74,6 +74,8 @@ and with it the CuTe DSL JIT-cache key)::
                 traffic of the other k-blocks goes
     softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
     q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
+    split_parts (``tail_split`` kernels) the 1-D grid and its tile mapping stay, the code of a
+                split tile's part goes (a cut launch then computes every tile whole)
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -108,7 +110,7 @@ class BwdMainError(ValueError):
 
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
-                         "softmax", "q_loads"})
+                         "softmax", "q_loads", "split_parts"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
@@ -251,7 +253,12 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             # split = (slots, counters, n_whole, parts): a 1-D grid, masks.split_tile
             m_ws, m_cnt, n_whole, parts = split
             tail = (m_ws, m_cnt, n_whole, parts, grid[0], grid[1])
-            grid = [n_whole + (grid[0] * grid[1] * grid[2] - n_whole) * parts, 1, 1]
+            tiles = grid[0] * grid[1] * grid[2]
+            cut = n_whole < tiles and parts > 1  # else the 3-D grid: its blocks in the same order
+            grid = [cutlass.Int32(cutlass.select_(cut, n_whole + (tiles - n_whole) * parts,
+                                                  grid[0])),
+                    cutlass.Int32(cutlass.select_(cut, 1, grid[1])),
+                    cutlass.Int32(cutlass.select_(cut, 1, grid[2]))]
         ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
         self.kernel(*args, staged, tail).launch(
             grid=grid, block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
@@ -316,7 +323,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
                                            s_q, s_kv)
         n_m = m_max - m_min
-        t0, t1 = cutlass.Int32(0), n_m * group  # this CTA's trips
+        t0, t1 = 0, n_m * group  # this CTA's trips
         if cutlass.const_expr(len(tail) > 0):
             t0, t1 = masks.trip_range(part, n_parts, t1, 2 * tl["q_stages"])
 
@@ -334,8 +341,21 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             mdQ = mdQacc
             if cutlass.const_expr(self.dq_splits):
                 mdQ = mdQacc[n_block, None, None, None, None]  # this KV tile's own split
-            self.consume(self.smem_views(raw), tmas, mdQ, b, h_kv, n_block, m_min, n_m, t0, t1,
-                         s_q, s_kv, group, scale, scale_log2, tail[:4])
+            sm = self.smem_views(raw)
+            mma_dkv, acc_dK, acc_dV = self.dkv_accumulators()
+            args = (sm, tmas, mdQ, b, h_kv, n_block, m_min, n_m)
+            rest = (s_q, s_kv, group, scale, scale_log2, acc_dK, acc_dV)
+            if cutlass.const_expr(len(tail) == 0):
+                self.consume(*args, 0, t1, *rest)
+            elif n_parts > 1 and cutlass.const_expr("split_parts" not in self.skip):
+                self.consume(*args, t0, t1, *rest)  # a part of a split tile: a slice of trips
+            else:  # a whole tile: the main loop as without tail splits (trip 0 a constant)
+                self.consume(*args, 0, n_m * group, *rest)
+            mma_tidx = tidx - mma_role.first_warp * 32
+            if cutlass.const_expr(len(tail) == 0):
+                self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, mma_tidx, b, h_kv, n_block, scale)
+            elif self.gather_parts(acc_dK, acc_dV, mma_tidx, tail[:4]) != 0:  # last part / whole
+                self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, mma_tidx, b, h_kv, n_block, scale)
 
     @cute.jit
     def smem_views(self, raw):

@@ -211,9 +211,12 @@ def cta_tile(lpt_heads: cutlass.Constexpr):
 
 @cute.jit
 def split_tile(n_x, n_heads, n_whole, parts):
-    """Device form of :func:`split_tile_model` for this CTA (1-D grid); returns (n_block, head,
-    batch, part, parts of this tile) as Int32."""
-    x = cute.arch.block_idx()[0]
+    """Device form of :func:`split_tile_model` for this CTA; returns (n_block, head, batch, part,
+    parts of this tile) as Int32. The block index is linear over the grid, which is 1-D for a
+    cut launch and (KV tiles, heads, batches) for one without a cut."""
+    bx, by, bz = cute.arch.block_idx()
+    nx, ny, _ = cute.arch.grid_dim()
+    x = bx + nx * (by + ny * bz)
     tile, part, n_parts = x, cutlass.Int32(0), cutlass.Int32(1)
     if x >= n_whole:
         j = x - n_whole
