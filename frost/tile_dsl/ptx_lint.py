@@ -33,7 +33,9 @@ How, per PTX function (registers are function-local), flow-insensitively:
 Known limits: misses a lane dependence that round-trips through local memory, and a register
 that the PTX redefines (NVVM's output is in SSA form, so this does not arise there);
 reports a false finding for a collective that lanes reach again by a jump back from code
-placed out of line (a cold block after the function's tail). ``compile_for(..., lint=False)``
+placed out of line (a cold block after the function's tail). Code that the compiler lays out
+between a branch and its label but that control enters only from elsewhere (another path's
+blocks) is not counted as divergent: the regions are what control reaches inside them. ``compile_for(..., lint=False)``
 returns the report anyway. ``tidx < 32`` on an index that is not ``%tid.x`` plus a multiple of
 32 counts as lane-varying: branch on ``cute.arch.make_warp_uniform(tidx // 32)`` instead,
 which also tells ptxas the branch is uniform. The tests run the check on hand-written PTX and
@@ -233,8 +235,39 @@ def _collective(inst: _Inst, consts: dict[str, int]) -> bool:
     return ".aligned" in op or (op.startswith("bar.") and not op.startswith("bar.warp"))
 
 
+def _reachable(insts: list[_Inst], labels: dict[str, int], first: int, last: int) -> set[int]:
+    """Lines of the instructions in lines [first, last] that control reaches from the first of
+    them without leaving the range (fall-through, and branches to labels inside it). Code that
+    the compiler laid out inside the range but enters only from elsewhere (another path's
+    blocks placed between a branch and its label) is not in it."""
+    ks = [k for k, inst in enumerate(insts) if first <= inst.line <= last]
+    if not ks:
+        return set()
+    at = {insts[k].line: k for k in ks}
+    lines = sorted(at)
+
+    def entry(line: int):  # the first instruction at or after a label's line, if in range
+        nxt = [x for x in lines if x >= line]
+        return at[nxt[0]] if nxt else None
+
+    seen, stack = set(), [ks[0]]
+    while stack:
+        k = stack.pop()
+        if k is None or k in seen or not first <= insts[k].line <= last:
+            continue
+        seen.add(k)
+        inst = insts[k]
+        m = _BRANCH.match(inst.text)
+        if m and m.group(3) in labels and first <= labels[m.group(3)] <= last:
+            stack.append(entry(labels[m.group(3)]))
+        if (m and m.group(2) is None) or (inst.guard is None and inst.op in ("ret", "exit")):
+            continue  # no fall-through
+        stack.append(k + 1 if k + 1 < len(insts) else None)
+    return {insts[k].line for k in seen}
+
+
 def _regions(insts: list[_Inst], labels: dict[str, int], varying: set[str]):
-    """(first line, last line, branch) of the code each lane-varying branch makes divergent."""
+    """(lines, branch): the code each lane-varying branch makes divergent."""
     by_line = {inst.line: k for k, inst in enumerate(insts)}
     out = []
     for k, inst in enumerate(insts):
@@ -243,15 +276,15 @@ def _regions(insts: list[_Inst], labels: dict[str, int], varying: set[str]):
             continue
         target = labels[m.group(3)]
         if target < inst.line:  # a loop whose lanes leave at different trips
-            out.append((target, inst.line, inst))
+            out.append((set(range(target, inst.line + 1)), inst))
             continue
-        out.append((inst.line + 1, target - 1, inst))
+        then = _reachable(insts, labels, inst.line + 1, target - 1)
+        out.append((then, inst))
         # the else-block: from the label to where the then-block's closing bra goes
-        before = [j for line, j in by_line.items() if inst.line < line < target]
-        last = insts[max(before)] if before else None
+        last = insts[by_line[max(then)]] if then else None
         e = _BRANCH.match(last.text) if last is not None else None
         if e and e.group(2) is None and labels.get(e.group(3), -1) > target:
-            out.append((target + 1, labels[e.group(3)] - 1, inst))
+            out.append((_reachable(insts, labels, target + 1, labels[e.group(3)] - 1), inst))
     return out
 
 
@@ -272,8 +305,8 @@ def divergent_collectives(ptx: str) -> list[Finding]:
             if inst.guard in varying:
                 found.append(Finding(inst.line + 1, inst.text, inst.line + 1, inst.text))
                 continue
-            for first, last, br in regions:
-                if first <= inst.line <= last:
+            for lines_in, br in regions:
+                if inst.line in lines_in:
                     found.append(Finding(inst.line + 1, inst.text, br.line + 1, br.text))
                     break
     return found

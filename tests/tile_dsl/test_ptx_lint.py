@@ -164,3 +164,28 @@ def test_bwd_main_staged_dq_issues_its_tma_reduce_from_a_whole_warp():
     rep = BwdMainKernel(default_plan("sm_120a", 128, tile=t), "bf16").compile("sm_120a")
     assert rep.count("cp.reduce.async.bulk.tensor") >= 1 and rep.count("elect.sync") >= 1
     assert rep.lint() == []
+
+
+def test_blocks_laid_out_inside_a_branch_but_entered_from_elsewhere():
+    """A compiler may place another path's blocks between a lane-varying branch and its label
+    (bwd_main's tail-split build does: the second copy of the MMA loop lands inside the range of
+    the epilogue's ``tidx == 0`` store). Only what control reaches from the branch counts."""
+    laid_out = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    setp.ne.b32 %p1, %r2, 0;
+    setp.eq.b32 %p2, %r5, 0;
+    @%p2 bra $L__other;
+    @%p1 bra $L__join;
+    add.s32 %r3, %r2, 1;
+    bra.uni $L__join;
+$L__other:
+    bar.sync 0;
+    bra.uni $L__end;
+$L__join:
+    bar.sync 1;
+$L__end:
+""")
+    assert divergent_collectives(laid_out) == []
+    reached = laid_out.replace("    add.s32 %r3, %r2, 1;", "    bar.sync 2;")
+    (f,) = divergent_collectives(reached)
+    assert "bar.sync 2" in f.instruction and "%p1" in f.branch

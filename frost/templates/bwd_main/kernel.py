@@ -74,8 +74,6 @@ and with it the CuTe DSL JIT-cache key)::
                 traffic of the other k-blocks goes
     softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
     q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
-    split_parts (``tail_split`` kernels) the 1-D grid and its tile mapping stay, the code of a
-                split tile's part goes (a cut launch then computes every tile whole)
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -110,7 +108,7 @@ class BwdMainError(ValueError):
 
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
-                         "softmax", "q_loads", "split_parts"})
+                         "softmax", "q_loads"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
@@ -341,21 +339,16 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             mdQ = mdQacc
             if cutlass.const_expr(self.dq_splits):
                 mdQ = mdQacc[n_block, None, None, None, None]  # this KV tile's own split
-            sm = self.smem_views(raw)
-            mma_dkv, acc_dK, acc_dV = self.dkv_accumulators()
-            args = (sm, tmas, mdQ, b, h_kv, n_block, m_min, n_m)
-            rest = (s_q, s_kv, group, scale, scale_log2, acc_dK, acc_dV)
+            args = (self.smem_views(raw), tmas, mdQ, b, h_kv, n_block, m_min, n_m)
+            rest = (s_q, s_kv, group, scale, scale_log2)
             if cutlass.const_expr(len(tail) == 0):
                 self.consume(*args, 0, t1, *rest)
-            elif n_parts > 1 and cutlass.const_expr("split_parts" not in self.skip):
-                self.consume(*args, t0, t1, *rest)  # a part of a split tile: a slice of trips
-            else:  # a whole tile: the main loop as without tail splits (trip 0 a constant)
+            elif n_parts > 1:
+                # a part of a split tile: its slice of the trips, then gather_parts
+                self.consume(*args, t0, t1, *rest, tail[:4])
+            else:  # a whole tile: the MMA code of the plain build, trip 0 a constant (v44: with
+                # one copy for both, whole tiles ran 1.5-3 % slower than the plain build's)
                 self.consume(*args, 0, n_m * group, *rest)
-            mma_tidx = tidx - mma_role.first_warp * 32
-            if cutlass.const_expr(len(tail) == 0):
-                self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, mma_tidx, b, h_kv, n_block, scale)
-            elif self.gather_parts(acc_dK, acc_dV, mma_tidx, tail[:4]) != 0:  # last part / whole
-                self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, mma_tidx, b, h_kv, n_block, scale)
 
     @cute.jit
     def smem_views(self, raw):

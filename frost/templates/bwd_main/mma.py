@@ -76,26 +76,10 @@ class MmaRole:
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
 
     @cute.jit
-    def dkv_accumulators(self):
-        """(mma_dkv, acc_dK, acc_dV): the dK/dV tiled MMA and this MMA thread's fp32
-        accumulators (uninitialized; :meth:`consume` zeroes and fills them)."""
-        kp = self.kp
-        tl = kp.tile
-        tidx = cute.arch.thread_idx()[0] - kp.role(self.MMA).first_warp * 32
-        n_dkv = warp_cols(tl["dkv_wn"], (tl["d"], tl["d_v"]))
-        mma_dkv = make_mma(self.dtype, tl["dkv_wm"], tl["dkv_wn"], n_dkv)
-        thr_dkv = mma_dkv.get_slice(tidx)
-        return (mma_dkv,
-                cute.make_rmem_tensor(thr_dkv.partition_shape_C((tl["tile_n"], tl["d"])),
-                                      cutlass.Float32),
-                cute.make_rmem_tensor(thr_dkv.partition_shape_C((tl["tile_n"], tl["d_v"])),
-                                      cutlass.Float32))
-
-    @cute.jit
     def consume(self, sm, tmas, mdQacc, b, h_kv, n_block, m_min, n_m, t0, t1, s_q, s_kv,
-                group, scale, scale_log2, acc_dK, acc_dV):
-        """Trips [t0, t1) of the MMA warps; dK/dV accumulate in ``acc_dK``/``acc_dV``
-        (:meth:`dkv_accumulators`), which the caller hands to the epilogue."""
+                group, scale, scale_log2, split=()):
+        """Trips [t0, t1) of the MMA warps, then dK/dV out: through the epilogue, or with a tail
+        split's values in ``split``, through :meth:`gather_parts` first."""
         kp = self.kp
         tl = kp.tile
         t_m, t_n, d, dv, stages = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"], tl["q_stages"]
@@ -178,6 +162,8 @@ class MmaRole:
         # thread 0's coordinates: static, so value i's offset from value 0 is a constant
         tdQcdQ0 = mma_dq.get_slice(0).partition_C(cute.make_identity_tensor((t_m, d_c)))
 
+        acc_dK = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, d)), cutlass.Float32)
+        acc_dV = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, dv)), cutlass.Float32)
         acc_dK.fill(0.0)
         acc_dV.fill(0.0)
 
@@ -331,6 +317,10 @@ class MmaRole:
                 cute.arch.cp_async_bulk_wait_group(0, read=False)
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
+        if cutlass.const_expr(len(split) == 0):
+            self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
+        elif self.gather_parts(acc_dK, acc_dV, tidx, split) != 0:  # the last part of the tile
+            self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
 
     def job(self, *args) -> Job:
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
