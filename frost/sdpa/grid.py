@@ -80,7 +80,7 @@ class TailSplit:
 
 
 def _split_makespan(tiles: int, trips: int, n_split: int, parts: int, slots: int,
-                    overhead: float, fixup: float) -> float:
+                    overhead: float, fixup: float, quantum: int = 1) -> float:
     """List scheduling of ``tiles - n_split`` whole tiles, then every split tile's parts."""
     whole = tiles - n_split
     w = trips + overhead
@@ -88,7 +88,7 @@ def _split_makespan(tiles: int, trips: int, n_split: int, parts: int, slots: int
     free = [(q + 1) * w] * r + [q * w] * (slots - r)  # already a heap (sorted)
     heapq.heapify(free)
     sizes = [hi - lo + overhead + fixup for lo, hi in
-             (masks.trip_range_model(p, parts, trips) for p in range(parts))]
+             (masks.trip_range_model(p, parts, trips, quantum) for p in range(parts))]
     for _ in range(n_split):
         for size in sizes:
             heapq.heappush(free, heapq.heappop(free) + size)
@@ -121,7 +121,8 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
         if parts > trips:
             break
         for n_split in {min(tiles, r + j * slots) for j in range(3)} - {0}:
-            end = _split_makespan(tiles, trips, n_split, parts, slots, overhead, fixup)
+            end = _split_makespan(tiles, trips, n_split, parts, slots, overhead, fixup,
+                                  2 * kp.tile["q_stages"])
             if end < best.makespan:
                 best = TailSplit(tiles, tiles - n_split, parts, end, unsplit)
     return best if best.gain >= SPLIT_MIN_GAIN else TailSplit(tiles, tiles, 1, unsplit, unsplit)
@@ -129,15 +130,22 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
 
 def estimate(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int, s_kv: int,
              causal: bool = False, causal_align: str = "bottom_right", *, sms: int) -> dict:
-    """{"lpt_heads": the plan's order, "linear": GridEstimate, "chosen": GridEstimate} on a
-    card of ``sms`` SMs; the plan's ``ctas_per_sm`` CTAs share an SM (that many slots each)."""
+    """{"lpt_heads": the plan's order, "linear": GridEstimate, "chosen": GridEstimate,
+    "tail_split": TailSplit or None} on a card of ``sms`` SMs; the plan's ``ctas_per_sm`` CTAs
+    share an SM (that many slots each). ``tail_split`` is :func:`pick_tail_split`'s cut where
+    the plan can take one (non-causal, ``code.tail_split_fits``), else None."""
+    from frost.templates.bwd_main.code import tail_split_fits
+
     if not isinstance(sms, int) or sms < 1:
         raise ValueError(f"sms must be a positive int, got {sms!r}")
     slots = sms * kp.tile.get("ctas_per_sm", 1)
     args = (kp, batch, heads_q, heads_kv, s_q, s_kv, causal, causal_align)
+    split = (pick_tail_split(kp, batch, heads_q, heads_kv, s_q, s_kv, sms=sms)
+             if tail_split_fits(kp, causal) else None)
     return {"lpt_heads": pick_lpt_heads(kp, causal),
             "linear": GridEstimate.of(bwd_main_work(*args, lpt_heads=1), slots),
-            "chosen": GridEstimate.of(bwd_main_work(*args), slots)}
+            "chosen": GridEstimate.of(bwd_main_work(*args), slots), "tail_split": split,
+            "causal": causal}
 
 
 def format_estimate(est: dict, shape: str) -> str:
@@ -153,4 +161,16 @@ def format_estimate(est: dict, shape: str) -> str:
         f"  {'CTA order':<48} tail past a perfect split",
         f"  {'linear block order (lpt_heads=1)':<48} {100 * lin.tail:5.1f} %",
         f"  {f'plan: {name} (lpt_heads={g})':<48} {100 * ch.tail:5.1f} %",
-    ])
+    ] + _split_lines(est.get("tail_split"), ch, est.get("causal", True)))
+
+
+def _split_lines(split: "TailSplit | None", ch: GridEstimate, causal: bool) -> list[str]:
+    if split is None:
+        return [] if causal else ["  tail split: not built for this plan (code.tail_split_fits: "
+                                  "padded d <= 160)"]
+    if not split.n_split:
+        return [f"  tail split: none (a cut gains < {100 * SPLIT_MIN_GAIN:g} % here)"]
+    # the cut's end against the same ideal (its own fix-up work left out of the ideal)
+    tail = (1.0 + ch.tail) * (1.0 - split.gain) - 1.0
+    return [f"  {f'tail split: last {split.n_split} tiles in {split.parts} parts':<48} "
+            f"{100 * tail:5.1f} %  (frost.sdpa cuts this call)"]

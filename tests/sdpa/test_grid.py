@@ -101,3 +101,63 @@ def test_cli_plan_shape(capsys):
 def test_cli_plan_shape_errors(argv, msg, capsys):
     assert cli.main(["plan", "sdpa-bwd", *argv]) == 2
     assert msg in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n,parts,q", [(128, 3, 4), (8, 8, 4), (1, 2, 2), (100, 6, 8), (7, 1, 4)])
+def test_trip_ranges_cover_each_trip_once_from_whole_ring_cycles(n, parts, q):
+    """The parts of a split tile walk every trip once, each from a multiple of the quantum (so
+    its Q/dO ring starts at stage 0, phase 0), in part order; a part may walk none."""
+    ranges = [masks.trip_range_model(p, parts, n, q) for p in range(parts)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == n
+    for (a0, a1), (b0, _) in zip(ranges, ranges[1:]):
+        assert a1 == b0 and a0 <= a1
+    assert all(t0 % q == 0 or t0 == n for t0, _ in ranges)
+    sizes = [t1 - t0 for t0, t1 in ranges]
+    assert max(sizes) - min(sizes) <= q + (n % q)
+
+
+@pytest.mark.parametrize("n_whole,parts", [(0, 3), (5, 2), (23, 8), (24, 4)])
+def test_split_tile_model_deals_every_tile_part_once(n_whole, parts):
+    n_x, heads, batch = 3, 4, 2
+    tiles = n_x * heads * batch
+    grid = masks.split_grid_model(tiles, n_whole, parts)
+    got = [masks.split_tile_model(x, n_x, heads, n_whole, parts) for x in range(grid)]
+    seen = {(n, h, b, p) for n, h, b, p, _ in got}
+    assert len(seen) == grid  # no (tile, part) twice
+    whole = got[:n_whole]
+    assert whole == [(t % n_x, t // n_x % heads, t // (n_x * heads), 0, 1) for t in range(n_whole)]
+    for n, h, b, p, k in got[n_whole:]:
+        assert k == parts and 0 <= p < parts and n + n_x * (h + heads * b) >= n_whole
+
+
+def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
+    """The pick's makespans are those of frost.sched.waves.dispatch over the same CTA work;
+    on 170 SMs the bench grid (12.05 waves) is cut, on 132 (15.52) the gain stays below the
+    floor, and a grid of whole waves is never cut."""
+    from frost.sched.waves import GridEstimate
+    from frost.sdpa.grid import SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN, pick_tail_split
+
+    kp = _kp(128)
+    cut = pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=170)
+    assert cut.n_split > 0 and cut.parts > 1 and cut.gain >= SPLIT_MIN_GAIN
+    trips = 4096 // kp.tile["tile_m"]
+    work = [trips + OVERHEAD_TRIPS] * cut.n_whole
+    for _ in range(cut.n_split):
+        work += [hi - lo + OVERHEAD_TRIPS + SPLIT_FIXUP_TRIPS for lo, hi in
+                 (masks.trip_range_model(p, cut.parts, trips, 2 * kp.tile["q_stages"])
+                  for p in range(cut.parts))]
+    assert GridEstimate.of(work, 170).makespan == pytest.approx(cut.makespan)
+    whole = GridEstimate.of([trips + OVERHEAD_TRIPS] * cut.tiles, 170).makespan
+    assert cut.unsplit == pytest.approx(whole) and cut.makespan < whole
+    assert pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=132).n_split == 0
+    assert pick_tail_split(kp, 1, 33, 33, 4096, 4096, sms=132).n_split == 0  # 8 whole waves
+
+
+def test_cli_plan_shape_prints_the_cut(capsys):
+    assert cli.main(["plan", "sdpa-bwd", "--arch", "sm_120a", "--shape", "4,16,4096",
+                     "--sms", "170"]) == 0
+    out = capsys.readouterr().out
+    assert "tail split: last 8 tiles in 8 parts" in out
+    assert cli.main(["plan", "sdpa-bwd", "--arch", "sm_120a", "--head-dim", "256", "--shape",
+                     "2,8,4096", "--sms", "170"]) == 0
+    assert "tail split: not built" in capsys.readouterr().out
