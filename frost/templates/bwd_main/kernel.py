@@ -5,10 +5,12 @@ Public interface (stable)::
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
-                         exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None)
+                         exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None,
+                         tail_split=None)
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
-    kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None)  # torch
-    kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream)  # @cute.jit, cute tensors
+    kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
+                split=None)                        # torch; split: tail_split builds only
+    kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream[, split])  # @cute.jit
 
 ``kplan`` is ``plan_sdpa_bwd(...).kernel("bwd_main")`` (see ``default_plan``); ``__call__`` is the
 ``@cute.jit`` entry that another jit function (the fused chain) calls with cute tensors of the
@@ -33,24 +35,30 @@ H_q must be a multiple of H_kv (GQA/MQA: one CTA loops over the whole q-head gro
 runtime values: one compile per (dtype, head dim, causal + alignment, plan, use_pdl, dq_splits,
 skip, code choices).
 
-How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. Warp roles from the plan: MMA warps
-(``mma.py``), one TMA producer warp (``load.py``) and register donors in its warpgroup;
-``setmaxnreg`` moves registers from the producer warpgroup to the MMA warps. Q/dO stream through a
+How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. A ``tail_split`` build (non-causal,
+d <= 160) also takes ``split`` = (slots, counters, n_whole, parts) (:mod:`.host`): with a cut it
+launches a 1-D grid whose last tiles run as ``parts`` CTAs each (``masks.split_tile``), the last
+part to finish writing the tile (``epilogue.gather_parts``); without one, the 3-D grid.
+
+Warp roles from the plan: MMA warps (``mma.py``), one TMA producer warp (``load.py``) and register
+donors in its warpgroup; ``setmaxnreg`` moves registers from the producer warpgroup to the MMA
+warps. Q/dO stream through a
 ``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-12-01: all 168 GPU tests at 12e391c, bench/results/v42/suite):
+Verified (H200, sm_90a build, 2026-12-01: all 180 GPU tests at 0bb1fc2, bench/results/v44):
 tests/templates/test_bwd_main.py covers head dims 32..256 (padded 40/72/200), causal both
 alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16, PDL on/off, a second tile
 plan, 16-MMA-warp plans, the dq_splits mode, every code knob below (interleave 0/1, dq_vec=4,
 p_store="st32", lookahead=1, dq_chunks 1/2/4, exp2_poly=1, q_rotate=1, serial_sdp=1, dq_k_held
-0/1, lpt_heads 0/4) and every plan option below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16)
-against a float64 reference.
+0/1, lpt_heads 0/4, tail_split with cuts of 2..8 parts, empty parts and dq_splits bitwise)
+and every plan option below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64
+reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
-(opt-in) and ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20) to their measured defaults;
-``self.code`` holds them.
+(opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20) and ``tail_split`` (v44) to their
+measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``reduce_block``, ``s_rows``
 /``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``) are documented, with where
