@@ -32,35 +32,33 @@ def ex2(x, *, loc=None, ip=None) -> cutlass.Float32:
         asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
+def _store_asm(op: str, ptr, vals, loc, ip) -> None:
+    """``op [ptr], {vals}`` as volatile inline PTX: a global store or reduction of 1, 2 or 4
+    fp32 values (``op`` names the vector width, e.g. ``red.global.add.v2.f32``)."""
+    addr = ptr.toint(loc=loc, ip=ip).ir_value(loc=loc, ip=ip)
+    args = [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in vals]
+    regs = ", ".join(f"${i + 1}" for i in range(len(args)))
+    llvm.inline_asm(
+        None, [addr, *args], f"{op} [$0], {{{regs}}};", "l" + ",f" * len(args),
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
 @dsl_user_op
 def red_add_v2_f32(ptr, a, b, *, loc=None, ip=None) -> None:
     """``*ptr += a; *(ptr + 1) += b`` atomically (relaxed, gpu scope); ``ptr`` 8-byte aligned."""
-    addr = ptr.toint(loc=loc, ip=ip).ir_value(loc=loc, ip=ip)
-    llvm.inline_asm(
-        None, [addr, cutlass.Float32(a).ir_value(loc=loc, ip=ip),
-               cutlass.Float32(b).ir_value(loc=loc, ip=ip)],
-        "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f", has_side_effects=True,
-        is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    _store_asm("red.global.add.v2.f32", ptr, (a, b), loc, ip)
 
 
 @dsl_user_op
 def red_add_v4_f32(ptr, a, b, c, d, *, loc=None, ip=None) -> None:
     """``ptr[0..3] += (a, b, c, d)`` atomically (relaxed, gpu scope); ``ptr`` 16-byte aligned."""
-    addr = ptr.toint(loc=loc, ip=ip).ir_value(loc=loc, ip=ip)
-    vals = [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (a, b, c, d)]
-    llvm.inline_asm(
-        None, [addr, *vals], "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
-        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    _store_asm("red.global.add.v4.f32", ptr, (a, b, c, d), loc, ip)
 
 
 @dsl_user_op
 def st_v4_f32(ptr, a, b, c, d, *, loc=None, ip=None) -> None:
     """``ptr[0..3] = (a, b, c, d)`` (weak, 16-byte aligned global store)."""
-    addr = ptr.toint(loc=loc, ip=ip).ir_value(loc=loc, ip=ip)
-    vals = [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (a, b, c, d)]
-    llvm.inline_asm(
-        None, [addr, *vals], "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
-        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    _store_asm("st.global.v4.f32", ptr, (a, b, c, d), loc, ip)
 
 
 @dsl_user_op
