@@ -95,7 +95,7 @@ def tail_split_args(torch, kern, b: int, h: int, s: int):
     """The ``split`` launch argument of a tail_split kernel at (b, h, s): the grid model's cut
     for ``kern.ab_split_sms`` SMs (None: this GPU's; 0: no cut), with zeroed counters."""
     from frost.sdpa.grid import pick_tail_split
-    from frost.templates.bwd_main.host import n_tiles, split_slot_floats
+    from frost.templates.bwd_main.host import make_split, n_tiles
 
     sms = kern.ab_split_sms
     if sms is None:
@@ -104,8 +104,7 @@ def tail_split_args(torch, kern, b: int, h: int, s: int):
     ts = pick_tail_split(kern.kp, b, h, h, s, s, sms=sms) if sms else None
     n_split, parts = (ts.n_split, ts.parts) if ts is not None else (0, 1)
     print(f"  split {kern.code}: {n_split} of {tiles} tiles in {parts} parts ({sms} SMs)")
-    return (torch.empty(n_split * parts * split_slot_floats(kern.kp) + 4, device="cuda"),
-            torch.zeros(n_split + 1, dtype=torch.int32, device="cuda"), tiles - n_split, parts)
+    return make_split(torch, kern.kp, tiles, n_split, parts)
 
 
 def plot(results: list[dict], path: str, title: str = "") -> str:

@@ -323,10 +323,11 @@ class _Launch:
     chain: CompiledChain
     shape_q: tuple
     shape_kv: tuple
-    ws_floats: int        # delta | lse_log2 | dq_accum | tail-split slots
+    ws_floats: int        # delta | lse_log2 | dq_accum [| tail-split slots | counters]
     ws_rows: int          # B·H_q·S_q_pad: each workspace region's length in floats
-    slots_at: int         # where the tail-split slots start, in floats (0: no split)
-    n_split: int          # tiles this call splits (counters it needs)
+    slots_at: int         # where the tail-split slots start, in floats (0: no cut)
+    counters_at: int      # where its int32 arrival counters start (zeroed by every call)
+    n_split: int          # tiles this call cuts (counters it needs)
     scalars: tuple        # b, s_q, s_kv, h_q, h_kv, s_pad, n_splits, n_whole, parts, strides..., scale
 
     @classmethod
@@ -336,10 +337,13 @@ class _Launch:
         split = tail_split(ch, p, device_index)
         if split.n_split:  # the same plan, its kernel built with tail splits
             ch = get_chain(dataclasses.replace(ch.key, tail_split=True))
-        slots_at = floats if split.n_split else 0
-        floats += split.n_split * split.parts * ch.cfg.split_slot_floats
+        slots_at = counters_at = 0
+        if split.n_split:  # slots, then the counters, each a multiple of 4 floats (16 bytes)
+            slots_at = floats
+            counters_at = slots_at + split.n_split * split.parts * ch.cfg.split_slot_floats
+            floats = counters_at + -(-split.n_split // 4) * 4
         return cls(ch, (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d), floats,
-                   p.b * p.h_q * s_pad, slots_at, split.n_split,
+                   p.b * p.h_q * s_pad, slots_at, counters_at, split.n_split,
                    _scalars(p, s_pad, n_splits, prep.strides, prep.scale, split))
 
 
@@ -355,27 +359,23 @@ def _io_strides(q, k, v, o, do, lse) -> list:
 def _scalars(p: Problem, s_pad: int, n_splits: int, strides, scale: float, split=None) -> tuple:
     """Every launch value after the pointers and before the stream (``split``: a
     :class:`~frost.sdpa.grid.TailSplit`, or None for every tile whole)."""
-    n_whole, parts = (split.n_whole, split.parts) if split is not None else (_tiles(p, None), 1)
+    n_whole, parts = (split.n_whole, split.parts) if split is not None else (0, 1)
     return (p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, n_whole, parts, *strides, scale)
-
-
-def _tiles(p: Problem, tile_n: int | None) -> int:
-    """bwd_main's KV tiles (whole-grid CTAs); with tile_n None, an upper bound (1-row tiles)."""
-    return -(-p.s_kv // (tile_n or 1)) * p.h_kv * p.b
 
 
 _TAIL_SPLIT = {"enabled": True}
 _SMS: dict = {}
-_COUNTERS: dict = {}
 
 
 def set_tail_split(enabled: bool) -> None:
     """Let non-causal calls cut the grid's last KV tiles into parts (True, the default) or run
-    every tile whole (same kernels; for A/B timing). Takes effect for call signatures not seen
-    yet: call :func:`clear_cache` first to re-plan those already seen."""
+    every tile whole (for A/B timing). Every call signature is planned again; compiled chains
+    stay cached. With a cut, dK/dV sum their parts in a fixed order (still bitwise reproducible
+    from run to run), but the cut depends on the GPU's SM count and on this setting."""
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
     _TAIL_SPLIT["enabled"] = enabled
+    _SIGS.clear()
 
 
 def tail_split(ch: CompiledChain, p: Problem, device_index: int):
@@ -386,8 +386,10 @@ def tail_split(ch: CompiledChain, p: Problem, device_index: int):
     from frost.sdpa.grid import TailSplit, pick_tail_split
     from frost.templates.bwd_main.code import tail_split_fits
 
+    from frost.templates.bwd_main.host import n_tiles
+
     main = ch.main
-    tiles = _tiles(p, ch.cfg.tile_n)
+    tiles = n_tiles(main.kp, p.b, p.h_kv, p.s_kv) if main is not None else 0
     if main is None or not _TAIL_SPLIT["enabled"] or \
             not tail_split_fits(main.kp, ch.key.causal_align != "none"):
         return TailSplit(tiles, tiles, 1, 0.0, 0.0)
@@ -396,15 +398,6 @@ def tail_split(ch: CompiledChain, p: Problem, device_index: int):
         sms = _SMS[device_index] = _torch().cuda.get_device_properties(device_index).multi_processor_count
     return pick_tail_split(main.kp, p.b, p.h_q, p.h_kv, p.s_q, p.s_kv, sms=sms)
 
-
-def _counters(torch, idx: int, stream: int, n: int):
-    """Zeroed int32 arrival counters of the tail split for device ``idx`` and this stream (the
-    kernel leaves them zero again, so one buffer serves every launch in stream order)."""
-    buf = _COUNTERS.get((idx, stream))
-    if buf is None or buf.numel() < n:
-        buf = _COUNTERS[(idx, stream)] = torch.zeros(max(n, 256), dtype=torch.int32,
-                                                      device=f"cuda:{idx}")
-    return buf
 
 
 _SIGS: dict = {}
@@ -468,8 +461,9 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     idx = q.get_device()
     stream = _stream(torch, idx)
     slots = counters = 0
-    if run.n_split:
-        slots, counters = a + 4 * run.slots_at, _counters(torch, idx, stream, run.n_split).data_ptr()
+    if run.n_split:  # the arrival counters start at zero on every call (a memset)
+        ws[run.counters_at:run.ws_floats].zero_()
+        slots, counters = a + 4 * run.slots_at, a + 4 * run.counters_at
     vals = (*ptrs, lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows,
             a + 8 * rows, slots, counters, *run.scalars, stream)
     if idx == torch.cuda.current_device():

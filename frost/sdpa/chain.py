@@ -145,13 +145,14 @@ class BwdChain:
                 acc = mAcc[0, None, None, None, None]
             split = ()
             if cutlass.const_expr(self.main_tail_split):
+                # sized as the API allocates them (a launch without a cut never touches them)
                 n_split = cute.ceil_div(s_kv, cfg.tile_n) * h_kv * b - n_whole
                 slots = cute.make_tensor(
                     cute.make_ptr(Float32, a_slots, cute.AddressSpace.gmem, assumed_align=16),
-                    cute.make_layout(n_split * parts * cfg.split_slot_floats + 4))
+                    cute.make_layout(n_split * parts * cfg.split_slot_floats))
                 counters = cute.make_tensor(
-                    cute.make_ptr(Int32, a_cnt, cute.AddressSpace.gmem, assumed_align=4),
-                    cute.make_layout(n_split + 1))
+                    cute.make_ptr(Int32, a_cnt, cute.AddressSpace.gmem, assumed_align=16),
+                    cute.make_layout(n_split))
                 split = ((slots, counters, n_whole, parts),)
             self.main(mQ, mK, mV, mdO, mLSE2, mDelta, acc, mdK, mdV, scale, stream, *split)
         if cutlass.const_expr("dq_convert" in self.stages):

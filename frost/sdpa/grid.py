@@ -31,12 +31,7 @@ def bwd_main_work(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: 
                   causal: bool = False, causal_align: str = "bottom_right",
                   lpt_heads: int | None = None, overhead: float = OVERHEAD_TRIPS) -> list[float]:
     """Each CTA's work in trips, in launch order; ``lpt_heads`` None = the plan's default."""
-    for name, v in (("batch", batch), ("heads_q", heads_q), ("heads_kv", heads_kv),
-                    ("s_q", s_q), ("s_kv", s_kv)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if heads_q % heads_kv:
-        raise ValueError(f"heads_q={heads_q} is not a multiple of heads_kv={heads_kv}")
+    _check_sizes(batch, heads_q, heads_kv, s_q, s_kv)
     tm, tn = kp.tile["tile_m"], kp.tile["tile_n"]
     align = masks.CausalAlign.parse(causal, causal_align)
     lpt = CodeChoices.resolve(kp, causal=causal, lpt_heads=lpt_heads).lpt_heads  # checked
@@ -49,6 +44,22 @@ def bwd_main_work(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: 
              (masks.q_block_range_model(align, n, tm, tn, s_q, s_kv) for n in range(grid[0]))]
     return [trips[masks.cta_tile_model((x, y, z), grid, lpt)[0]] + overhead
             for z in range(batch) for y in range(heads_kv) for x in range(grid[0])]
+
+
+def _check_sizes(batch, heads_q, heads_kv, s_q, s_kv) -> None:
+    for name, v in (("batch", batch), ("heads_q", heads_q), ("heads_kv", heads_kv),
+                    ("s_q", s_q), ("s_kv", s_kv)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if heads_q % heads_kv:
+        raise ValueError(f"heads_q={heads_q} is not a multiple of heads_kv={heads_kv}")
+
+
+def _slots(kp: KernelPlan, sms) -> int:
+    """CTA slots of a card of ``sms`` SMs: the plan's ``ctas_per_sm`` CTAs share an SM."""
+    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+        raise ValueError(f"sms must be a positive int, got {sms!r}")
+    return sms * kp.tile.get("ctas_per_sm", 1)
 
 
 SPLIT_PARTS = (2, 3, 4, 6, 8)  # parts a split tile may be cut into
@@ -108,21 +119,21 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
         >>> ts.n_split > 0, round(ts.gain, 2)
         (True, 0.07)
     """
-    if not isinstance(sms, int) or sms < 1:
-        raise ValueError(f"sms must be a positive int, got {sms!r}")
-    tm, tn = kp.tile["tile_m"], kp.tile["tile_n"]
-    tiles = -(-s_kv // tn) * heads_kv * batch
-    trips = -(-s_q // tm) * (heads_q // heads_kv)
-    slots = sms * kp.tile.get("ctas_per_sm", 1)
+    from frost.templates.bwd_main.host import n_tiles
+
+    _check_sizes(batch, heads_q, heads_kv, s_q, s_kv)
+    slots = _slots(kp, sms)
+    tiles = n_tiles(kp, batch, heads_kv, s_kv)
+    trips = -(-s_q // kp.tile["tile_m"]) * (heads_q // heads_kv)
+    quantum = 2 * kp.tile["q_stages"]  # parts are cut at whole ring cycles (masks.trip_range)
     unsplit = _split_makespan(tiles, trips, 0, 1, slots, overhead, fixup)
     best = TailSplit(tiles, tiles, 1, unsplit, unsplit)
     r = tiles % slots
     for parts in SPLIT_PARTS:
-        if parts > trips:
+        if parts > -(-trips // quantum):  # more parts than ring cycles: some would be empty
             break
         for n_split in {min(tiles, r + j * slots) for j in range(3)} - {0}:
-            end = _split_makespan(tiles, trips, n_split, parts, slots, overhead, fixup,
-                                  2 * kp.tile["q_stages"])
+            end = _split_makespan(tiles, trips, n_split, parts, slots, overhead, fixup, quantum)
             if end < best.makespan:
                 best = TailSplit(tiles, tiles - n_split, parts, end, unsplit)
     return best if best.gain >= SPLIT_MIN_GAIN else TailSplit(tiles, tiles, 1, unsplit, unsplit)
@@ -136,9 +147,7 @@ def estimate(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int, 
     the plan can take one (non-causal, ``code.tail_split_fits``), else None."""
     from frost.templates.bwd_main.code import tail_split_fits
 
-    if not isinstance(sms, int) or sms < 1:
-        raise ValueError(f"sms must be a positive int, got {sms!r}")
-    slots = sms * kp.tile.get("ctas_per_sm", 1)
+    slots = _slots(kp, sms)
     args = (kp, batch, heads_q, heads_kv, s_q, s_kv, causal, causal_align)
     split = (pick_tail_split(kp, batch, heads_q, heads_kv, s_q, s_kv, sms=sms)
              if tail_split_fits(kp, causal) else None)
@@ -167,7 +176,7 @@ def format_estimate(est: dict, shape: str) -> str:
 def _split_lines(split: "TailSplit | None", ch: GridEstimate, causal: bool) -> list[str]:
     if split is None:
         return [] if causal else ["  tail split: not built for this plan (code.tail_split_fits: "
-                                  "padded d <= 160)"]
+                                  "padded d <= 160, default dQ forms)"]
     if not split.n_split:
         return [f"  tail split: none (a cut gains < {100 * SPLIT_MIN_GAIN:g} % here)"]
     # the cut's end against the same ideal (its own fix-up work left out of the ideal)

@@ -283,14 +283,10 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     dv = torch.full_like(v, float("nan"))
     split = None
     if tail is not None:
-        from frost.templates.bwd_main.host import n_tiles, split_slot_floats
+        from frost.templates.bwd_main.host import make_split, n_tiles
 
         assert kern.code.tail_split, "tail needs a kernel with tail_split=1"
-        n_split, parts = tail
-        tiles = n_tiles(kern.kp, B, Hkv, Skv)
-        split = (torch.full((n_split * parts * split_slot_floats(kern.kp) + 4,), float("nan"),
-                            device=dev), torch.zeros(n_split + 1, dtype=torch.int32, device=dev),
-                 tiles - n_split, parts)
+        split = make_split(torch, kern.kp, n_tiles(kern.kp, B, Hkv, Skv), *tail, dev, poison=True)
     kern.launch(q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale, split=split)
     torch.cuda.synchronize()
     if split is not None:

@@ -144,7 +144,7 @@ def tail_split_fits(kp: KernelPlan, causal: bool = False) -> bool:
             and bool(tl.get("reduce_block")))
 
 
-def pick_tail_split(kp: KernelPlan, causal: bool = False) -> int:
+def default_tail_split(kp: KernelPlan, causal: bool = False) -> int:
     """0: a kernel is built without tail splits unless asked. ``frost.sdpa`` asks for a second
     build with ``tail_split=1`` for the calls whose grid the model cuts
     (:func:`frost.sdpa.grid.pick_tail_split`): on the H200 the split kernel ran 1-2 % slower
@@ -228,8 +228,9 @@ class CodeChoices:
             raise CodeChoiceError(f"lpt_heads must be an int in [0, 2**31) (1: linear CTA order, "
                                   f"0: heaviest KV tiles first over all heads, G: in groups of "
                                   f"G), got {lpt_heads!r}")
-        split = pick_tail_split(kp, causal) if tail_split is None else tail_split
-        if split not in (0, 1) or (split and not tail_split_fits(kp, causal)):
+        split = default_tail_split(kp, causal) if tail_split is None else tail_split
+        if isinstance(split, bool) or split not in (0, 1) or \
+                (split and not tail_split_fits(kp, causal)):
             raise CodeChoiceError(f"tail_split must be 0 or 1, and 1 only where it fits "
                                   f"(code.tail_split_fits: non-causal, d <= 160, blocked dQ "
                                   f"workspace, unstaged dQ), got {tail_split!r}")

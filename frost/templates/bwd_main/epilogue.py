@@ -20,8 +20,8 @@ with a partial dK/dV. :meth:`EpilogueRole.gather_parts` makes one of them write 
    part came last: deterministic), resets the counter to 0 for the next launch, and goes on to
    the epilogue above; the others are done.
 
-The counters must be zero before the launch (the caller's workspace is zeroed once; every
-launch leaves them zero again).
+The counters must be zero at the launch: ``frost.sdpa`` zeroes them in each call's workspace
+(a memset before the chain); the kernel also leaves them zero.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import cutlass.cute as cute
 
 from frost.tile_dsl.ptx import bar_red_or, ld_cg_v4_f32, st_v4_f32
 
+from .host import split_slot_floats
 from .load import tma_tile
 
 VEC = 4  # fp32 values per 16-byte slot access
@@ -87,6 +88,7 @@ class EpilogueRole:
             sizes = [cute.size(a) for a in accs]
             assert all(n % VEC == 0 for n in sizes), "dK/dV fragments must be whole 16-B vectors"
             slot = sum(sizes) * nthr
+            assert slot == split_slot_floats(self.kp), "slot size: host and kernel disagree"
             base = (ts * n_parts + part) * slot
             off = 0
             for a, n in zip(accs, sizes):

@@ -25,6 +25,16 @@ def n_tiles(kp: KernelPlan, batch: int, heads_kv: int, s_kv: int) -> int:
     return -(-s_kv // kp.tile["tile_n"]) * heads_kv * batch
 
 
+def make_split(torch, kp: KernelPlan, tiles: int, n_split: int, parts: int, device="cuda",
+               poison: bool = False) -> tuple:
+    """The ``split`` launch argument for cutting the last ``n_split`` of ``tiles`` tiles into
+    ``parts``: fresh slots (NaN with ``poison``) and zeroed counters."""
+    fill = float("nan") if poison else 0.0
+    return (torch.full((max(n_split * parts * split_slot_floats(kp), 4),), fill, device=device),
+            torch.zeros(max(n_split, 1), dtype=torch.int32, device=device), tiles - n_split,
+            parts)
+
+
 class HostMixin:
     """Fake arguments, ``compile`` and the torch ``launch`` of ``BwdMainKernel``."""
 
@@ -89,9 +99,8 @@ class HostMixin:
         if self.code.tail_split:
             tiles = n_tiles(self.kp, q.shape[0], k.shape[2], k.shape[1])
             if split is None:
-                split = (torch.zeros(4, dtype=torch.float32, device=q.device),
-                         torch.zeros(1, dtype=torch.int32, device=q.device), tiles, 1)
-            self._check_split(split, tiles)
+                split = make_split(torch, self.kp, tiles, 0, 1, q.device)
+            self._check_split(split, tiles, q.device)
             slots, counters, n_whole, parts = split
             extra = ((from_dlpack(slots, assumed_align=16).mark_layout_dynamic(),
                       from_dlpack(counters, assumed_align=4).mark_layout_dynamic(),
@@ -106,20 +115,22 @@ class HostMixin:
                                               *extra)
         self._compiled(*args, cutlass.Float32(scale), cu_stream, *extra)
 
-    def _check_split(self, split, tiles: int) -> None:
+    def _check_split(self, split, tiles: int, device) -> None:
         import torch
 
         slots, counters, n_whole, parts = split
-        if not (isinstance(n_whole, int) and isinstance(parts, int) and 0 <= n_whole <= tiles
-                and parts >= 1):
+        if any(isinstance(x, bool) or not isinstance(x, int) for x in (n_whole, parts)) \
+                or not 0 <= n_whole <= tiles or parts < 1:
             raise ValueError(f"split: need ints 0 <= n_whole <= {tiles} tiles and parts >= 1, "
                              f"got n_whole={n_whole!r}, parts={parts!r}")
         n_split = tiles - n_whole if parts > 1 else 0
         need = n_split * parts * split_slot_floats(self.kp)
-        if slots.dtype != torch.float32 or not slots.is_contiguous() or slots.numel() < need:
-            raise ValueError(f"split slots must be contiguous fp32 with >= {need} elements")
+        if slots.dtype != torch.float32 or not slots.is_contiguous() or slots.numel() < need \
+                or slots.data_ptr() % 16 or slots.device != device:
+            raise ValueError(f"split slots must be contiguous, 16-byte aligned fp32 on "
+                             f"{device} with >= {need} elements")
         if counters.dtype != torch.int32 or not counters.is_contiguous() \
-                or counters.numel() < n_split:
+                or counters.numel() < n_split or counters.device != device:
             raise ValueError(f"split counters must be contiguous int32 (zeroed) with >= {n_split} "
                              f"elements")
         if need >= 2**31:

@@ -220,7 +220,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mdO: cute.Tensor,
                  mLSE2: cute.Tensor, mDelta: cute.Tensor, mdQacc: cute.Tensor,
-                 mdK: cute.Tensor, mdV: cute.Tensor, scale: cutlass.Float32, stream, split=()):
+                 mdK: cute.Tensor, mdV: cute.Tensor, scale: cutlass.Float32, stream, split=None):
         kp = self.kp
         tl = kp.tile
         t_m, t_n, d, dv = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"]
@@ -298,7 +298,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tidx = cute.arch.thread_idx()[0]
         if cutlass.const_expr(len(tail) > 0):
-            n_block, h_kv, b, part, n_parts = masks.split_tile(tail[4], tail[5], tail[2], tail[3])
+            _, _, n_whole, parts, n_x, n_heads = tail
+            n_block, h_kv, b, part, n_parts = masks.split_tile(n_x, n_heads, n_whole, parts)
         else:
             n_block, h_kv, b = masks.cta_tile(self.code.lpt_heads)
 
@@ -353,7 +354,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                 self.consume(*args, 0, t1, *rest)
             elif n_parts > 1:
                 # a part of a split tile: its slice of the trips, then gather_parts
-                self.consume(*args, t0, t1, *rest, tail[:4])
+                m_ws, m_cnt = tail[0], tail[1]
+                self.consume(*args, t0, t1, *rest, (m_ws, m_cnt, n_whole, parts))
             else:  # a whole tile: the MMA code of the plain build, trip 0 a constant (v44: with
                 # one copy for both, whole tiles ran 1.5-3 % slower than the plain build's)
                 self.consume(*args, 0, n_m * group, *rest)
