@@ -679,8 +679,6 @@ def test_can_implement_rechecks_mbarrier_counts():
     at trace time (it would otherwise hang the GPU)."""
     import dataclasses
 
-    from frost.templates.bwd_main import BwdMainError
-
     kp = default_plan("sm_120a", 128)
     bad = dataclasses.replace(kp, mbarriers=tuple(
         dataclasses.replace(m, tx_bytes=m.tx_bytes + 16) if m.name == "q_full" else m
@@ -836,8 +834,6 @@ def test_dq_vec_four_issues_16_byte_atomics():
 @pytest.mark.compile
 def test_p_store_stmatrix_replaces_the_32_bit_stores():
     """P and dS leave registers by stmatrix.x4 where warp tiles are whole 16x16 blocks."""
-    import re
-
     kp = default_plan("sm_120a", 64)
     on = BwdMainKernel(kp)
     assert on.p_store == "stmatrix"
@@ -952,63 +948,3 @@ def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
     with pytest.raises(ValueError, match="multiple of the plan's reduce_block=8"):
         kern._check(*args(12))
     kern._check(*args(16))  # whole blocks: accepted
-
-
-TAIL = (("tail_split", 1),)
-
-
-@pytest.mark.compile
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("d", [32, 64, 128, 160])
-def test_compile_tail_split(arch, d):
-    """The tail-split build: its arrival counter (acc_rel atomic), the predicate barrier, the
-    slot stores and L2 reads are there, the plain build has none of them, and it stays
-    spill-free and lint-clean (compile() lints)."""
-    kp = default_plan(arch, d)
-    rep = BwdMainKernel(kp, "bf16", use_pdl=True, tail_split=1).compile(arch)
-    plain = BwdMainKernel(kp, "bf16", use_pdl=True).compile(arch).ptx
-    for needle in (r"atom\.global\.acq_rel\.add", r"bar\.red\.or\.pred", r"ld\.global\.cg\.v4\.f32",
-                   r"st\.global\.v4\.f32", r"fence\.acq_rel\.gpu", "%nctaid"):
-        assert re.search(needle, rep.ptx), needle
-        assert not re.search(needle, plain), needle
-    assert rep.count("mma.sync.aligned.m16n8k16") == plain.count("mma.sync.aligned.m16n8k16") * 2
-    assert _resources(rep)[1] == 0
-
-
-@pytest.mark.parametrize("d,causal,tile", [(256, False, None), (192, False, None), (128, True, None),
-                                           (128, False, {"stage_reductions": 1})])
-def test_tail_split_only_where_it_fits(d, causal, tile):
-    kp = default_plan("sm_120a", d, causal=causal, tile=tile)
-    with pytest.raises(BwdMainError, match="tail_split"):
-        BwdMainKernel(kp, causal=causal, tail_split=1)
-# (B, S_q, S_kv, H_q, H_kv, D, dtype, tiles to split, parts): every tile, the last few, an
-# 8-way cut of 8 trips (quantum 4: six parts walk no trip at all), GQA, S_q != S_kv with tails
-TAIL_CASES = [(2, 256, 256, 2, 2, 128, "bf16", 8, 2), (2, 256, 256, 2, 2, 128, "bf16", 3, 3),
-              (1, 256, 256, 1, 1, 128, "bf16", 2, 8), (1, 300, 300, 8, 2, 64, "bf16", 3, 3),
-              (2, 1000, 333, 2, 2, 96, "fp16", 4, 2), (1, 200, 700, 3, 1, 160, "bf16", 6, 4),
-              (1, 64, 512, 2, 2, 32, "fp16", 4, 3)]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("b,sq,skv,hq,hkv,d,dtype,n_split,parts", TAIL_CASES)
-def test_gpu_tail_split(b, sq, skv, hq, hkv, d, dtype, n_split, parts):
-    """Tail-split launches (masks.split_tile; epilogue.gather_parts) against the reference."""
-    _, whole = run_case(b, sq, skv, hq, hkv, d, dtype, seed=3)  # the plain kernel
-    _, cut = run_case(b, sq, skv, hq, hkv, d, dtype, seed=3, knobs=TAIL, tail=(n_split, parts))
-    _, uncut = run_case(b, sq, skv, hq, hkv, d, dtype, seed=3, knobs=TAIL)  # its 3-D grid
-
-    # with and without the cut: dQ's atomics reorder, dK/dV add the parts
-    for a, c, u in zip(whole, cut, uncut):
-        assert (a - c).norm() <= 2e-3 * a.norm() and (a - u).norm() <= 2e-3 * a.norm()
-
-
-@pytest.mark.gpu
-def test_gpu_tail_split_deterministic():
-    """With dq_splits, a tail-split launch is bitwise reproducible: the last part sums the
-    parts in part order, whichever finished last."""
-    import torch
-
-    runs = [run_case(2, 384, 384, 2, 2, 64, splits=True, seed=5, knobs=TAIL, tail=(6, 3))[1]
-            for _ in range(3)]
-    for r in runs[1:]:
-        assert all(torch.equal(a, b) for a, b in zip(runs[0], r))

@@ -100,6 +100,8 @@ class EpilogueRole:
             cute.arch.barrier(barrier_id=sync.id, number_of_threads=sync.threads)
             last = cutlass.Int32(0)
             if tidx == 0:
+                if cutlass.const_expr(self.arrival_delay_ns != 0):  # tests only: pick the last
+                    self._delay_arrival(part, n_parts)
                 old = cute.arch.atomic_add(m_cnt.iterator + ts, cutlass.Int32(1), sem="acq_rel",
                                            scope="gpu")
                 last = cutlass.Int32(old == n_parts - 1)
@@ -127,3 +129,12 @@ class EpilogueRole:
                 acc_dK.fill(0.0)  # them from living on through the branch above (spills)
                 acc_dV.fill(0.0)
         return writes
+
+    @cute.jit
+    def _delay_arrival(self, part, n_parts):
+        """Spin on %globaltimer for part·ns (or (n_parts − 1 − part)·|ns|): tests only."""
+        ns = self.arrival_delay_ns
+        steps = part if ns > 0 else n_parts - 1 - part  # a Python int: fixed at trace time
+        end = cute.arch.globaltimer() + cutlass.Int64(steps) * cutlass.Int64(abs(ns))
+        while cute.arch.globaltimer() < end:
+            pass

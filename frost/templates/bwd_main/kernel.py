@@ -6,7 +6,7 @@ Public interface (stable)::
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
                          exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None,
-                         tail_split=None)
+                         tail_split=None, arrival_delay_ns=0)  # arrival_delay_ns: tests only
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
                 split=None)                        # torch; split: tail_split builds only
@@ -70,7 +70,9 @@ from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const
 a benchmark can see what the stage costs (``bench/bwd_main_sweep.py``). The user API
 (``frost.sdpa``) never sets it; the default (empty) compiles to the same PTX as without the knob.
 It is part of the kernel's identity (an attribute read at trace time, so it changes the traced IR
-and with it the CuTe DSL JIT-cache key)::
+and with it the CuTe DSL JIT-cache key). ``arrival_delay_ns`` (tests only, ``tail_split`` builds):
+part p of a split tile waits p·ns (> 0) or (parts − 1 − p)·|ns| (< 0) before it arrives on its
+tile's counter, so that a test can choose which part comes last (``epilogue.gather_parts``)::
 
     dq_atomic   keep dQ = dS·K but issue no red.global.add (the partials are folded into one dK
                 accumulator so the GEMM is not dead-code eliminated)
@@ -140,7 +142,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                  dq_vec: int | None = None, dq_chunks: int | None = None,
                  p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
                  q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None,
-                 lpt_heads: int | None = None, tail_split: int | None = None):
+                 lpt_heads: int | None = None, tail_split: int | None = None,
+                 arrival_delay_ns: int = 0):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -162,6 +165,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code
+        if isinstance(arrival_delay_ns, bool) or not isinstance(arrival_delay_ns, int) or \
+                (arrival_delay_ns and not code.tail_split):
+            raise BwdMainError(f"arrival_delay_ns must be an int, nonzero only with tail_split=1, "
+                               f"got {arrival_delay_ns!r}")
+        self.arrival_delay_ns = arrival_delay_ns
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
         self.q_rotate, self.serial_sdp, self.dq_k_held = code.q_rotate, code.serial_sdp, code.dq_k_held
