@@ -225,3 +225,22 @@ def test_chain_jitter_places_only_the_workspace():
     placed.offset = None
     assert isinstance(placed.empty(100, dtype="f32"), Tensor) and placed.seen == {4096}
     assert placed.float32 == "f32"  # everything else passes through
+
+
+CHAIN = os.path.join(ROOT, "bench", "chain_kernels.py")
+
+
+def test_chain_kernels_sorts_the_chain_and_counts_its_bytes():
+    """bench/chain_kernels.py: its --help runs without a GPU; kernel names go to their chain
+    stage; the memory-bound kernels' byte counts follow the shapes (S padded to 128)."""
+    res = subprocess.run([sys.executable, CHAIN, "--help"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert res.returncode == 0 and "--shapes" in res.stdout, res.stderr[-2000:]
+    mod = _load(CHAIN)
+    assert [mod.kind_of(n) for n in ("kernel_cutlass_RowDotKernel_0", "BwdMainKernel_kernel_1",
+                                     "DqConvert_kernel", "Memset (Device)", "elementwise")] \
+        == ["rowdot", "bwd_main", "dq_convert", "memset", "other"]
+    one, tail = mod.chain_bytes(1, 1, 128, 64), mod.chain_bytes(1, 1, 100, 64)
+    assert one["dq_convert"] == 128 * 64 * (4 + 2)
+    assert one["rowdot"] == 2 * 128 * 64 * 2 + 128 * 4 + 2 * 128 * 4 + 128 * 64 * 4
+    assert tail["dq_convert"] == 128 * 64 * 4 + 100 * 64 * 2  # workspace padded, dQ not
