@@ -20,9 +20,10 @@ How, per PTX function (registers are function-local), flow-insensitively:
    plus multiples of 32): a right shift by ≥ 5, a division by a multiple of 32, an ``and``
    with a mask whose low 5 bits are clear, a ``bfe`` from bit ≥ 5, and ``lt/ge`` compares
    against multiples of 32 (``le/gt`` against 32k − 1);
-2. *divergent code*: the then-block of a forward branch on a lane-varying predicate (up to its
-   label), its else-block (from the label to the then-block's closing ``bra``), and the body of
-   a loop whose backward branch is lane-varying;
+2. *divergent code*: for each branch on a lane-varying predicate, every basic block control
+   reaches from it before its immediate post-dominator, where the lanes meet again (networkx's
+   dominator tree of the reversed control-flow graph); for a loop whose exit is lane-varying
+   that is the whole body;
 3. a *finding*: a collective there, or one guarded by a lane-varying predicate. Collectives are
    every ``.aligned`` instruction (``mma.sync``, ``ldmatrix``, ``stmatrix``, ``movmatrix``,
    ``wgmma``, ``wmma``, ``setmaxnreg``, ``barrier.sync.aligned``), ``bar.sync`` / ``bar.arrive``
@@ -31,11 +32,10 @@ How, per PTX function (registers are function-local), flow-insensitively:
    without ``.aligned`` is allowed in divergent code and is not reported.
 
 Known limits: misses a lane dependence that round-trips through local memory, and a register
-that the PTX redefines (NVVM's output is in SSA form, so this does not arise there);
-reports a false finding for a collective that lanes reach again by a jump back from code
-placed out of line (a cold block after the function's tail). Code that the compiler lays out
-between a branch and its label but that control enters only from elsewhere (another path's
-blocks) is not counted as divergent: the regions are what control reaches inside them. ``compile_for(..., lint=False)``
+that the PTX redefines (NVVM's output is in SSA form, so this does not arise there); indirect
+branches (``brx.idx``) are not followed. Blocks the compiler lays out between a branch and its
+label but that control enters only from elsewhere, and out-of-line blocks that jump back, are
+placed by the graph, not by their lines. ``compile_for(..., lint=False)``
 returns the report anyway. ``tidx < 32`` on an index that is not ``%tid.x`` plus a multiple of
 32 counts as lane-varying: branch on ``cute.arch.make_warp_uniform(tidx // 32)`` instead,
 which also tells ptxas the branch is uniform. The tests run the check on hand-written PTX and
@@ -44,6 +44,7 @@ on every frost kernel.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 
@@ -235,56 +236,70 @@ def _collective(inst: _Inst, consts: dict[str, int]) -> bool:
     return ".aligned" in op or (op.startswith("bar.") and not op.startswith("bar.warp"))
 
 
-def _reachable(insts: list[_Inst], labels: dict[str, int], first: int, last: int) -> set[int]:
-    """Lines of the instructions in lines [first, last] that control reaches from the first of
-    them without leaving the range (fall-through, and branches to labels inside it). Code that
-    the compiler laid out inside the range but enters only from elsewhere (another path's
-    blocks placed between a branch and its label) is not in it."""
-    ks = [k for k, inst in enumerate(insts) if first <= inst.line <= last]
-    if not ks:
-        return set()
-    at = {insts[k].line: k for k in ks}
-    lines = sorted(at)
+_ENDS = ("ret", "exit", "trap")  # no successor but the function's exit
+EXIT = -1  # the function's exit node in the control-flow graph
 
-    def entry(line: int):  # the first instruction at or after a label's line, if in range
-        nxt = [x for x in lines if x >= line]
-        return at[nxt[0]] if nxt else None
 
-    seen, stack = set(), [ks[0]]
-    while stack:
-        k = stack.pop()
-        if k is None or k in seen or not first <= insts[k].line <= last:
-            continue
-        seen.add(k)
+def _cfg(insts: list[_Inst], labels: dict[str, int]):
+    """(graph, block of each instruction) of one function: basic blocks as nodes, ``EXIT`` (-1)
+    after every ``ret``/``exit``/``trap``, a branch to a label outside the function, and the
+    fall-through past the last instruction."""
+    import networkx as nx
+
+    lines = [inst.line for inst in insts]
+    target = {name: bisect.bisect_left(lines, line) for name, line in labels.items()}
+    ends = {k for k, inst in enumerate(insts) if _BRANCH.match(inst.text) or inst.op in _ENDS}
+    leaders = sorted({0, *target.values(), *(k + 1 for k in ends)} & set(range(len(insts))))
+    block = [0] * len(insts)
+    for b, (k0, k1) in enumerate(zip(leaders, leaders[1:] + [len(insts)])):
+        block[k0:k1] = [b] * (k1 - k0)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(leaders)))
+    g.add_node(EXIT)
+    for b, k0 in enumerate(leaders):
+        k = (leaders[b + 1] if b + 1 < len(leaders) else len(insts)) - 1
         inst = insts[k]
         m = _BRANCH.match(inst.text)
-        if m and m.group(3) in labels and first <= labels[m.group(3)] <= last:
-            stack.append(entry(labels[m.group(3)]))
-        if (m and m.group(2) is None) or (inst.guard is None and inst.op in ("ret", "exit")):
+        if m:
+            t = target.get(m.group(3), len(insts))
+            g.add_edge(b, block[t] if t < len(insts) else EXIT)
+        elif inst.op in _ENDS:
+            g.add_edge(b, EXIT)
+        if (m and m.group(2) is None) or (inst.op in _ENDS and inst.guard is None):
             continue  # no fall-through
-        stack.append(k + 1 if k + 1 < len(insts) else None)
-    return {insts[k].line for k in seen}
+        g.add_edge(b, block[k + 1] if k + 1 < len(insts) else EXIT)
+    return g, block
+
 
 
 def _regions(insts: list[_Inst], labels: dict[str, int], varying: set[str]):
-    """(lines, branch): the code each lane-varying branch makes divergent."""
-    by_line = {inst.line: k for k, inst in enumerate(insts)}
+    """(lines, branch): the code each lane-varying branch makes divergent, i.e. every block that
+    control reaches from the branch before the branch's immediate post-dominator, where the
+    warp's lanes meet again (a loop with a lane-varying exit: its whole body). A block that
+    cannot reach the exit has no post-dominator: then all it reaches counts."""
+    import networkx as nx
+
+    if not insts:
+        return []
+    g, block = _cfg(insts, labels)
+    ipdom = nx.immediate_dominators(g.reverse(copy=False), EXIT)
+    members: dict[int, list[int]] = {}
+    for inst, b in zip(insts, block):
+        members.setdefault(b, []).append(inst.line)
     out = []
     for k, inst in enumerate(insts):
         m = _BRANCH.match(inst.text)
-        if not m or m.group(2) not in varying or m.group(3) not in labels:
+        if not m or m.group(2) not in varying:
             continue
-        target = labels[m.group(3)]
-        if target < inst.line:  # a loop whose lanes leave at different trips
-            out.append((set(range(target, inst.line + 1)), inst))
-            continue
-        then = _reachable(insts, labels, inst.line + 1, target - 1)
-        out.append((then, inst))
-        # the else-block: from the label to where the then-block's closing bra goes
-        last = insts[by_line[max(then)]] if then else None
-        e = _BRANCH.match(last.text) if last is not None else None
-        if e and e.group(2) is None and labels.get(e.group(3), -1) > target:
-            out.append((_reachable(insts, labels, target + 1, labels[e.group(3)] - 1), inst))
+        stop, seen = ipdom.get(block[k]), set()
+        stack = list(g.successors(block[k]))
+        while stack:
+            b = stack.pop()
+            if b in seen or b == stop or b == EXIT:
+                continue
+            seen.add(b)
+            stack.extend(g.successors(b))
+        out.append(({line for b in seen for line in members[b]}, inst))
     return out
 
 

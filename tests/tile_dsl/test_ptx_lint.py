@@ -189,3 +189,36 @@ $L__end:
     reached = laid_out.replace("    add.s32 %r3, %r2, 1;", "    bar.sync 2;")
     (f,) = divergent_collectives(reached)
     assert "bar.sync 2" in f.instruction and "%p1" in f.branch
+
+
+def test_lanes_meet_again_at_the_post_dominator_not_at_the_label():
+    """An out-of-line block that jumps back: the lanes that took the branch rejoin before the
+    barrier, so it is not divergent (a line-range reading would call it the then-block). A
+    loop whose exit test reads the thread index: its whole body is divergent."""
+    cold = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    setp.ne.b32 %p1, %r2, 0;
+    @%p1 bra $L__cold;
+$L__back:
+    bar.sync 0;
+    ret;
+$L__cold:
+    add.s32 %r3, %r2, 1;
+    bra.uni $L__back;
+""")
+    assert divergent_collectives(cold) == []
+    in_cold = cold.replace("    add.s32 %r3, %r2, 1;", "    bar.sync 1;")
+    assert [f.instruction for f in divergent_collectives(in_cold)] == ["bar.sync 1"]
+    loop = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, 0;
+$L__loop:
+    bar.sync 0;
+    add.s32 %r3, %r3, 1;
+    setp.lt.s32 %p2, %r3, %r2;
+    @%p2 bra $L__loop;
+    bar.sync 1;
+""")
+    assert [f.instruction for f in divergent_collectives(loop)] == ["bar.sync 0"]
+    uniform = loop.replace("%r3, %r2;", "%r3, 8;")  # a trip count the same on every lane
+    assert divergent_collectives(uniform) == []
