@@ -51,4 +51,7 @@ if [[ $what == bench || $what == all ]]; then
   timeout 240 python3 bench/sdpa_bwd.py --commit "$commit" --warmup 3 --out "$out" \
     > "$out/sdpa_bwd.log" 2>&1
   tail -10 "$out/sdpa_bwd.log"
+  # each chain kernel's device time per bench row (bench/RESULTS.md v45)
+  timeout 150 python3 bench/chain_kernels.py --commit "$commit" --out "$out" 2>&1 | grep -v Warn \
+    | tail -9
 fi

@@ -44,14 +44,13 @@ on every frost kernel.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import re
 
 _REG = re.compile(r"%[A-Za-z_][\w.]*")
-_LABEL = re.compile(r"^(\$?[\w$]+):$")
-_GUARD = re.compile(r"^@(!?)(%\w+)\s+")
-_BRANCH = re.compile(r"^(?:@(!?)(%\w+)\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)$")
+_LABEL = re.compile(r"^(\$?[\w$]+):")
+_GUARD = re.compile(r"^@(!?)(%?[\w.]+)\s+")  # inline asm may name P1, not %p1
+_BRANCH = re.compile(r"^(?:@(!?)(%?[\w.]+)\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)$")
 _FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\b")
 _SEEDS = ("%tid.", "%laneid", "%lanemask_")
 _NO_DEST = ("st.", "st ", "red.", "bar.", "bar ", "barrier.", "cp.", "prefetch", "fence", "bra",
@@ -123,21 +122,65 @@ class _Inst:
             return None
 
 
-def _parse(lines: list[str], a: int, b: int) -> tuple[list[_Inst], dict[str, int]]:
-    insts, labels = [], {}
+def _statements(text: str):
+    """The statements of one cleaned PTX line, in order: ``"{"`` / ``"}"`` for a scope's ends
+    (inline asm blocks, one line or several), else a statement without its ``;``. Braces of a
+    vector operand (``{%r1, %r2}``) stay inside their statement."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace() or c == ";":
+            i += 1
+        elif c in "{}":
+            yield c
+            i += 1
+        else:
+            depth, j = 0, i
+            while j < n and not (text[j] in ";}" and depth == 0):
+                depth += text[j] in "{["
+                depth -= text[j] in "}]"
+                j += 1
+            yield text[i:j].strip()
+            i = j
+
+
+def _parse(lines: list[str], a: int, b: int) -> tuple[list[_Inst], list[int | None]]:
+    """The instructions of lines [a, b] and, for each, the index of the instruction its branch
+    goes to (``len(insts)``: out of the function; None: not a branch). A label is local to its
+    brace scope: inline asm blocks reuse names such as ``DONE``, and a branch resolves to the
+    innermost enclosing scope that defines its label."""
+    insts, labels, scope, fresh = [], {}, [], 0
+    scopes = []  # the scope path of each instruction
     for i in range(a, b + 1):
-        text = _clean(lines[i]).rstrip(";").strip()
-        if not text or text.startswith((".", "{", "}")):
+        for st in _statements(_clean(lines[i])):
+            if st == "{":
+                fresh += 1
+                scope.append(fresh)
+                continue
+            if st == "}":
+                scope = scope[:-1]
+                continue
+            if m := _LABEL.match(st):
+                labels[(tuple(scope), m.group(1))] = len(insts)
+                st = st[m.end():].strip()
+            if not st or st.startswith("."):
+                continue
+            g = _GUARD.match(st)
+            body = st[g.end():] if g else st
+            op, _, rest = body.partition(" ")
+            insts.append(_Inst(i, st, op, tuple(_split_operands(rest.strip())),
+                               g.group(2) if g else None))
+            scopes.append(tuple(scope))
+    targets: list[int | None] = []
+    for inst, path in zip(insts, scopes):
+        m = _BRANCH.match(inst.text)
+        if not m:
+            targets.append(None)
             continue
-        if m := _LABEL.match(text):
-            labels[m.group(1)] = i
-            continue
-        g = _GUARD.match(text)
-        body = text[g.end():] if g else text
-        op, _, rest = body.partition(" ")
-        insts.append(_Inst(i, text, op, tuple(_split_operands(rest.strip())),
-                           g.group(2) if g else None))
-    return insts, labels
+        found = [labels[(path[:d], m.group(3))] for d in range(len(path), -1, -1)
+                 if (path[:d], m.group(3)) in labels]
+        targets.append(found[0] if found else len(insts))
+    return insts, targets
 
 
 def _functions(lines: list[str]) -> list[tuple[int, int]]:
@@ -240,52 +283,49 @@ _ENDS = ("ret", "exit", "trap")  # no successor but the function's exit
 EXIT = -1  # the function's exit node in the control-flow graph
 
 
-def _cfg(insts: list[_Inst], labels: dict[str, int]):
+def _cfg(insts: list[_Inst], targets: list[int | None]):
     """(graph, block of each instruction) of one function: basic blocks as nodes, ``EXIT`` (-1)
-    after every ``ret``/``exit``/``trap``, a branch to a label outside the function, and the
-    fall-through past the last instruction."""
+    after every ``ret``/``exit``/``trap``, a branch out of the function, and the fall-through
+    past the last instruction."""
     import networkx as nx
 
-    lines = [inst.line for inst in insts]
-    target = {name: bisect.bisect_left(lines, line) for name, line in labels.items()}
-    ends = {k for k, inst in enumerate(insts) if _BRANCH.match(inst.text) or inst.op in _ENDS}
-    leaders = sorted({0, *target.values(), *(k + 1 for k in ends)} & set(range(len(insts))))
-    block = [0] * len(insts)
-    for b, (k0, k1) in enumerate(zip(leaders, leaders[1:] + [len(insts)])):
+    n = len(insts)
+    ends = {k for k, inst in enumerate(insts) if targets[k] is not None or inst.op in _ENDS}
+    leaders = sorted({0, *(t for t in targets if t is not None), *(k + 1 for k in ends)}
+                     & set(range(n)))
+    block = [0] * n
+    for b, (k0, k1) in enumerate(zip(leaders, leaders[1:] + [n])):
         block[k0:k1] = [b] * (k1 - k0)
     g = nx.DiGraph()
     g.add_nodes_from(range(len(leaders)))
     g.add_node(EXIT)
-    for b, k0 in enumerate(leaders):
-        k = (leaders[b + 1] if b + 1 < len(leaders) else len(insts)) - 1
-        inst = insts[k]
-        m = _BRANCH.match(inst.text)
-        if m:
-            t = target.get(m.group(3), len(insts))
-            g.add_edge(b, block[t] if t < len(insts) else EXIT)
+    for b in range(len(leaders)):
+        k = (leaders[b + 1] if b + 1 < len(leaders) else n) - 1
+        inst, t = insts[k], targets[k]
+        if t is not None:
+            g.add_edge(b, block[t] if t < n else EXIT)
         elif inst.op in _ENDS:
             g.add_edge(b, EXIT)
-        if (m and m.group(2) is None) or (inst.op in _ENDS and inst.guard is None):
+        if inst.guard is None and (inst.op in _ENDS or (t is not None)):
             continue  # no fall-through
-        g.add_edge(b, block[k + 1] if k + 1 < len(insts) else EXIT)
+        g.add_edge(b, block[k + 1] if k + 1 < n else EXIT)
     return g, block
 
 
-
-def _regions(insts: list[_Inst], labels: dict[str, int], varying: set[str]):
-    """(lines, branch): the code each lane-varying branch makes divergent, i.e. every block that
-    control reaches from the branch before the branch's immediate post-dominator, where the
-    warp's lanes meet again (a loop with a lane-varying exit: its whole body). A block that
-    cannot reach the exit has no post-dominator: then all it reaches counts."""
+def _regions(insts: list[_Inst], targets: list[int | None], varying: set[str]):
+    """(instruction indices, branch): the code each lane-varying branch makes divergent, i.e.
+    every block control reaches from the branch before the branch's immediate post-dominator,
+    where the warp's lanes meet again (a loop with a lane-varying exit: its whole body). A block
+    that cannot reach the exit has no post-dominator: then all it reaches counts."""
     import networkx as nx
 
     if not insts:
         return []
-    g, block = _cfg(insts, labels)
+    g, block = _cfg(insts, targets)
     ipdom = nx.immediate_dominators(g.reverse(copy=False), EXIT)
     members: dict[int, list[int]] = {}
-    for inst, b in zip(insts, block):
-        members.setdefault(b, []).append(inst.line)
+    for k, b in enumerate(block):
+        members.setdefault(b, []).append(k)
     out = []
     for k, inst in enumerate(insts):
         m = _BRANCH.match(inst.text)
@@ -299,7 +339,7 @@ def _regions(insts: list[_Inst], labels: dict[str, int], varying: set[str]):
                 continue
             seen.add(b)
             stack.extend(g.successors(b))
-        out.append(({line for b in seen for line in members[b]}, inst))
+        out.append(({k for b in seen for k in members[b]}, inst))
     return out
 
 
@@ -309,19 +349,19 @@ def divergent_collectives(ptx: str) -> list[Finding]:
     lines = ptx.splitlines()
     found = []
     for a, b in _functions(lines):
-        insts, labels = _parse(lines, a, b)
+        insts, targets = _parse(lines, a, b)
         varying = _lane_varying(insts)
         consts = {inst.dst[0]: inst.imm(1) for inst in insts
                   if inst.op.startswith("mov") and inst.dst and inst.imm(1) is not None}
-        regions = _regions(insts, labels, varying)
-        for inst in insts:
+        regions = _regions(insts, targets, varying)
+        for k, inst in enumerate(insts):
             if not _collective(inst, consts):
                 continue
             if inst.guard in varying:
                 found.append(Finding(inst.line + 1, inst.text, inst.line + 1, inst.text))
                 continue
-            for lines_in, br in regions:
-                if inst.line in lines_in:
+            for region, br in regions:
+                if k in region:
                     found.append(Finding(inst.line + 1, inst.text, br.line + 1, br.text))
                     break
     return found

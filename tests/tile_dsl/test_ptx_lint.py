@@ -222,3 +222,35 @@ $L__loop:
     assert [f.instruction for f in divergent_collectives(loop)] == ["bar.sync 0"]
     uniform = loop.replace("%r3, %r2;", "%r3, 8;")  # a trip count the same on every lane
     assert divergent_collectives(uniform) == []
+
+
+def test_inline_asm_scopes_their_labels_and_are_read_statement_by_statement():
+    """Inline asm blocks reuse label names (every mbarrier wait loop has its own ``DONE``): a
+    branch goes to its own block's label, so two waits do not become one loop. A one-line
+    block's statements are instructions too, so a barrier inside one is checked."""
+    wait = """    {
+    .reg .pred P1;
+    LAB_WAIT:
+    mbarrier.try_wait.parity.shared.b64 P1, [%r4], %r5, 1000;
+    @P1 bra.uni DONE;
+    bra.uni LAB_WAIT;
+    DONE:
+    }
+"""
+    # one thread waits (the then-block), then every lane elects, then every lane waits again
+    two_waits = _fn("k", """    mov.u32 %r2, %tid.x;
+    setp.ne.b32 %p1, %r2, 0;
+    @%p1 bra $L__join;
+""" + wait + """$L__join:
+    elect.sync %r3|%p2, -1;
+""" + wait)
+    assert divergent_collectives(two_waits) == []
+    one_line = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    setp.ne.b32 %p1, %r2, 0;
+    @%p1 bra $L__end;
+    { .reg .pred %p, %q; setp.ne.s32 %q, %r2, 0; bar.red.or.pred %p, 1, 256, %q; }
+$L__end:
+""")
+    (f,) = divergent_collectives(one_line)
+    assert f.instruction.startswith("bar.red.or.pred") and "%p1" in f.branch
