@@ -107,7 +107,8 @@ def plot(rows, path):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--shapes", default=None, help="B,H,S,D,causal(0/1);... (default: the bench rows)")
+    ap.add_argument("--shapes", default=None,
+                    help="B,H,S,D,causal(0/1);... (default: the bench rows)")
     ap.add_argument("--commit", default=None)
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(_ROOT, "bench", "out"))
     args = ap.parse_args(argv)
