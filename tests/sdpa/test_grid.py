@@ -133,9 +133,12 @@ def test_split_tile_model_deals_every_tile_part_once(n_whole, parts):
 def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
     """The pick's makespans are those of frost.sched.waves.dispatch over the same CTA work;
     on 170 SMs the bench grid (12.05 waves) is cut, on 132 (15.52) the gain stays below the
-    floor, and a grid of whole waves is never cut."""
+    floor, and a grid of whole waves is never cut. The split build's own cost is charged: the
+    grids v44 measured at 12.1 waves (cut / plain 0.949-0.959) are modelled within the spread
+    of the measured rounds (±1.5 %)."""
     from frost.sched.waves import GridEstimate
-    from frost.sdpa.grid import SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN, pick_tail_split
+    from frost.sdpa.grid import (SPLIT_BUILD_COST, SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN,
+                                 pick_tail_split)
 
     kp = _kp(128)
     cut = pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=170)
@@ -146,11 +149,16 @@ def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
         work += [hi - lo + OVERHEAD_TRIPS + SPLIT_FIXUP_TRIPS for lo, hi in
                  (masks.trip_range_model(p, cut.parts, trips, 2 * kp.tile["q_stages"])
                   for p in range(cut.parts))]
-    assert GridEstimate.of(work, 170).makespan == pytest.approx(cut.makespan)
+    end = GridEstimate.of(work, 170).makespan * (1 + SPLIT_BUILD_COST)
+    assert end == pytest.approx(cut.makespan)
     whole = GridEstimate.of([trips + OVERHEAD_TRIPS] * cut.tiles, 170).makespan
     assert cut.unsplit == pytest.approx(whole) and cut.makespan < whole
     assert pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=132).n_split == 0
     assert pick_tail_split(kp, 1, 33, 33, 4096, 4096, sms=132).n_split == 0  # 8 whole waves
+    for d, (b, h), measured in ((128, (1, 50), 0.955), (64, (1, 50), 0.949),
+                                (128, (2, 25), 0.959)):
+        cut = pick_tail_split(_kp(d), b, h, h, 4096, 4096, sms=132)
+        assert cut.n_split > 0 and abs((1 - cut.gain) - measured) <= 0.015, (d, b, h, cut.gain)
 
 
 def test_cli_plan_shape_prints_the_cut(capsys):
