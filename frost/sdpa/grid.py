@@ -64,10 +64,18 @@ def _slots(kp: KernelPlan, sms) -> int:
 
 SPLIT_PARTS = (2, 3, 4, 6, 8)  # parts a split tile may be cut into
 SPLIT_FIXUP_TRIPS = 1.0       # a part's slot store, and the last part's reads (an assumption)
-SPLIT_BUILD_COST = 0.015  # the split build runs its tiles this much slower than the plain
-                          # kernel (H200, bench/RESULTS.md v44 runs 3-4: its uncut grid 1.015)
+# how much slower the split build runs whole tiles than the plain kernel, by padded head dim:
+# measured uncut at d=64 0.996, d=96 1.001, d=128 1.011 (H200, bench/RESULTS.md v45); d=32 and
+# d=160 (not measured) take their neighbours' values
+SPLIT_BUILD_COST = ((96, 0.0), (160, 0.011))  # (largest d, cost)
 SPLIT_MIN_GAIN = 0.015  # cut only where the model's net gain (the build's cost paid) is this much,
                         # the spread of the measured rounds (v44 run 7: ±1.5 %)
+
+
+def split_build_cost(kp: KernelPlan) -> float:
+    """:data:`SPLIT_BUILD_COST` of this plan's padded head dim (plans that cannot take the
+    split build, d > 160, have none)."""
+    return next((c for d, c in SPLIT_BUILD_COST if kp.tile["d"] <= d), 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +83,7 @@ class TailSplit:
     """How a non-causal grid runs its last tiles (``masks.split_tile``): the first ``n_whole``
     tiles whole, every later one as ``parts`` CTAs. ``makespan`` / ``unsplit`` are the modelled
     ends (in trips of the plain kernel) with and without the split; a cut's makespan includes
-    the split build's :data:`SPLIT_BUILD_COST`."""
+    the split build's own cost (:func:`split_build_cost`)."""
 
     tiles: int
     n_whole: int
@@ -115,7 +123,7 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
     """The tail split of a non-causal call on ``sms`` SMs: the (tiles to split, parts) of
     :data:`SPLIT_PARTS` whose modelled end is earliest, among cuts of the last partial wave plus
     zero to two whole waves; no split unless it gains :data:`SPLIT_MIN_GAIN` after paying the
-    split build's :data:`SPLIT_BUILD_COST` (so a cut needs a ≈ 3 % shorter schedule).
+    split build's own cost (:func:`split_build_cost`: 0 at d ≤ 96, 1.1 % above).
 
         >>> from frost.sched import plan_variant
         >>> kp = plan_variant("sm_120a", 128).kernel("bwd_main")
@@ -130,6 +138,7 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
     tiles = n_tiles(kp, batch, heads_kv, s_kv)
     trips = -(-s_q // kp.tile["tile_m"]) * (heads_q // heads_kv)
     quantum = 2 * kp.tile["q_stages"]  # parts are cut at whole ring cycles (masks.trip_range)
+    cost = split_build_cost(kp)
     unsplit = _split_makespan(tiles, trips, 0, 1, slots, overhead, fixup)
     best = TailSplit(tiles, tiles, 1, unsplit, unsplit)
     r = tiles % slots
@@ -137,8 +146,8 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
         if parts > -(-trips // quantum):  # more parts than ring cycles: some would be empty
             break
         for n_split in {min(tiles, r + j * slots) for j in range(3)} - {0}:
-            end = (1.0 + SPLIT_BUILD_COST) * _split_makespan(tiles, trips, n_split, parts, slots,
-                                                             overhead, fixup, quantum)
+            end = (1.0 + cost) * _split_makespan(tiles, trips, n_split, parts, slots, overhead,
+                                                 fixup, quantum)
             if end < best.makespan:
                 best = TailSplit(tiles, tiles - n_split, parts, end, unsplit)
     return best if best.gain >= SPLIT_MIN_GAIN else TailSplit(tiles, tiles, 1, unsplit, unsplit)

@@ -137,8 +137,8 @@ def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
     grids v44 measured at 12.1 waves (cut / plain 0.949-0.959) are modelled within the spread
     of the measured rounds (±1.5 %)."""
     from frost.sched.waves import GridEstimate
-    from frost.sdpa.grid import (SPLIT_BUILD_COST, SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN,
-                                 pick_tail_split)
+    from frost.sdpa.grid import (SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN, pick_tail_split,
+                                 split_build_cost)
 
     kp = _kp(128)
     cut = pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=170)
@@ -149,7 +149,8 @@ def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
         work += [hi - lo + OVERHEAD_TRIPS + SPLIT_FIXUP_TRIPS for lo, hi in
                  (masks.trip_range_model(p, cut.parts, trips, 2 * kp.tile["q_stages"])
                   for p in range(cut.parts))]
-    end = GridEstimate.of(work, 170).makespan * (1 + SPLIT_BUILD_COST)
+    assert split_build_cost(kp) > 0 and split_build_cost(_kp(64)) == 0  # v45's measurement
+    end = GridEstimate.of(work, 170).makespan * (1 + split_build_cost(kp))
     assert end == pytest.approx(cut.makespan)
     whole = GridEstimate.of([trips + OVERHEAD_TRIPS] * cut.tiles, 170).makespan
     assert cut.unsplit == pytest.approx(whole) and cut.makespan < whole
