@@ -17,14 +17,13 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _ROOT)
 sys.path.insert(0, os.path.join(_ROOT, "bench"))
 
-from sdpa_bwd import SHAPES, commit_id, flops, make_set  # noqa: E402
+from sdpa_bwd import SHAPES, commit_id, flops, make_set, time_ms  # noqa: E402
 
 KINDS = ("rowdot", "bwd_main", "dq_convert", "memset")
 
@@ -66,20 +65,6 @@ def profile_call(torch, fn, t, iters):
         per[k] = per.get(k, 0.0) + us / iters
         names.setdefault(k, []).append(e.key[:120])
     return per, names
-
-
-def call_ms(torch, fn, t, iters):
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(iters)]
-    for _ in range(3):
-        fn(t)
-    torch.cuda.synchronize()
-    for a, z in ev:
-        a.record()
-        fn(t)
-        z.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(z) for a, z in ev)
 
 
 def plot(rows, path):
@@ -133,7 +118,7 @@ def main(argv=None) -> int:
         def fn(t, causal=causal):
             return frost.sdpa.backward(t["q"], t["k"], t["v"], t["o"], t["do"], t["lse"],
                                        causal=causal)
-        ms = call_ms(torch, fn, t, args.iters)
+        ms = time_ms(torch, fn, [t], 3, args.iters)
         per, names = profile_call(torch, fn, t, args.iters)
         total = sum(per.values())
         nbytes = chain_bytes(b, h, s, d)

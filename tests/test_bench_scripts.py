@@ -240,7 +240,9 @@ def test_chain_kernels_sorts_the_chain_and_counts_its_bytes():
     assert [mod.kind_of(n) for n in ("kernel_cutlass_RowDotKernel_0", "BwdMainKernel_kernel_1",
                                      "DqConvert_kernel", "Memset (Device)", "elementwise")] \
         == ["rowdot", "bwd_main", "dq_convert", "memset", "other"]
-    one, tail = mod.chain_bytes(1, 1, 128, 64), mod.chain_bytes(1, 1, 100, 64)
-    assert one["dq_convert"] == 128 * 64 * (4 + 2)
-    assert one["rowdot"] == 2 * 128 * 64 * 2 + 128 * 4 + 2 * 128 * 4 + 128 * 64 * 4
-    assert tail["dq_convert"] == 128 * 64 * 4 + 100 * 64 * 2  # workspace padded, dQ not
+    # (4,16,4096,128): dO and O 2 x 67.1 MB read, lse 1.0 MB, delta/lse_log2 2.1 MB, dq_accum
+    # 134.2 MB zeroed; dq_convert reads the 134.2 MB and writes dQ's 67.1 MB
+    big = mod.chain_bytes(4, 16, 4096, 128)
+    assert big == {"rowdot": 271_581_184, "dq_convert": 201_326_592}
+    tail = mod.chain_bytes(1, 1, 100, 64)  # the fp32 workspace has 128 rows, dQ 100
+    assert tail["dq_convert"] == 32_768 + 12_800

@@ -31,15 +31,15 @@ How, per PTX function (registers are function-local), flow-insensitively:
    ``vote.sync``, ``match.sync``, ``redux.sync`` with a full member mask. ``barrier.sync``
    without ``.aligned`` is allowed in divergent code and is not reported.
 
-Known limits: misses a lane dependence that round-trips through local memory, and a register
-that the PTX redefines (NVVM's output is in SSA form, so this does not arise there); indirect
-branches (``brx.idx``) are not followed. Blocks the compiler lays out between a branch and its
-label but that control enters only from elsewhere, and out-of-line blocks that jump back, are
-placed by the graph, not by their lines. ``compile_for(..., lint=False)``
-returns the report anyway. ``tidx < 32`` on an index that is not ``%tid.x`` plus a multiple of
-32 counts as lane-varying: branch on ``cute.arch.make_warp_uniform(tidx // 32)`` instead,
-which also tells ptxas the branch is uniform. The tests run the check on hand-written PTX and
-on every frost kernel.
+Known limits: misses a lane dependence that round-trips through local memory, and one carried
+by a register that the PTX redefines (NVVM's own output is in SSA form; registers that inline
+asm blocks declare are renamed per block); indirect branches (``brx.idx``) are not followed.
+Blocks the compiler lays out between a branch and its label but that control enters only from
+elsewhere, and out-of-line blocks that jump back, are placed by the graph, not by their lines.
+``compile_for(..., lint=False)`` returns the report anyway. ``tidx < 32`` on an index that is
+not ``%tid.x`` plus a multiple of 32 counts as lane-varying: branch on
+``cute.arch.make_warp_uniform(tidx // 32)`` instead, which also tells ptxas the branch is
+uniform. The tests run the check on hand-written PTX and on every frost kernel.
 """
 
 from __future__ import annotations
@@ -148,23 +148,35 @@ def _parse(lines: list[str], a: int, b: int) -> tuple[list[_Inst], list[int | No
     """The instructions of lines [a, b] and, for each, the index of the instruction its branch
     goes to (``len(insts)``: out of the function; None: not a branch). A label is local to its
     brace scope: inline asm blocks reuse names such as ``DONE``, and a branch resolves to the
-    innermost enclosing scope that defines its label."""
+    innermost enclosing scope that defines its label. Registers a nested block declares
+    (``.reg .pred P1``, ``%p``) are renamed ``%P1__s<block>`` inside it, so that two blocks'
+    ``%p`` are two registers and a predicate without ``%`` is one."""
     insts, labels, scope, fresh = [], {}, [], 0
     scopes = []  # the scope path of each instruction
+    renames: list[list[tuple[re.Pattern, str]]] = []  # per open scope
     for i in range(a, b + 1):
         for st in _statements(_clean(lines[i])):
             if st == "{":
                 fresh += 1
                 scope.append(fresh)
+                renames.append([])
                 continue
             if st == "}":
-                scope = scope[:-1]
+                scope, renames = scope[:-1], renames[:-1]
                 continue
             if m := _LABEL.match(st):
                 labels[(tuple(scope), m.group(1))] = len(insts)
                 st = st[m.end():].strip()
+            if st.startswith(".reg") and len(scope) > 1:  # a block inside the function body
+                for name in st.split(None, 2)[2].split(","):
+                    name = name.strip()
+                    if re.fullmatch(r"%?[A-Za-z_]\w*", name):
+                        renames[-1].append((re.compile(rf"(?<![\w%$]){re.escape(name)}(?!\w)"),
+                                            f"%{name.lstrip('%')}__s{scope[-1]}"))
             if not st or st.startswith("."):
                 continue
+            for pattern, new in (r for level in renames for r in level):
+                st = pattern.sub(new, st)
             g = _GUARD.match(st)
             body = st[g.end():] if g else st
             op, _, rest = body.partition(" ")
@@ -279,18 +291,25 @@ def _collective(inst: _Inst, consts: dict[str, int]) -> bool:
     return ".aligned" in op or (op.startswith("bar.") and not op.startswith("bar.warp"))
 
 
-_ENDS = ("ret", "exit", "trap")  # no successor but the function's exit
+_ENDS = ("ret", "exit", "trap")  # no fall-through; ret/exit go to EXIT, trap to TRAP
 EXIT = -1  # the function's exit node in the control-flow graph
+TRAP = -2  # where a trap goes: the grid aborts, so the lanes that trap never rejoin the others
+
+
+def _end(inst: _Inst) -> str | None:
+    """"ret", "exit" or "trap" for an instruction that ends its path (``ret.uni`` too)."""
+    op = inst.op.split(".")[0]
+    return op if op in _ENDS else None
 
 
 def _cfg(insts: list[_Inst], targets: list[int | None]):
-    """(graph, block of each instruction) of one function: basic blocks as nodes, ``EXIT`` (-1)
-    after every ``ret``/``exit``/``trap``, a branch out of the function, and the fall-through
-    past the last instruction."""
+    """(graph, block of each instruction) of one function: basic blocks as nodes, ``EXIT`` after
+    every ``ret``/``exit``, a branch to a label the function does not define (none in NVVM's
+    output), and the fall-through past the last instruction; ``TRAP`` after a ``trap``."""
     import networkx as nx
 
     n = len(insts)
-    ends = {k for k, inst in enumerate(insts) if targets[k] is not None or inst.op in _ENDS}
+    ends = {k for k, inst in enumerate(insts) if targets[k] is not None or _end(inst)}
     leaders = sorted({0, *(t for t in targets if t is not None), *(k + 1 for k in ends)}
                      & set(range(n)))
     block = [0] * n
@@ -298,15 +317,15 @@ def _cfg(insts: list[_Inst], targets: list[int | None]):
         block[k0:k1] = [b] * (k1 - k0)
     g = nx.DiGraph()
     g.add_nodes_from(range(len(leaders)))
-    g.add_node(EXIT)
+    g.add_nodes_from((EXIT, TRAP))
     for b in range(len(leaders)):
         k = (leaders[b + 1] if b + 1 < len(leaders) else n) - 1
-        inst, t = insts[k], targets[k]
+        inst, t, end = insts[k], targets[k], _end(insts[k])
         if t is not None:
             g.add_edge(b, block[t] if t < n else EXIT)
-        elif inst.op in _ENDS:
-            g.add_edge(b, EXIT)
-        if inst.guard is None and (inst.op in _ENDS or (t is not None)):
+        elif end:
+            g.add_edge(b, TRAP if end == "trap" else EXIT)
+        if inst.guard is None and (end or t is not None):
             continue  # no fall-through
         g.add_edge(b, block[k + 1] if k + 1 < n else EXIT)
     return g, block
@@ -315,27 +334,29 @@ def _cfg(insts: list[_Inst], targets: list[int | None]):
 def _regions(insts: list[_Inst], targets: list[int | None], varying: set[str]):
     """(instruction indices, branch): the code each lane-varying branch makes divergent, i.e.
     every block control reaches from the branch before the branch's immediate post-dominator,
-    where the warp's lanes meet again (a loop with a lane-varying exit: its whole body). A block
-    that cannot reach the exit has no post-dominator: then all it reaches counts."""
+    where the warp's lanes meet again (a loop with a lane-varying exit: its whole body). Lanes
+    that can reach an endless loop may never meet the others: then all the branch reaches
+    counts. Paths into a ``trap`` end there (the grid aborts)."""
     import networkx as nx
 
     if not insts:
         return []
     g, block = _cfg(insts, targets)
     ipdom = nx.immediate_dominators(g.reverse(copy=False), EXIT)
+    ends = nx.ancestors(g, EXIT) | nx.ancestors(g, TRAP) | {EXIT, TRAP}  # can finish
     members: dict[int, list[int]] = {}
     for k, b in enumerate(block):
         members.setdefault(b, []).append(k)
     out = []
     for k, inst in enumerate(insts):
-        m = _BRANCH.match(inst.text)
-        if not m or m.group(2) not in varying:
+        if targets[k] is None or inst.guard not in varying:
             continue
-        stop, seen = ipdom.get(block[k]), set()
+        stop = ipdom.get(block[k]) if nx.descendants(g, block[k]) <= ends else None
+        seen: set[int] = set()
         stack = list(g.successors(block[k]))
         while stack:
             b = stack.pop()
-            if b in seen or b == stop or b == EXIT:
+            if b in seen or b in (stop, EXIT, TRAP):
                 continue
             seen.add(b)
             stack.extend(g.successors(b))

@@ -252,10 +252,13 @@ def reference(q, k, v, do, scale, causal, align):
 
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
-             use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=(), tile=(), tail=None):
+             use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=(), tile=(), tail=None,
+             timed=None):
     """One bwd_main launch against the float64 reference. ``tail`` = (tiles to split, parts):
     a tail-split launch of the last tiles (the kernel must have ``tail_split``); its slots are
-    poisoned with NaN and its counters must come back zero."""
+    poisoned with NaN and its counters must come back zero. ``timed``: a list that gets the
+    launch's device time in ms appended (run the case once before: a first launch compiles
+    between the two events)."""
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -287,8 +290,15 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
 
         assert kern.code.tail_split, "tail needs a kernel with tail_split=1"
         split = make_split(torch, kern.kp, n_tiles(kern.kp, B, Hkv, Skv), *tail, dev, poison=True)
+    if timed is not None:
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        ev[0].record()
     kern.launch(q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale, split=split)
+    if timed is not None:
+        ev[1].record()
     torch.cuda.synchronize()
+    if timed is not None:
+        timed.append(ev[0].elapsed_time(ev[1]))
     if split is not None:
         assert not split[1].any(), "every launch must leave the split counters zero"
     acc = dq_acc.sum(0) if splits else dq_acc  # split order is fixed: deterministic

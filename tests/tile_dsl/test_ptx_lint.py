@@ -254,3 +254,52 @@ $L__end:
 """)
     (f,) = divergent_collectives(one_line)
     assert f.instruction.startswith("bar.red.or.pred") and "%p1" in f.branch
+
+
+@pytest.mark.parametrize("end,flagged", [("trap;", False), ("ret.uni;", True), ("ret;", True)])
+def test_where_paths_end(end, flagged):
+    """Lanes that trap abort the grid with it and never wait at the barrier after: not a
+    finding. Lanes that return (``ret`` or ``ret.uni``) leave the others at it: a finding."""
+    ptx = _fn("k", f"""
+    mov.u32 %r2, %tid.x;
+    setp.lt.u32 %p1, %r2, 100;
+    @%p1 bra $L__ok;
+    {end}
+$L__ok:
+    bar.sync 0;
+""")
+    assert bool(divergent_collectives(ptx)) == flagged
+
+
+def test_lanes_that_may_spin_forever_never_rejoin():
+    """A lane-varying branch into an endless loop: the lanes outside it reach the barrier
+    alone, although the barrier post-dominates the branch on every path that exits."""
+    spin = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    setp.lt.u32 %p1, %r2, 100;
+    @%p1 bra $L__spin;
+    bar.sync 0;
+    ret;
+$L__spin:
+    bra.uni $L__spin;
+""")
+    assert [f.instruction for f in divergent_collectives(spin)] == ["bar.sync 0"]
+
+
+def test_registers_an_asm_block_declares_are_its_own():
+    """A predicate without ``%`` set from the thread index guards a barrier: found. Two blocks
+    that each declare ``%q``: the first block's lane-varying ``%q`` does not taint the second's."""
+    p1 = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    { .reg .pred P1; setp.eq.u32 P1, %r2, 0; @P1 bar.sync 0; }
+""")
+    (f,) = divergent_collectives(p1)
+    assert f.instruction.startswith("@%P1__s") and "bar.sync 0" in f.instruction
+    two = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ctaid.x;
+    { .reg .pred %q; setp.eq.u32 %q, %r2, 0; selp.u32 %r4, 1, 0, %q; }
+    { .reg .pred %q; setp.eq.u32 %q, %r3, 0; @%q bar.sync 0; }
+""")
+    assert divergent_collectives(two) == []
+    assert divergent_collectives(two.replace("%q, %r3, 0", "%q, %r2, 0"))

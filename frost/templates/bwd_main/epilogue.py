@@ -134,7 +134,7 @@ class EpilogueRole:
     def _delay_arrival(self, part, n_parts):
         """Spin on %globaltimer for part·ns (or (n_parts − 1 − part)·|ns|): tests only."""
         ns = self.arrival_delay_ns
-        steps = part if ns > 0 else n_parts - 1 - part  # a Python int: fixed at trace time
+        steps = part if ns > 0 else n_parts - 1 - part  # which form: fixed at trace time (ns)
         end = cute.arch.globaltimer() + cutlass.Int64(steps) * cutlass.Int64(abs(ns))
         while cute.arch.globaltimer() < end:
             pass
