@@ -76,6 +76,25 @@ def mix(insns, lo: int, hi: int, skip=()) -> collections.Counter:
                                if lo <= a <= hi and not any(x <= a < y for x, y in skip))
 
 
+def nop_neighbours(insns, lo: int, hi: int) -> collections.Counter:
+    """Each run of NOPs in [lo, hi] as (opcode before, opcode after, run length): counts. On
+    sm_120a ptxas puts one NOP between back-to-back HMMAs that write different accumulators
+    (bench/RESULTS.md v46): issue spacing, not a dependency wait."""
+    body = [op.split(".")[0] for a, op, _ in insns if lo <= a <= hi]
+    runs: collections.Counter = collections.Counter()
+    i = 0
+    while i < len(body):
+        if body[i] != "NOP":
+            i += 1
+            continue
+        j = i
+        while j < len(body) and body[j] == "NOP":
+            j += 1
+        runs[(body[i - 1] if i else "-", body[j] if j < len(body) else "-", j - i)] += 1
+        i = j
+    return runs
+
+
 def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
     from frost.templates.bwd_main import BwdMainKernel, default_plan
 
@@ -83,8 +102,10 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
     insns = instructions(sass_of(rep.cubin))
     lo, hi = main_loop(insns)
     c = mix(insns, lo, hi, skip)
+    nops = nop_neighbours(insns, lo, hi)
     return {"d": d, "arch": arch, "causal": causal, "loop": [hex(lo), hex(hi)],
-            "total": sum(c.values()), "mix": dict(c.most_common())}
+            "total": sum(c.values()), "mix": dict(c.most_common()),
+            "nop_runs": [[*k, v] for k, v in nops.most_common()]}
 
 
 def probe(ptx_lines: str, arch: str) -> list[str]:
@@ -136,6 +157,10 @@ def main(argv=None) -> None:
         top = ", ".join(f"{k} {v}" for k, v in list(r["mix"].items())[:14])
         print(f"d={r['d']} {r['arch']} loop {r['loop'][0]}..{r['loop'][1]}: "
               f"{r['total']} instructions: {top}")
+        if r["nop_runs"]:
+            where = ", ".join(f"{n}x {a}>NOP{f'x{k}' if k > 1 else ''}>{b}"
+                              for a, b, k, n in r["nop_runs"][:4])
+            print(f"    NOP runs (before > run > after): {where}")
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(rows, indent=1))
 

@@ -246,3 +246,14 @@ def test_chain_kernels_sorts_the_chain_and_counts_its_bytes():
     assert big == {"rowdot": 271_581_184, "dq_convert": 201_326_592}
     tail = mod.chain_bytes(1, 1, 100, 64)  # the fp32 workspace has 128 rows, dQ 100
     assert tail["dq_convert"] == 32_768 + 12_800
+
+
+def test_sass_mix_places_nop_runs_between_their_neighbours():
+    """bench/sass_mix.py's NOP census (v46): each run inside the loop range, by the opcodes
+    around it and its length; instructions outside [lo, hi] are not counted."""
+    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    ops = ["LDSM.16.M88.4", "HMMA.16816.F32.BF16", "NOP", "HMMA.16816.F32.BF16", "NOP", "NOP",
+           "FADD", "HMMA.16816.F32.BF16", "NOP", "HMMA.16816.F32.BF16", "NOP", "BRA"]
+    insns = [(16 * i, op, "") for i, op in enumerate(ops)]
+    runs = mod.nop_neighbours(insns, 0, 16 * 9)  # the last NOP and the BRA lie outside
+    assert runs == {("HMMA", "HMMA", 1): 2, ("HMMA", "FADD", 2): 1}
