@@ -178,6 +178,12 @@ def run_plan(args: argparse.Namespace) -> int:
         if args.program == "sdpa-bwd" and plan_arch(args.arch) != args.arch:
             print(f"({args.arch} runs the {plan_arch(args.arch)} plan: same budgets and tiles)")
         print(format_plan(plan))
+        if args.program == "sdpa-bwd":
+            from frost.sched.arch import CARDS
+            from frost.sched.report import format_trip_floors
+            from frost.sched.sdpa import main_trip_work
+
+            print("\n" + format_trip_floors(main_trip_work(plan.kernel("bwd_main")), CARDS))
     if shape:
         from frost.sdpa.grid import estimate, format_estimate
 

@@ -23,6 +23,10 @@ def test_plan_prints_the_tables_and_the_budget(capsys):
     # the smem map lists the real offsets
     for b in k.buffers:
         assert f"{b.offset:,}" in out
+    # each card's trip floors: the H200 bound by shared memory, the RTX 5090 by its MMAs
+    floors = out[out.index("bwd_main trip floors"):].splitlines()
+    assert any(r.split()[:1] == ["H200"] and r.split()[-1] == "smem" for r in floors)
+    assert any(r.split()[:2] == ["RTX", "5090"] and r.split()[-1] == "mma" for r in floors)
 
 
 @pytest.mark.parametrize("d,held", [(128, "V"), (64, "V, K (B fragments of grid dq")])

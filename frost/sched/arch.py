@@ -68,3 +68,31 @@ def plan_arch(name: str | Arch) -> str:
     a = get_arch(name)
     return a.plan_as or a.name
 
+
+
+@dataclasses.dataclass(frozen=True)
+class Card:
+    """One GPU's rates for the trip floors (:func:`frost.sched.tiles.trip_floors`): its
+    ``mma.sync`` m16n8k16 bf16 -> fp32 rate in TFLOP/s, SM count and boost clock, and the
+    shared-memory bytes an SM reads per clock (one ldmatrix wavefront). ``source`` says where
+    the rate comes from."""
+
+    name: str
+    arch: str
+    mma_tflops: float
+    sms: int
+    clock_ghz: float
+    source: str
+    smem_bytes_per_clk: float = 128.0
+
+    @property
+    def mma_flops_per_clk(self) -> float:
+        """``mma.sync`` FLOPs one SM completes per clock."""
+        return self.mma_tflops * 1e12 / (self.sms * self.clock_ghz * 1e9)
+
+
+CARDS: tuple[Card, ...] = (
+    Card("H200", "sm_90a", 610.0, 132, 1.98, "measured: a register-only mma.sync loop"),
+    Card("RTX PRO 6000", "sm_120a", 504.0, 188, 2.62, "vendor sheet, dense bf16"),
+    Card("RTX 5090", "sm_120a", 255.0, 170, 2.41, "mma.sync bf16 -> f32 (KERNEL_NOTES)"),
+)

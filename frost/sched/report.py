@@ -98,3 +98,19 @@ def _held(name: str) -> str:
     of GEMM group dq; the tile stays in smem for its other readers)."""
     tile, _, group = name.partition("@")
     return f"{tile} (B fragments of grid {group}; also in smem)" if group else tile
+
+
+def format_trip_floors(work, cards) -> str:
+    """One bwd_main q-tile trip's floors on each card (:func:`frost.sched.tiles.trip_floors`):
+    what the plan's MMAs and shared-memory reads need at least, and which is higher."""
+    from frost.sched.tiles import trip_floors
+
+    rows = []
+    for c in cards:
+        f = trip_floors(work, c)
+        rows.append([c.name, f"{c.mma_tflops:g}", round(f["hmma"]), round(f["smem"]),
+                     f["bound"]])
+    return "\n".join([
+        f"== bwd_main trip floors: {work.flops / 1e6:.2f} MFLOP and {work.smem / 1024:.0f} KiB "
+        "of ldmatrix reads a q-tile trip (vendor rates; bench/RESULTS.md v46) ==",
+        table(["card", "mma.sync TFLOP/s", "MMA clocks", "smem clocks", "bound by"], rows)])

@@ -54,7 +54,7 @@ from frost.sched.partition import partition
 from frost.sched.plan import Plan
 from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
-from frost.sched.tiles import CostModel, candidates, iteration_cost
+from frost.sched.tiles import CostModel, TripWork, candidates, iteration_cost, trip_work
 from frost.sched.tuned import pick_source, tuned_options, tuned_tile
 
 HEAD_DIM_RANGE = (32, 256)
@@ -317,3 +317,14 @@ def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool, head_pad: int = 0) 
         t.setdefault("v_in_regs", 1 if v_held else 0)
         kernels.append(dataclasses.replace(k, tile=t))
     return dataclasses.replace(plan, kernels=tuple(kernels))
+
+
+def main_trip_work(kp) -> TripWork:
+    """One q-tile trip of ``bwd_main`` planned as ``kp`` (:func:`frost.sched.tiles.trip_work`):
+    the attention program's main kernel at the plan's tile and padded head dims."""
+    p = kp.params
+    prog = sdpa_bwd_program(DType.parse(p.get("dtype", "bf16")), bool(p.get("causal", False)))
+    main = next(k.program for k in partition(prog) if k.role == "main")
+    t = kp.tile
+    return trip_work(main.subs({tile_m: t["tile_m"], tile_n: t["tile_n"], d_qk: t["d"],
+                                d_v: t["d_v"]}), kp)

@@ -9,6 +9,10 @@ The cost model estimates, per loop iteration of one CTA (one SM):
 * ``t_red``  = bytes the MMA warps reduce atomically / a per-SM reduction bandwidth (issued by
   the MMA warps themselves, so on their critical path).
 
+:func:`trip_work` holds these counts; :func:`trip_floors` divides them by one card's rates
+(``frost plan sdpa-bwd`` prints them for :data:`frost.sched.arch.CARDS`): the H200 is bound by
+shared memory, the SM120 cards by their MMAs (bench/RESULTS.md v46).
+
 ``t = max(t_mma + t_smem + t_red, t_load)`` when the load ring is double-buffered, else the
 sum with half the load exposed; fewer than 8 MMA warps pay a latency factor, a register estimate
 above the MMA warps' ``setmaxnreg`` budget R pays a spill-risk factor ``1 + (regs - R) / R``,
@@ -61,8 +65,22 @@ class CostModel:
     single_stage_factor: float = 1.2    # a one-stage load ring stalls the MMA warps on every trip
 
 
-def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()) -> float:
-    """Estimated clocks per GEMM FLOP for the concrete main program ``prog`` planned as ``kp``."""
+@dataclasses.dataclass(frozen=True)
+class TripWork:
+    """What one q-tile trip of one CTA does, from the program's stages and the plan: GEMM FLOPs,
+    bytes its warps read from shared memory (ldmatrix operands; held operands are free; a
+    half-width B load counts ``narrow`` times), bytes loaded and reduced in global memory, and
+    the bytes loaded or stored once per CTA (``once``)."""
+
+    flops: float
+    smem: float
+    gmem: float
+    red: float
+    once: float
+
+
+def trip_work(prog: Program, kp: KernelPlan, narrow: float = 1.0) -> TripWork:
+    """The :class:`TripWork` of the concrete main program ``prog`` planned as ``kp``."""
     tile = kp.tile
     held = frozenset(kp.params.get("held_in_regs", ()))
     where = residency(prog, held)
@@ -75,8 +93,8 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
             b_held = s.b.name in held or f"{s.b.name}@{s.warp_grid}" in held
             a_b = (wn * m * k if where[s.a.name] & Where.SMEM else 0) + \
                   (wm * n * k if not b_held else 0)
-            narrow = (n // wn) % 16 != 0  # B fed by ldmatrix.x2: half-width loads
-            smem += a_b * 2 * (model.narrow_warp_tile if narrow else 1.0)
+            half = (n // wn) % 16 != 0  # B fed by ldmatrix.x2: half-width loads
+            smem += a_b * 2 * (narrow if half else 1.0)
         elif isinstance(s, (Load, Store, AtomicReduce)):
             b = float(s.gmem_bytes())
             if s.level != Level.BODY:
@@ -85,10 +103,17 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
                 red += b
             else:
                 gmem += b
+    return TripWork(flops, smem, gmem, red, once)
+
+
+def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()) -> float:
+    """Estimated clocks per GEMM FLOP for the concrete main program ``prog`` planned as ``kp``."""
+    tile = kp.tile
+    w = trip_work(prog, kp, model.narrow_warp_tile)
     stages = min([v for k, v in tile.items()
                   if k.endswith("_stages") and k not in ("kv_stages", "exchange_stages")] or [1])
-    t_mma, t_smem = flops / model.mma_flops_per_clk, smem / model.smem_bytes_per_clk
-    t_load, t_red = gmem / model.gmem_bytes_per_clk, red / model.red_bytes_per_clk
+    t_mma, t_smem = w.flops / model.mma_flops_per_clk, w.smem / model.smem_bytes_per_clk
+    t_load, t_red = w.gmem / model.gmem_bytes_per_clk, w.red / model.red_bytes_per_clk
     t_warps = t_mma + t_smem + t_red
     t = max(t_warps, t_load) if stages >= 2 else \
         (t_warps + 0.5 * t_load) * model.single_stage_factor
@@ -99,8 +124,19 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
     t *= 1 + max(0, regs - risk) / risk
     t += model.per_trip_clocks
     trips = model.nominal_extent / max(int(tile.get("tile_m", 1)), 1)
-    t += once / model.gmem_bytes_per_clk / max(trips, 1.0)
-    return t / flops
+    t += w.once / model.gmem_bytes_per_clk / max(trips, 1.0)
+    return t / w.flops
+
+
+def trip_floors(work: TripWork, card) -> dict:
+    """Clocks one trip needs at least on ``card`` (:class:`frost.sched.arch.Card`): issuing its
+    MMAs at the card's ``mma.sync`` rate (``hmma``) and reading its operands from shared memory
+    (``smem``); ``bound`` names the larger. On the H200 the smem floor is the higher one, on the
+    SM120 cards the MMA floor (bench/RESULTS.md v46)."""
+    hmma = work.flops / card.mma_flops_per_clk
+    smem = work.smem / card.smem_bytes_per_clk
+    return {"card": card.name, "hmma": hmma, "smem": smem,
+            "bound": "mma" if hmma >= smem else "smem"}
 
 
 def candidates(space: dict[str, tuple], forced: dict[str, int] | None = None):
