@@ -69,7 +69,6 @@ def plan_arch(name: str | Arch) -> str:
     return a.plan_as or a.name
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Card:
     """One GPU's rates for the trip floors (:func:`frost.sched.tiles.trip_floors`): its
