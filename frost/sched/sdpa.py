@@ -156,7 +156,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
     if io == DType.FP32:
         raise ValueError("dtype must be bf16 or fp16")
     prog = sdpa_bwd_program(io, causal)
-    main_prog = next(k.program for k in partition(prog) if k.role == "main")
+    main_prog = _main_program(prog)
     can_hold = frozenset(holdable(main_prog))
     params = {"head_dim": head_dim, "head_dim_v": dv_raw, "causal": bool(causal),
               "dtype": io.value, "arch": arch.name}
@@ -322,9 +322,13 @@ def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool, head_pad: int = 0) 
 def main_trip_work(kp) -> TripWork:
     """One q-tile trip of ``bwd_main`` planned as ``kp`` (:func:`frost.sched.tiles.trip_work`):
     the attention program's main kernel at the plan's tile and padded head dims."""
-    p = kp.params
-    prog = sdpa_bwd_program(DType.parse(p.get("dtype", "bf16")), bool(p.get("causal", False)))
-    main = next(k.program for k in partition(prog) if k.role == "main")
-    t = kp.tile
+    p, t = kp.params, kp.tile
+    main = _main_program(sdpa_bwd_program(DType.parse(p.get("dtype", "bf16")),
+                                          bool(p.get("causal", False))))
     return trip_work(main.subs({tile_m: t["tile_m"], tile_n: t["tile_n"], d_qk: t["d"],
                                 d_v: t["d_v"]}), kp)
+
+
+def _main_program(prog):
+    """The program of the chain's main kernel (``bwd_main``) after partitioning."""
+    return next(k.program for k in partition(prog) if k.role == "main")
