@@ -658,7 +658,8 @@ def test_compile_skip_ablations(arch):
     dq_gemm drops mma.sync and red, dkdv_gemm / dp_gemm drop mma.sync but keep the atomics,
     operand_loads keeps every mma.sync with a fraction of the ldmatrix, softmax drops ex2,
     q_loads keeps every MMA, atomic and TMA load instruction (now behind a branch) and arrives
-    on q_full with 0 bytes expected on the refills."""
+    on q_full with 0 bytes expected on the refills; mma_sync keeps all of those and drops the
+    per-trip barrier (the epilogue's remain)."""
     kp = default_plan(arch, 128)
     base = BwdMainKernel(kp, "bf16").compile(arch)
     empty = BwdMainKernel(kp, "bf16", skip=frozenset()).compile(arch)
@@ -679,6 +680,10 @@ def test_compile_skip_ablations(arch):
     for name in ("dkdv_gemm", "dp_gemm"):
         assert got[name][0] < mma and got[name][1] == red, (name, got[name])
     assert got["q_loads"] == (mma, red) and other["q_loads"] == (ldm, ex2)
+    assert got["mma_sync"] == (mma, red) and other["mma_sync"] == (ldm, ex2)
+    bar = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
+    sync = BwdMainKernel(kp, "bf16", skip={"mma_sync"}).compile(arch)
+    assert 0 < len(bar.findall(sync.ptx)) < len(bar.findall(base.ptx))
     q_loads = BwdMainKernel(kp, "bf16", skip={"q_loads"}).compile(arch)
     tma = "cp.async.bulk.tensor"
     assert q_loads.count(tma) == base.count(tma) > 0 and q_loads.ptx != base.ptx

@@ -84,6 +84,8 @@ tile's counter, so that a test can choose which part comes last (``epilogue.gath
                 traffic of the other k-blocks goes
     softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
     q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
+    mma_sync    no per-trip mma_sync barrier around the P/dS stores (warps read P/dS that other
+                warps may not have written yet): what keeping the MMA warps in step costs
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -118,7 +120,7 @@ class BwdMainError(ValueError):
 
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
-                         "softmax", "q_loads"})
+                         "softmax", "q_loads", "mma_sync"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 

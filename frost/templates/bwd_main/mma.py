@@ -253,11 +253,13 @@ class MmaRole:
             if cutlass.const_expr(self.stage_dq):
                 if warp0:  # last trip's TMA reduce has read sdQ (published by the barrier)
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
-            if cutlass.const_expr(x_stages == 1):  # last trip's readers of sP/sdS are done
+            trip_sync = "mma_sync" not in self.skip  # the ablation: no per-trip barrier
+            if cutlass.const_expr(x_stages == 1 and trip_sync):  # last trip's readers are done
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
             cute.copy(r2s, r2s.retile(rP), _xsel(tPsP, xs, x_stages))
             cute.copy(r2s, r2s.retile(rdS), _xsel(tdSsdS, xs, x_stages))
-            cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+            if cutlass.const_expr(trip_sync):
+                cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
 
             dkdv = [] if "dkdv_gemm" in self.skip else [
                 self.job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
