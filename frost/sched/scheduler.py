@@ -9,6 +9,7 @@ does not fit (shared memory, registers, warp grids) raises :class:`Infeasible` w
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import sympy
 
@@ -52,6 +53,12 @@ class TileChoice:
     so). ``ctas_per_sm`` CTAs share each SM: the plan must fit its share of the SM's shared
     memory (:meth:`Arch.smem_per_cta`) and registers, and the kernel launches with that many
     blocks per SM as its occupancy bound.
+    ``exchange_sync`` replaces the MMA warps' per-trip barrier around the exchanged tiles by
+    what the data needs (:func:`_exchange_sync`): each warp arrives on an ``x_full`` mbarrier
+    after its stores and syncs only with its *group* (the warps whose parts of the tiles its
+    local readers read, one named barrier ``x_group<k>`` each) before those readers; readers
+    that need every warp's part (the *late* readers) wait on ``x_full``, and every warp
+    arrives on ``x_empty`` after its last read, which the next writer of that copy waits on.
     ``hold_fragments`` ((group, max_regs), ...) keeps the B-operand fragments of a GEMM group
     in registers for the whole pass where its B is a stationary tile (loaded before the loop)
     that stays in shared memory for its other readers: held where they take at most
@@ -70,6 +77,7 @@ class TileChoice:
     grid_rows: tuple[tuple[str, int], ...] = ()
     ctas_per_sm: int = 1
     hold_fragments: tuple[tuple[str, int], ...] = ()
+    exchange_sync: bool = False
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -134,7 +142,10 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
                                       nstage * sym_t.nbytes, async_write=ld is not None))
     buffers, end, smem_expr = allocate(reqs)
     check_no_overlap(buffers)
-    mbars, smem = place_mbarriers(end, bar.rings(prog, ch.ring_stages, ch.mma_warps))
+    rings = bar.rings(prog, ch.ring_stages, ch.mma_warps)
+    if ch.exchange_sync:  # one arrive per MMA warp on each (bwd_main: lane 0 after syncwarp)
+        rings += [(f"x_{k}", ch.exchange_stages, ch.mma_warps, 0) for k in ("full", "empty")]
+    mbars, smem = place_mbarriers(end, rings)
     smem_expr += sum(m.stages for m in mbars) * 8
     budget = arch.smem_per_cta(ch.ctas_per_sm)
     if smem > budget:
@@ -159,6 +170,9 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     if any(s.level == Level.EPILOGUE for s in order if s.outputs and
            any(where.get(t.name, Where.NONE) & Where.SMEM for t in s.outputs)):
         alloc.alloc("epilogue", mma.threads)      # staging buffers filled before the TMA store
+    x_sync = _exchange_sync(prog, where, grid_choice, ch.mma_warps) if ch.exchange_sync else {}
+    for k, group in enumerate(x_sync.get("groups", ())):
+        alloc.alloc(f"x_group{k}", 32 * len(group))  # ids consecutive: the template adds k
 
     tile = {s.name: int(v) for s, v in ch.sizes.items()}
     for ring, n in ch.ring_stages.items():
@@ -180,6 +194,12 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         tile[f"{name.lower()}_in_regs"] = 1
     for g in frags:
         tile[f"{g}_b_in_regs"] = 1
+    if x_sync:
+        tile["exchange_sync"] = 1
+        tile["x_groups"], tile["x_group_div"] = len(x_sync["groups"]), x_sync["div"]
+        for g, w_order in x_sync["orders"].items():
+            if w_order != W.Order.COL:
+                tile[f"{g}_order"] = int(w_order)
     return KernelPlan(
         name=spec.name, template=spec.name, threads=sum(g.threads for g in groups),
         roles=groups, buffers=tuple(buffers), barriers=alloc.barriers, mbarriers=tuple(mbars),
@@ -190,6 +210,7 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
                 "regs_estimate": {WarpRole.MMA.name: regs,
                                   WarpRole.PRODUCER.name: W.PRODUCER_REGS,
                                   WarpRole.DONOR.name: W.DONOR_REGS}, "smem_expr": str(smem_expr),
+                **({"exchange": {k: x_sync[k] for k in ("local", "late")}} if x_sync else {}),
                 "held_in_regs": sorted(ch.held) + [f"{b}@{g}" for g, b in frags.items()],
                 "grid": str(sym_prog.grid),
                 "copy": {t.smem_name: bar.copy_method(s) for s in prog.stages
@@ -266,6 +287,80 @@ def _held_fragments(prog: Program, grids: dict, regs: int, budget: int,
         if extra <= cap and regs + extra <= budget:
             held[g], regs = gemm.b.name, regs + extra
     return held, regs
+
+
+def _exchange_sync(prog: Program, where, grids: dict, warps: int) -> dict:
+    """The warp groups of ``exchange_sync`` (see :class:`TileChoice`): the tiles the MMA warps
+    exchange through smem (written from registers in the loop, read back by GEMMs), their
+    writer's grid (the GEMM group whose accumulator layout they have), and each reader GEMM
+    group's warp order (:class:`~frost.tile_dsl.warp_grid.Order`, COL unless ROW gives more
+    groups). Reader groups whose warps need only some writers are *local*, the others *late*.
+    {"groups": [warp sets], "div": group rule (:func:`W.group_div`), "orders": {group: order},
+    "local": [GEMM names], "late": [GEMM names]}. Infeasible without a local reader or a rule."""
+    by_name = {t.name: s for s in prog.stages for t in s.outputs}
+    xs = [t for s in prog.at(Level.BODY) if not isinstance(s, Load) for t in s.outputs
+          if t.space == Space.TILE and where[t.name] & Where.SMEM and where[t.name] & Where.REGS]
+    if not xs:
+        raise Infeasible("exchange_sync: the MMA warps exchange no tiles through smem")
+
+    def writer(t):  # the GEMM group whose accumulator layout t has
+        todo, seen = [by_name[t.name]], set()
+        while todo:
+            s = todo.pop(0)  # breadth first: the nearest GEMM
+            if isinstance(s, Gemm):
+                return s.warp_grid
+            seen.add(s.name)
+            todo += [by_name[i.name] for i in s.inputs
+                     if i.name in by_name and by_name[i.name].name not in seen]
+        raise Infeasible(f"exchange_sync: {t.name} does not come from a GEMM")
+
+    w_names = {writer(t) for t in xs}
+    if len(w_names) != 1:
+        raise Infeasible(f"exchange_sync: exchanged tiles come from several grids {w_names}")
+    (wg,) = w_names
+
+    def grid(g, order=W.Order.COL):
+        return W.Grid(*grids[g], order)
+
+    readers: dict[str, list] = {}  # reader group -> [(GEMM name, X, x_dim, mode)]
+    for s in prog.at(Level.BODY):
+        if isinstance(s, Gemm):
+            for t in xs:
+                if s.a.name == t.name:
+                    readers.setdefault(s.warp_grid, []).append((s.name, t, int(s.trans_a), 0))
+                if s.b.name == t.name:
+                    readers.setdefault(s.warp_grid, []).append((s.name, t, int(s.trans_b), 1))
+
+    def graphs(g, order):
+        return [W.exchange_graph((_int(t.rows), _int(t.cols)), grid(wg),
+                                 [W.Read(grid(g, order), x_dim, mode)])
+                for _, t, x_dim, mode in readers[g]]
+
+    # each reader group is late, or local in one warp order: the most groups wins, then the
+    # most local readers, then COL orders (the template's default)
+    options = [[None] + ([W.Order.COL] if g == wg else [W.Order.COL, W.Order.ROW])
+               for g in readers]
+    best = None
+    for pick in itertools.product(*options):
+        parts = [x for g, o in zip(readers, pick) if o is not None for x in graphs(g, o)]
+        if parts:
+            n = len(W.exchange_groups(parts))
+            key = (n, sum(o is not None for o in pick), -sum(o or 0 for o in pick))
+            if n > 1 and (best is None or key > best[0]):
+                best = key, pick, parts
+    if best is None:
+        raise Infeasible("exchange_sync: every reader of the exchanged tiles needs all warps")
+    _, pick, parts = best
+    orders = {g: o for g, o in zip(readers, pick) if o is not None}
+    names = {g: sorted({name for name, *_ in readers[g]}) for g in readers}
+    local = [n for g in readers if g in orders for n in names[g]]
+    late = [n for g in readers if g not in orders for n in names[g]]
+    groups = W.exchange_groups(parts)
+    div = W.group_div(groups)
+    if div is None or len({len(g) for g in groups}) != 1:
+        raise Infeasible(f"exchange_sync: warp groups {[sorted(g) for g in groups]} follow "
+                         f"no (warp // div) % n rule")
+    return {"groups": groups, "div": div, "orders": orders, "local": local, "late": late}
 
 
 def _register_estimate(prog: Program, order, warps: int) -> int:

@@ -79,6 +79,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "s_rows": (0,),  # 0: the model's S/dP warp grid; n: force n warp rows (measured option)
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
+    "exchange_sync": (0,),  # 1: P/dS synced by warp groups and mbarriers (v47), when forced
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
     # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
 }
@@ -97,6 +98,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "s_rows": tuple(range(17)),
     "dq_rows": tuple(range(17)),
     "ctas_per_sm": (1, 2),
+    "exchange_sync": (0, 1),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
 }
 
@@ -177,7 +179,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                             grid_rows=tuple((g, c[f"{g}_rows"]) for g in ("s", "dq")
                                             if c[f"{g}_rows"]),
                             ctas_per_sm=c["ctas_per_sm"],
-                            hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),))
+                            hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),),
+                            exchange_sync=bool(c["exchange_sync"]))
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

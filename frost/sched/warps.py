@@ -21,9 +21,13 @@ MMAs) and then reads the fewest operand bytes from shared memory wins:
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
+
+import networkx as nx
 
 from frost.sched.arch import Arch
 from frost.sched.plan import WarpGroupPlan, WarpRole
+from frost.tile_dsl.warp_grid import Order, cols_of, rows_of, warp_mn
 
 MMA_M, MMA_N = 16, 8
 WARPGROUP = 4
@@ -92,3 +96,68 @@ def roles(arch: Arch, mma_warps: int, ctas_per_sm: int = 1
 def regs_for(elems: int, elem_bytes: int, threads: int) -> int:
     """32-bit registers per thread to hold ``elems`` elements spread over ``threads``."""
     return math.ceil(elems * elem_bytes / 4 / threads)
+
+
+# -- warps that exchange tiles through shared memory ------------------------------------------
+class Grid(NamedTuple):
+    """A GEMM group's warp grid: ``wm x wn`` warps placed in ``order``
+    (:mod:`frost.tile_dsl.warp_grid`: which rows and columns each warp owns)."""
+
+    wm: int
+    wn: int
+    order: Order = Order.COL
+
+
+class Read(NamedTuple):
+    """How a reader GEMM's warps read an exchanged ``rows x cols`` tile X: warp place ``mode``
+    (0: its M rows, 1: its N columns) selects X's dim ``x_dim`` (0: rows, 1: columns); the
+    reader reads all of X's other dim (the GEMM's K)."""
+
+    grid: Grid
+    x_dim: int
+    mode: int
+
+
+def _footprint(g: Grid, w: int, rows: int, cols: int):
+    m, n = warp_mn(w, g.wm, g.wn, g.order)
+    return rows_of(m, g.wm, rows), cols_of(n, g.wn, cols)
+
+
+def exchange_graph(shape: tuple[int, int], writer: Grid, reads: list[Read]) -> nx.Graph:
+    """Warps as nodes; an edge joins a reader warp to each writer warp whose part of X it reads
+    (``shape`` = X's rows, cols; the writer's grid is X's accumulator grid)."""
+    rows, cols = shape
+    warps = writer.wm * writer.wn
+    wrote = [_footprint(writer, w, rows, cols) for w in range(warps)]
+    g = nx.Graph()
+    g.add_nodes_from(range(warps))
+    for rd in reads:
+        if rd.grid.wm * rd.grid.wn != warps:
+            raise ValueError(f"reader grid {rd.grid} does not have {warps} warps")
+        for r in range(warps):
+            m, n = warp_mn(r, rd.grid.wm, rd.grid.wn, rd.grid.order)
+            extent = shape[rd.x_dim]
+            part = rows_of(m, rd.grid.wm, extent) if rd.mode == 0 else \
+                cols_of(n, rd.grid.wn, extent)
+            for w in range(warps):
+                if part & wrote[w][rd.x_dim]:
+                    g.add_edge(r, w)
+    return g
+
+
+def exchange_groups(graphs: list[nx.Graph]) -> list[frozenset[int]]:
+    """The warp groups that only need each other's parts of the exchanged tiles: the connected
+    components of the union of :func:`exchange_graph` s, ordered by their smallest warp."""
+    comps = nx.connected_components(nx.compose_all(graphs))
+    return sorted((frozenset(c) for c in comps), key=min)
+
+
+def group_div(groups: list[frozenset[int]]) -> int | None:
+    """``div`` such that warp w is in group ``(w // div) % len(groups)`` (groups in the order
+    given), or None when no such rule describes them (the template computes a warp's group
+    with that rule)."""
+    warps = sum(len(g) for g in groups)
+    for div in range(1, warps + 1):
+        if all(w in groups[(w // div) % len(groups)] for w in range(warps)):
+            return div
+    return None

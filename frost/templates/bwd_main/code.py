@@ -6,7 +6,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``dq_chunks``     dQ = dS·K in this many d-column chunks (fewer live fp32 accumulators)
 ``interleave``    0: one GEMM at a time; 1: S with dP, dV with dK; 2: also dQ with dV/dK
                   (:func:`pick_interleave`: 2 where dQ's accumulator is small, else 1; 0 for
-                  staged or chunked dQ below d=192; v4, v28)
+                  staged or chunked dQ below d=192; v4, v28; at most 1 under the plan's
+                  ``exchange_sync``, where dQ waits on x_full after dV/dK)
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -92,6 +93,9 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
     if tl.get("stage_reductions"):
         # staged dQ (plan key stage_reductions): its smem copy leaves no room for interleaving
         return 0
+    if tl.get("exchange_sync"):
+        # dQ waits on x_full after dV/dK (plan key exchange_sync): it cannot join them
+        return 1 if dq_chunks == 1 else 0
     if tl["d"] > 192 and (dq_chunks > 1 or not causal) and tl.get("reduce_block"):
         return 1  # measured with the blocked dQ workspace; the row-major one then spills
     if dq_chunks > 1:  # chunked dQ (forced, or row-major at d > 192): one GEMM at a time
@@ -197,6 +201,9 @@ class CodeChoices:
         level = pick_interleave(kp, chunks, causal) if interleave is None else int(interleave)
         if level not in (0, 1, 2):
             raise CodeChoiceError(f"interleave must be 0, 1 or 2, got {interleave!r}")
+        if level == 2 and tl.get("exchange_sync"):
+            raise CodeChoiceError("interleave=2 runs dQ with dV/dK, but under the plan's "
+                                  "exchange_sync dQ waits for every warp's dS after them")
         vec = 2 if dq_vec is None else dq_vec
         if vec not in (2, 4):
             raise CodeChoiceError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), "

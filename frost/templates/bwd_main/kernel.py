@@ -125,6 +125,22 @@ SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operan
 LOG2E = math.log2(math.e)
 
 
+def exchange_mode(kp: KernelPlan) -> int:
+    """0 without the plan's ``exchange_sync``; else 1 when dV/dK are its local readers and dQ
+    the late one, 2 when dQ is local and dV/dK late (``params["exchange"]``, the scheduler's
+    ``_exchange_sync``); BwdMainError for any other split."""
+    if not kp.tile.get("exchange_sync"):
+        return 0
+    ex = kp.params.get("exchange", {})
+    split = (tuple(sorted(ex.get("local", ()))), tuple(sorted(ex.get("late", ()))))
+    modes = {(("dK_part", "dV_part"), ("dQ_part",)): 1, (("dQ_part",), ("dK_part", "dV_part")): 2}
+    for key, mode in modes.items():
+        if split == key:
+            return mode
+    raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
+                       f"one way or the other; the plan has {ex}")
+
+
 def _seq_major(t):
     """(B, S, H, D) → (S, D, H, B) view: the TMA box is (rows of S) x (D)."""
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
@@ -179,6 +195,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)
         self.stage_dq = bool(kplan.tile.get("stage_reductions", 0))
+        # the plan's exchange_sync: 1 dV/dK read their group's P/dS and dQ all of dS, 2 the
+        # other way round (mma.py); 0 the per-trip mma_sync barrier
+        self.x_mode = exchange_mode(kplan)
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None
@@ -218,6 +237,16 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                                kp.buffer("sQ").stage_bytes + kp.buffer("sdO").stage_bytes)
         except ArriveCountError as e:
             raise BwdMainError(str(e)) from e
+        if tl.get("exchange_sync"):
+            exchange_mode(kp)
+            ids = [kp.barrier(f"x_group{k}") for k in range(tl["x_groups"])]
+            if [b.id for b in ids] != list(range(ids[0].id, ids[0].id + len(ids))) or \
+                    {b.threads for b in ids} != {mma.threads // len(ids)} or tl.get("stage_reductions"):
+                raise BwdMainError("exchange_sync needs consecutive x_group barrier ids of equal "
+                                   "groups, and no staged dQ")
+            for name in ("x_full", "x_empty"):
+                if kp.mbarrier(name).arrive_count not in (mma.num_warps, mma.threads):
+                    raise BwdMainError(f"{name} arrive_count must be one per MMA warp or thread")
         for wm, wn, rows, cols in (("s_wm", "s_wn", "tile_m", "tile_n"),
                                    ("dkv_wm", "dkv_wn", "tile_n", "d"),
                                    ("dkv_wm", "dkv_wn", "tile_n", "d_v"),
@@ -332,6 +361,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             for s in cutlass.range_constexpr(q_full.stages):
                 cute.arch.mbarrier_init(sm.q_full + s, q_full.arrive_count)
                 cute.arch.mbarrier_init(sm.q_empty + s, q_empty.arrive_count)
+            if cutlass.const_expr(self.x_mode):
+                for name in ("x_full", "x_empty"):
+                    for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
+                        cute.arch.mbarrier_init(getattr(sm, name) + s,
+                                                kp.mbarrier(name).arrive_count)
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
         if cutlass.const_expr(self.use_pdl):
@@ -394,4 +428,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             kv_full=smem.mbar_ptr(raw, kp.mbarrier("kv_full").offset),
             q_full=smem.mbar_ptr(raw, kp.mbarrier("q_full").offset),
             q_empty=smem.mbar_ptr(raw, kp.mbarrier("q_empty").offset),
+            **({k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in ("x_full", "x_empty")}
+               if self.x_mode else {}),
         )

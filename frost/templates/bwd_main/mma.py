@@ -24,7 +24,12 @@ Per iteration t (ring stage s = t % q_stages)::
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. With the plan's ``exchange_stages = 2`` (``tile={"exchange_stages":
 2}``) trip t writes copy t % 2: a warp writing it has passed the previous trip's barrier, which
-every warp reached only after its reads of that copy two trips back, so the first barrier goes. dK/dV stay in fp32 registers for the whole pass.
+every warp reached only after its reads of that copy two trips back, so the first barrier goes.
+With the plan's ``exchange_sync`` (v47) neither barrier runs: a warp waits on ``x_empty[c]``
+before writing copy c, arrives on ``x_full[c]`` after, syncs with its group only (``x_group<k>``:
+the warps whose P/dS its local GEMMs read), runs those, waits on ``x_full[c]`` for the GEMM that
+reads every warp's part, and arrives on ``x_empty[c]`` after its last read. dK/dV stay in fp32
+registers for the whole pass.
 
 ``self.skip`` (timing-only ablations, see ``kernel.py``) removes stages at compile time.
 """
@@ -36,25 +41,13 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
 from frost.tile_dsl.copy import tma_box
-from frost.tile_dsl.gmem import ROWS, blocked
 from frost.tile_dsl.mma import Job, gemm_interleaved
-from frost.tile_dsl.ptx import ex2, ex2_poly, red_add_v2_f32, red_add_v4_f32
-from frost.tile_dsl.regs import pair_to_v4
+from frost.tile_dsl.ptx import ex2, ex2_poly
 from frost.tile_dsl.smem import transpose_view
+from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols  # noqa: F401
 
 from . import masks
-
-
-def warp_cols(wn: int, cols: tuple[int, ...]) -> int:
-    """Columns per warp and MMA step: 16 (two n8 atoms, B via ldmatrix.x4) when every N extent
-    allows it, else 8 (one n8 atom, B via ldmatrix.x2)."""
-    return 16 if all(c % (16 * wn) == 0 for c in cols) else 8
-
-
-def make_mma(dtype, wm: int, wn: int, n_warp: int):
-    """A (wm x wn) warp grid of m16n8k16 (fp32 accumulate), ``n_warp`` columns per warp step."""
-    op = warp.MmaF16BF16Op(dtype, cutlass.Float32, (16, 8, 16))
-    return cute.make_tiled_mma(op, (wm, wn, 1), permutation_mnk=(wm * 16, wn * n_warp, 16))
+from .dq_add import DqAtomics
 
 
 def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
@@ -72,7 +65,7 @@ def _one(view, n_copies: int):
     return view if n_copies == 1 else view[None, None, 0]
 
 
-class MmaRole:
+class MmaRole(DqAtomics):
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
 
     @cute.jit
@@ -86,15 +79,21 @@ class MmaRole:
         dtype = self.dtype
         tidx = cute.arch.thread_idx()[0] - kp.role(self.MMA).first_warp * 32
         mma_bar = kp.barrier("mma_sync")
+        x_mode = self.x_mode
+        x_bar, x_threads = 0, 0
+        if cutlass.const_expr(x_mode):  # this warp's group barrier (plan: x_group<k>, k = ...)
+            g0 = kp.barrier("x_group0")
+            gid = (cute.arch.make_warp_uniform(tidx // 32) // tl["x_group_div"]) % tl["x_groups"]
+            x_bar, x_threads = g0.id + gid, g0.threads
         warp0 = cute.arch.make_warp_uniform(tidx // 32) == 0  # issues the staged-dQ TMA reduce
 
         n_sdp = warp_cols(tl["s_wn"], (t_n,))
         n_dkv = warp_cols(tl["dkv_wn"], (d, dv))
         dq_chunks = self.dq_chunks
         n_dq = warp_cols(tl["dq_wn"], (d // dq_chunks,))
-        mma_sdp = make_mma(dtype, tl["s_wm"], tl["s_wn"], n_sdp)
-        mma_dkv = make_mma(dtype, tl["dkv_wm"], tl["dkv_wn"], n_dkv)
-        mma_dq = make_mma(dtype, tl["dq_wm"], tl["dq_wn"], n_dq)
+        mma_sdp, mma_dkv, mma_dq = (  # warps in the plan's order (exchange_sync)
+            make_mma(dtype, tl[f"{g}_wm"], tl[f"{g}_wn"], n, tl.get(f"{g}_order", 0))
+            for g, n in (("s", n_sdp), ("dkv", n_dkv), ("dq", n_dq)))
         thr_sdp = mma_sdp.get_slice(tidx)
         thr_dkv = mma_dkv.get_slice(tidx)
         thr_dq = mma_dq.get_slice(tidx)
@@ -176,7 +175,7 @@ class MmaRole:
             rV = c_K.retile(tdPrV)
             for k in cutlass.range_constexpr(cute.size(tdPsV.shape[2])):
                 cute.copy(c_K, tdPsV[None, None, k], rV[None, None, k])
-            if cutlass.const_expr(x_stages == 2):
+            if cutlass.const_expr(x_stages == 2 or self.x_mode):
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
         if cutlass.const_expr(self.dq_k_held):
             # K's B fragments of dQ = dS·K (whole d: one chunk) stay in registers for the pass;
@@ -250,15 +249,21 @@ class MmaRole:
                 rdS.store(acc_dP.load().to(dtype))
 
             xs = t % x_stages
+            xph = (t // x_stages) % 2  # this trip's x_full / x_empty parity (exchange_sync)
             if cutlass.const_expr(self.stage_dq):
                 if warp0:  # last trip's TMA reduce has read sdQ (published by the barrier)
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
-            trip_sync = "mma_sync" not in self.skip  # the ablation: no per-trip barrier
-            if cutlass.const_expr(x_stages == 1 and trip_sync):  # last trip's readers are done
+            trip_sync = "mma_sync" not in self.skip and not x_mode  # the ablation: none
+            if cutlass.const_expr(x_mode):  # every reader of this copy's last trip is done
+                cute.arch.mbarrier_wait(sm.x_empty + xs, 1 - xph)
+            elif cutlass.const_expr(x_stages == 1 and trip_sync):  # last trip's readers are done
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
             cute.copy(r2s, r2s.retile(rP), _xsel(tPsP, xs, x_stages))
             cute.copy(r2s, r2s.retile(rdS), _xsel(tdSsdS, xs, x_stages))
-            if cutlass.const_expr(trip_sync):
+            if cutlass.const_expr(x_mode):  # publish: to the late readers, and to the group
+                self.arrive(sm.x_full + xs, "x_full")
+                cute.arch.barrier(barrier_id=x_bar, number_of_threads=x_threads)
+            elif cutlass.const_expr(trip_sync):
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
 
             dkdv = [] if "dkdv_gemm" in self.skip else [
@@ -269,17 +274,16 @@ class MmaRole:
             n_chunks = 0 if "dq_gemm" in self.skip else dq_chunks
             # level 2: dV, dK and dQ interleave (dQ's long k-loop hides behind theirs); else
             # dV with dK (level 1) or one at a time (0), then dQ (chunked for d > 192)
+            # (exchange_sync: x_mode 1 runs dV/dK on the group's P/dS, then dQ after x_full;
+            # x_mode 2 runs dQ on the group's dS, then dV/dK after x_full)
             with_dq = self.interleave >= 2 and dq_chunks == 1
-            if cutlass.const_expr(not with_dq):
-                if cutlass.const_expr(self.interleave >= 1):
-                    gemm_interleaved(*dkdv, lookahead=self.lookahead)
-                else:
-                    for job in dkdv:
-                        gemm_interleaved(job, lookahead=self.lookahead)
+            if cutlass.const_expr(not with_dq and x_mode != 2):
+                self.dkdv(dkdv)
                 self.release_q(sm.q_empty + stage)  # dV/dK were the last readers of stage s
-                dkdv = []
+                if cutlass.const_expr(x_mode == 1):
+                    cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's dS is in
             for ch in cutlass.range_constexpr(max(n_chunks, 1)):
-                jobs = list(dkdv) if ch == 0 else []
+                jobs = list(dkdv) if ch == 0 and with_dq else []
                 acc_dQ = None
                 if cutlass.const_expr(ch < n_chunks):
                     acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
@@ -290,6 +294,8 @@ class MmaRole:
                                     None if self.dq_k_held else tdQsKt[None, None, None, ch],
                                     c_Kt))
                 gemm_interleaved(*jobs, lookahead=self.lookahead)
+                if cutlass.const_expr(x_mode == 1 and ch == max(n_chunks, 1) - 1):
+                    self.arrive(sm.x_empty + xs, "x_empty")  # its last read of this copy
                 if cutlass.const_expr(ch == 0 and with_dq):
                     self.release_q(sm.q_empty + stage)  # last read of sQ[stage] / sdO[stage]
                 if cutlass.const_expr(acc_dQ is None):
@@ -313,6 +319,11 @@ class MmaRole:
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
+            if cutlass.const_expr(x_mode == 2):
+                cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's P/dS is in
+                self.dkdv(dkdv)
+                self.release_q(sm.q_empty + stage)
+                self.arrive(sm.x_empty + xs, "x_empty")
 
         if cutlass.const_expr(self.stage_dq):
             if warp0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
@@ -323,6 +334,14 @@ class MmaRole:
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
         elif self.gather_parts(acc_dK, acc_dV, tidx, split) != 0:  # the last part of the tile
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
+
+    def dkdv(self, jobs):
+        """dV += Pᵀ dO and dK += dSᵀ Q: together (interleave >= 1) or one after the other."""
+        if cutlass.const_expr(self.interleave >= 1):
+            gemm_interleaved(*jobs, lookahead=self.lookahead)
+        else:
+            for job in jobs:
+                gemm_interleaved(job, lookahead=self.lookahead)
 
     def job(self, *args) -> Job:
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
@@ -373,9 +392,15 @@ class MmaRole:
 
     @cute.jit
     def release_q(self, bar):
-        """Arrive on q_empty: once per MMA warp (lane 0 after a warp sync) or once per thread,
-        whichever the plan's arrive_count says."""
-        count = self.kp.mbarrier("q_empty").arrive_count
+        """Arrive on q_empty (:meth:`arrive`)."""
+        self.arrive(bar, "q_empty")
+
+    @cute.jit
+    def arrive(self, bar, name: cutlass.Constexpr):
+        """Arrive on the plan's mbarrier ``name``: once per MMA warp (lane 0 after a warp sync,
+        which orders the other lanes' shared-memory accesses before lane 0's release) or once
+        per thread, whichever its arrive_count says."""
+        count = self.kp.mbarrier(name).arrive_count
         mma = self.kp.role(self.MMA)
         if cutlass.const_expr(count == mma.num_warps):
             cute.arch.sync_warp()
@@ -383,46 +408,3 @@ class MmaRole:
                 cute.arch.mbarrier_arrive(bar)
         else:
             cute.arch.mbarrier_arrive(bar)
-
-    @cute.jit
-    def dq_atomics(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
-                   col0: cutlass.Constexpr):
-        """Add this tile's dQ partial into dq_accum (fp32, un-scaled): ``dq_vec`` columns per
-        atomic (4: lane pairs first trade values, ``regs.pair_to_v4``, so each lane holds four
-        consecutive columns of one row; 2: each lane's own pairs)."""
-        tl = self.kp.tile
-        t_m, d = tl["tile_m"], tl["d"]
-        # the plan's workspace layout: row-major, or reduce_block x reduce_block tiles
-        block = tl.get("reduce_block", ROWS)
-        acc = blocked(mdQacc, block, d)
-        g = cute.local_tile(acc[b, h, None, None], (t_m, d), (m_block, 0))
-        row0 = m_block * t_m
-        if cutlass.const_expr(self.dq_vec == 4):
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
-                r, c = tdQcdQ[i]  # c0 of this m16n8 atom: row g, column 2t
-                odd, v0, v1, v2, v3 = pair_to_v4(acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2],
-                                                 acc_dQ[i + 3])
-                rr = r + cutlass.select_(odd, 8, 0)
-                cc = c - cutlass.select_(odd, 2, 0)
-                if row0 + rr < s_q:
-                    ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
-                    red_add_v4_f32(ptr, v0, v1, v2, v3)
-        elif cutlass.const_expr(block != ROWS):
-            # one base address per thread; every pair's offset from it is a constant: pairs
-            # sit 8 rows (row halves) or whole atoms (16 rows, 8 columns) apart, and whole
-            # blocks are linear in the blocked layout
-            r0, c0 = tdQcdQ[0]
-            base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
-                r, _ = tdQcdQ[i]
-                dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
-                assert dr % block == 0 and dc % block == 0, (dr, dc, block)
-                if row0 + r < s_q:
-                    red_add_v2_f32(base + cute.crd2idx((dr, dc), g.layout), acc_dQ[i],
-                                   acc_dQ[i + 1])
-        else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
-                r, c = tdQcdQ[i]
-                if row0 + r < s_q:
-                    ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
-                    red_add_v2_f32(ptr, acc_dQ[i], acc_dQ[i + 1])

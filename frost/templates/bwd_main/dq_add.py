@@ -1,0 +1,58 @@
+"""dQ partials of ``bwd_main`` into the fp32 workspace: ``red.global.add`` per lane (the MMA warps'
+last step of a trip, :mod:`.mma`)."""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+
+from frost.tile_dsl.gmem import ROWS, blocked
+from frost.tile_dsl.ptx import red_add_v2_f32, red_add_v4_f32
+from frost.tile_dsl.regs import pair_to_v4
+
+
+class DqAtomics:
+    """Mixin of the MMA role: :meth:`dq_atomics`."""
+
+    @cute.jit
+    def dq_atomics(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
+                   col0: cutlass.Constexpr):
+        """Add this tile's dQ partial into dq_accum (fp32, un-scaled): ``dq_vec`` columns per
+        atomic (4: lane pairs first trade values, ``regs.pair_to_v4``, so each lane holds four
+        consecutive columns of one row; 2: each lane's own pairs)."""
+        tl = self.kp.tile
+        t_m, d = tl["tile_m"], tl["d"]
+        # the plan's workspace layout: row-major, or reduce_block x reduce_block tiles
+        block = tl.get("reduce_block", ROWS)
+        acc = blocked(mdQacc, block, d)
+        g = cute.local_tile(acc[b, h, None, None], (t_m, d), (m_block, 0))
+        row0 = m_block * t_m
+        if cutlass.const_expr(self.dq_vec == 4):
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
+                r, c = tdQcdQ[i]  # c0 of this m16n8 atom: row g, column 2t
+                odd, v0, v1, v2, v3 = pair_to_v4(acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2],
+                                                 acc_dQ[i + 3])
+                rr = r + cutlass.select_(odd, 8, 0)
+                cc = c - cutlass.select_(odd, 2, 0)
+                if row0 + rr < s_q:
+                    ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
+                    red_add_v4_f32(ptr, v0, v1, v2, v3)
+        elif cutlass.const_expr(block != ROWS):
+            # one base address per thread; every pair's offset from it is a constant: pairs
+            # sit 8 rows (row halves) or whole atoms (16 rows, 8 columns) apart, and whole
+            # blocks are linear in the blocked layout
+            r0, c0 = tdQcdQ[0]
+            base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
+                r, _ = tdQcdQ[i]
+                dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
+                assert dr % block == 0 and dc % block == 0, (dr, dc, block)
+                if row0 + r < s_q:
+                    red_add_v2_f32(base + cute.crd2idx((dr, dc), g.layout), acc_dQ[i],
+                                   acc_dQ[i + 1])
+        else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
+                r, c = tdQcdQ[i]
+                if row0 + r < s_q:
+                    ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
+                    red_add_v2_f32(ptr, acc_dQ[i], acc_dQ[i + 1])

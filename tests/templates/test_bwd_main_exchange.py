@@ -1,0 +1,128 @@
+"""bwd_main under the plan's ``exchange_sync`` (v47): P/dS published by mbarriers and warp-group
+barriers instead of the per-trip barrier of all MMA warps. The plan's groups against the
+warp-grid model, the compiled synchronisation, and numerics / determinism on the GPU (many
+trips per CTA, so both exchange copies and both mbarrier parities come round several times)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from frost.sched import plan_variant
+from frost.sched.sdpa import FORCEABLE
+from frost.templates.bwd_main import BwdMainKernel
+from frost.templates.bwd_main.kernel import BwdMainError, exchange_mode
+from tests.conftest import ARCHS
+from tests.templates.test_bwd_main import _resources, run_case
+
+X = {"exchange_sync": 1}
+
+
+def x_plan(d, causal=False, arch="sm_120a"):
+    return plan_variant(arch, d, None, causal, "bf16", X).kernel("bwd_main")
+
+
+def x_tile(d, causal=False):
+    """The measured default's tile keys with exchange_sync forced, as run_case's ``tile``."""
+    kp = x_plan(d, causal)
+    return tuple((k, kp.tile[k]) for k in sorted(FORCEABLE) if k in kp.tile)
+
+
+def test_plan_groups_d128_and_d64():
+    """d=128 (1x8 S grid, 4x2 dK/dV grid): dV/dK of warps 2g, 2g+1 read only the P/dS columns
+    those two warps write once the dK/dV warps are placed row-major, so four groups of two and
+    dQ waits for all; d=64 (2x4 S grid): dQ's rows come from one S warp row, so two groups of
+    four (warp % 2) and dV/dK wait. Group barriers get consecutive ids, and x_full / x_empty one
+    stage per P/dS copy, one arrive per MMA warp."""
+    kp = x_plan(128)
+    assert kp.tile["dkv_order"] == 1 and (kp.tile["x_groups"], kp.tile["x_group_div"]) == (4, 2)
+    assert kp.params["exchange"] == {"local": ["dK_part", "dV_part"], "late": ["dQ_part"]}
+    ids = [kp.barrier(f"x_group{k}") for k in range(4)]
+    assert [b.id for b in ids] == list(range(ids[0].id, ids[0].id + 4))
+    assert {b.threads for b in ids} == {64} and ids[0].id not in (kp.barrier("mma_sync").id,)
+    for name in ("x_full", "x_empty"):
+        m = kp.mbarrier(name)
+        assert (m.stages, m.arrive_count, m.tx_bytes) == (kp.tile["exchange_stages"], 8, 0)
+    assert exchange_mode(kp) == 1
+    kp = x_plan(64)
+    assert (kp.tile["x_groups"], kp.tile["x_group_div"]) == (2, 1) and "dkv_order" not in kp.tile
+    assert kp.params["exchange"] == {"local": ["dQ_part"], "late": ["dK_part", "dV_part"]}
+    assert exchange_mode(kp) == 2 and kp.smem_bytes <= 101_376
+
+
+def test_default_plans_keep_the_barrier():
+    kp = plan_variant("sm_120a", 128).kernel("bwd_main")
+    assert "exchange_sync" not in kp.tile and "x_full" not in {m.name for m in kp.mbarriers}
+    assert exchange_mode(kp) == 0
+
+
+def test_template_refuses_a_split_it_does_not_run():
+    import dataclasses
+
+    kp = x_plan(128)
+    bad = dataclasses.replace(kp, params={**kp.params, "exchange": {"local": ["dV_part"],
+                                                                     "late": ["dK_part", "dQ_part"]}})
+    with pytest.raises(BwdMainError, match="local"):
+        BwdMainKernel(bad)
+    with pytest.raises(ValueError, match="interleave=2"):
+        BwdMainKernel(kp, interleave=2)
+    gap = tuple(dataclasses.replace(b, id=b.id + 1) if b.name == "x_group3" else b
+                for b in kp.barriers)
+    with pytest.raises(BwdMainError, match="consecutive"):
+        BwdMainKernel.can_implement(dataclasses.replace(kp, barriers=gap))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("d,causal", [(128, False), (64, False), (128, True), (256, False)])
+def test_compile_exchange_sync(arch, d, causal):
+    """No mma_sync barrier left in the trip loop (the default build has it there), the group
+    barrier takes its id from a register (warp-dependent), two more mbarrier waits (x_empty
+    before the stores, x_full before the late GEMM), the same MMAs, and no spills."""
+    kp = x_plan(d, causal, arch)
+    rep = BwdMainKernel(kp, "bf16", causal=causal).compile(arch)
+    base = BwdMainKernel(plan_variant(arch, d, None, causal, "bf16").kernel("bwd_main"), "bf16",
+                         causal=causal).compile(arch)
+    sync = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
+    assert len(sync.findall(rep.ptx)) < len(sync.findall(base.ptx))
+    assert re.search(r"bar\.sync\s+%r\d+,\s*\d+;", rep.ptx)
+    assert rep.ptx.count("mbarrier.try_wait") == base.ptx.count("mbarrier.try_wait") + 2
+    assert rep.count("mma.sync.aligned.m16n8k16") == base.count("mma.sync.aligned.m16n8k16")
+    assert _resources(rep)[1] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (64, False), (64, True),
+                                      (32, False), (96, True), (160, False), (256, False)])
+def test_gpu_exchange_sync(d, causal):
+    """Against the float64 reference with many trips per CTA (700 q rows: both copies and both
+    parities of x_full / x_empty come round), GQA 2:1 and ragged tails."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=x_tile(d, causal), seed=41)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [128, 64])
+def test_gpu_exchange_sync_top_left_and_mqa(d):
+    run_case(2, 333, 517, 4, 1, d, causal=True, align="top_left", tile=x_tile(d, True), seed=43)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [128, 64])
+def test_gpu_exchange_sync_deterministic(d):
+    """Deterministic dQ under exchange_sync: two runs bitwise equal."""
+    import torch
+
+    _, a = run_case(2, 300, 333, 4, 2, d, causal=True, splits=True, tile=x_tile(d, True), seed=7)
+    _, b = run_case(2, 300, 333, 4, 2, d, causal=True, splits=True, tile=x_tile(d, True), seed=7)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [128, 64])
+def test_gpu_exchange_sync_tail_split(d):
+    """A cut grid: the parts start at trip t0 > 0 (a multiple of 2 x q_stages, so the
+    parities still start at 0) and gather their dK/dV."""
+    run_case(1, 1000, 1024, 2, 2, d, tile=x_tile(d), knobs=(("tail_split", 1),), tail=(4, 3),
+             seed=47)

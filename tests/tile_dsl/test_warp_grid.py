@@ -1,0 +1,80 @@
+"""The warp-grid model (``frost.tile_dsl.warp_grid``) against CuTe's own partition of the tiled
+MMA it describes, and the scheduler's exchange groups built on it (``frost.sched.warps``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from frost.sched import warps as W
+from frost.tile_dsl.warp_grid import Order, cols_of, make_grid_mma, rows_of, warp_cols, warp_mn
+
+# (wm, wn, n_warp, order, rows, cols): bwd_main's S, dK/dV and dQ grids in both orders, and
+# narrow 8-column warp steps
+CASES = [(1, 8, 16, Order.COL, 32, 128), (2, 4, 16, Order.COL, 64, 128),
+         (4, 2, 16, Order.ROW, 128, 128), (4, 2, 16, Order.COL, 128, 64),
+         (2, 4, 8, Order.ROW, 64, 32), (8, 1, 16, Order.ROW, 128, 64)]
+
+
+@pytest.mark.compile
+def test_model_matches_cute_partition():
+    """Every (row, col) that CuTe's partition_C gives the 32 lanes of warp w is what the model
+    says warp w owns, and nothing else (traced on the host: static thread indices give static
+    coordinates)."""
+    import cutlass
+    import cutlass.cute as cute
+
+    seen = {}
+
+    @cute.jit
+    def probe():
+        for k in cutlass.range_constexpr(len(CASES)):
+            wm, wn, nw, order, rows, cols = CASES[k]
+            mma = make_grid_mma(cutlass.BFloat16, wm, wn, nw, order)
+            ident = cute.make_identity_tensor((rows, cols))
+            for w in cutlass.range_constexpr(wm * wn):
+                got = set()
+                for lane in cutlass.range_constexpr(32):
+                    c = mma.get_slice(32 * w + lane).partition_C(ident)
+                    for i in cutlass.range_constexpr(cute.size(c)):
+                        r, cc = c[i]
+                        got.add((int(r), int(cc)))
+                seen[(k, w)] = got
+
+    cute.compile(probe)
+    assert len(seen) == sum(c[0] * c[1] for c in CASES)
+    for (k, w), got in seen.items():
+        wm, wn, _, order, rows, cols = CASES[k]
+        m, n = warp_mn(w, wm, wn, order)
+        assert got == {(r, c) for r in rows_of(m, wm, rows) for c in cols_of(n, wn, cols)}, \
+            (CASES[k], w)
+
+
+def test_model_basics():
+    assert warp_mn(5, 4, 2, Order.COL) == (1, 1) and warp_mn(5, 4, 2, Order.ROW) == (2, 1)
+    assert rows_of(1, 2, 64) == frozenset(range(16, 32)) | frozenset(range(48, 64))
+    assert cols_of(3, 8, 128) == frozenset(range(24, 32)) | frozenset(range(88, 96))
+    assert warp_cols(8, (128,)) == 16 and warp_cols(8, (64,)) == 8
+    with pytest.raises(ValueError, match="outside"):
+        warp_mn(8, 4, 2)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        rows_of(0, 2, 48)
+
+
+def test_exchange_groups_of_the_d128_grids():
+    """S on 1x8 writes P (32 x 128); dV on 4x2 reads Pᵀ by its M rows. Column-major dK/dV warps
+    need four S warps each (one component); row-major ones need only their own pair."""
+    s = W.Grid(1, 8)
+    col = W.exchange_graph((32, 128), s, [W.Read(W.Grid(4, 2, Order.COL), 1, 0)])
+    row = W.exchange_graph((32, 128), s, [W.Read(W.Grid(4, 2, Order.ROW), 1, 0)])
+    assert len(W.exchange_groups([col])) == 1
+    groups = W.exchange_groups([row])
+    assert groups == [frozenset({0, 1}), frozenset({2, 3}), frozenset({4, 5}), frozenset({6, 7})]
+    assert W.group_div(groups) == 2
+    # dQ (2x4) reads dS rows by its M rows: the 1x8 S grid spreads every row over all warps
+    dq = W.exchange_graph((32, 128), s, [W.Read(W.Grid(2, 4), 0, 0)])
+    assert len(W.exchange_groups([dq])) == 1 and len(W.exchange_groups([row, dq])) == 1
+
+
+def test_group_div_needs_a_rule():
+    assert W.group_div([frozenset({0, 2}), frozenset({1, 3})]) == 1
+    assert W.group_div([frozenset({0, 3}), frozenset({1, 2})]) is None
