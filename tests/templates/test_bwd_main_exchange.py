@@ -66,7 +66,7 @@ def test_template_refuses_a_split_it_does_not_run():
     with pytest.raises(BwdMainError, match="local"):
         BwdMainKernel(bad)
     with pytest.raises(ValueError, match="interleave=2"):
-        BwdMainKernel(kp, interleave=2)
+        BwdMainKernel(kp, interleave=2, dq_lag=0)
     gap = tuple(dataclasses.replace(b, id=b.id + 1) if b.name == "x_group3" else b
                 for b in kp.barriers)
     with pytest.raises(BwdMainError, match="consecutive"):
@@ -79,26 +79,58 @@ def test_template_refuses_a_split_it_does_not_run():
 def test_compile_exchange_sync(arch, d, causal):
     """No mma_sync barrier left in the trip loop (the default build has it there), the group
     barrier takes its id from a register (warp-dependent), two more mbarrier waits (x_empty
-    before the stores, x_full before the late GEMM), the same MMAs, and no spills."""
+    before the stores, x_full before the late GEMM), no spills."""
     kp = x_plan(d, causal, arch)
-    rep = BwdMainKernel(kp, "bf16", causal=causal).compile(arch)
+    kern = BwdMainKernel(kp, "bf16", causal=causal)
+    rep = kern.compile(arch)
     base = BwdMainKernel(plan_variant(arch, d, None, causal, "bf16").kernel("bwd_main"), "bf16",
                          causal=causal).compile(arch)
     sync = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
     assert len(sync.findall(rep.ptx)) < len(sync.findall(base.ptx))
     assert re.search(r"bar\.sync\s+%r\d+,\s*\d+;", rep.ptx)
-    assert rep.ptx.count("mbarrier.try_wait") == base.ptx.count("mbarrier.try_wait") + 2
-    assert rep.count("mma.sync.aligned.m16n8k16") == base.count("mma.sync.aligned.m16n8k16")
+    waits = 3 if kern.code.dq_lag else 2  # dq_lag: and one before the last trip's dQ
+    assert rep.ptx.count("mbarrier.try_wait") == base.ptx.count("mbarrier.try_wait") + waits
     assert _resources(rep)[1] == 0
 
 
+def test_dq_lag_choices():
+    """dq_lag defaults on where it fits (d=128: dV/dK local, two P/dS copies; dQ then joins
+    dV/dK again, interleave 2), and is refused elsewhere; without it, interleave stays <= 1."""
+    kp = x_plan(128)
+    k = BwdMainKernel(kp)
+    assert (k.code.dq_lag, k.interleave) == (1, 2)
+    assert (BwdMainKernel(kp, dq_lag=0).interleave, BwdMainKernel(kp, dq_lag=0).code.dq_lag) == (1, 0)
+    for bad in (x_plan(64), plan_variant("sm_120a", 128).kernel("bwd_main")):
+        with pytest.raises(ValueError, match="dq_lag"):
+            BwdMainKernel(bad, dq_lag=1)
+        assert BwdMainKernel(bad).code.dq_lag == 0
+    with pytest.raises(ValueError, match="dq_lag"):
+        BwdMainKernel(kp, skip={"dq_atomic"})
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_dq_lag(arch):
+    """The lagged build runs one more dQ GEMM and its atomics after the loop (the last trip's),
+    and stays spill-free."""
+    kp = x_plan(128, arch=arch)
+    lag, no = (BwdMainKernel(kp, "bf16", dq_lag=v).compile(arch) for v in (1, 0))
+    mma = "mma.sync.aligned.m16n8k16"
+    # one dQ GEMM: (32 x 128 output / 8 warps) / (16 x 8 atoms) x (128 / 16 k-blocks) = 32
+    assert lag.count(mma) == no.count(mma) + 32
+    assert lag.count("red.global.add") == 2 * no.count("red.global.add")
+    assert _resources(lag)[1] == 0
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (64, False), (64, True),
-                                      (32, False), (96, True), (160, False), (256, False)])
-def test_gpu_exchange_sync(d, causal):
+@pytest.mark.parametrize("d,causal,knobs", [
+    (128, False, ()), (128, True, ()), (128, False, (("dq_lag", 0),)),
+    (128, True, (("dq_lag", 0),)), (64, False, ()), (64, True, ()), (32, False, ()),
+    (96, True, ()), (160, False, ()), (256, False, ())])
+def test_gpu_exchange_sync(d, causal, knobs):
     """Against the float64 reference with many trips per CTA (700 q rows: both copies and both
     parities of x_full / x_empty come round), GQA 2:1 and ragged tails."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=x_tile(d, causal), seed=41)
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=x_tile(d, causal), knobs=knobs, seed=41)
 
 
 @pytest.mark.gpu

@@ -7,7 +7,10 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``interleave``    0: one GEMM at a time; 1: S with dP, dV with dK; 2: also dQ with dV/dK
                   (:func:`pick_interleave`: 2 where dQ's accumulator is small, else 1; 0 for
                   staged or chunked dQ below d=192; v4, v28; at most 1 under the plan's
-                  ``exchange_sync``, where dQ waits on x_full after dV/dK)
+                  ``exchange_sync`` without ``dq_lag``, where dQ waits for all of dS)
+``dq_lag``        1 (plan's ``exchange_sync`` with dV/dK local and two P/dS copies): trip t
+                  runs dQ of trip t-1, whose dS every warp stored a trip ago, interleaved
+                  with its own dV/dK (:func:`pick_dq_lag`; v49)
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -93,9 +96,6 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
     if tl.get("stage_reductions"):
         # staged dQ (plan key stage_reductions): its smem copy leaves no room for interleaving
         return 0
-    if tl.get("exchange_sync"):
-        # dQ waits on x_full after dV/dK (plan key exchange_sync): it cannot join them
-        return 1 if dq_chunks == 1 else 0
     if tl["d"] > 192 and (dq_chunks > 1 or not causal) and tl.get("reduce_block"):
         return 1  # measured with the blocked dQ workspace; the row-major one then spills
     if dq_chunks > 1:  # chunked dQ (forced, or row-major at d > 192): one GEMM at a time
@@ -164,6 +164,20 @@ def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
     return int(bool(kp.tile.get("dq_b_in_regs")) and dq_chunks == 1)
 
 
+def dq_lag_fits(kp: KernelPlan, dq_chunks: int) -> bool:
+    """dQ can lag a trip: the plan's exchange_sync runs dV/dK on the group's P/dS and dQ late
+    (mode 1), with two P/dS copies (dS of trip t-1 stays until every warp's dQ of it arrives on
+    x_empty) and dQ in one chunk (it joins dV/dK)."""
+    ex = kp.params.get("exchange", {})
+    return bool(kp.tile.get("exchange_sync")) and ex.get("late") == ["dQ_part"] and \
+        kp.buffer("sdS").stages == 2 and dq_chunks == 1
+
+
+def pick_dq_lag(kp: KernelPlan, dq_chunks: int) -> int:
+    """Lag dQ wherever it fits (bench/RESULTS.md v49)."""
+    return int(dq_lag_fits(kp, dq_chunks))
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -183,13 +197,15 @@ class CodeChoices:
     dq_k_held: int = 0
     lpt_heads: int = 1
     tail_split: int = 0
+    dq_lag: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
                 causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None,
-                lpt_heads: int | None = None, tail_split: int | None = None) -> "CodeChoices":
+                lpt_heads: int | None = None, tail_split: int | None = None,
+                dq_lag: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -201,9 +217,18 @@ class CodeChoices:
         level = pick_interleave(kp, chunks, causal) if interleave is None else int(interleave)
         if level not in (0, 1, 2):
             raise CodeChoiceError(f"interleave must be 0, 1 or 2, got {interleave!r}")
-        if level == 2 and tl.get("exchange_sync"):
-            raise CodeChoiceError("interleave=2 runs dQ with dV/dK, but under the plan's "
-                                  "exchange_sync dQ waits for every warp's dS after them")
+        lag = pick_dq_lag(kp, chunks) if dq_lag is None else dq_lag
+        if lag not in (0, 1) or (lag and not dq_lag_fits(kp, chunks)):
+            raise CodeChoiceError(f"dq_lag must be 0 or 1, and 1 only under the plan's "
+                                  f"exchange_sync with dV/dK local, two P/dS copies and one dQ "
+                                  f"chunk, got {dq_lag!r}")
+        if tl.get("exchange_sync") and not lag:
+            if interleave is None:
+                level = min(level, 1)
+            elif level == 2:
+                raise CodeChoiceError("interleave=2 runs dQ with dV/dK, but under the plan's "
+                                      "exchange_sync dQ waits for every warp's dS after them "
+                                      "(unless dq_lag=1)")
         vec = 2 if dq_vec is None else dq_vec
         if vec not in (2, 4):
             raise CodeChoiceError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), "
@@ -244,4 +269,4 @@ class CodeChoices:
         if split and lpt != 1:
             raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split)
+                   split, lag)

@@ -6,7 +6,8 @@ Public interface (stable)::
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
                          exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None,
-                         tail_split=None, arrival_delay_ns=0)  # arrival_delay_ns: tests only
+                         tail_split=None, arrival_delay_ns=0,  # arrival_delay_ns: tests only
+                         dq_lag=None)
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
                 split=None)                        # torch; split: tail_split builds only
@@ -57,8 +58,8 @@ reference.
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
-(opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20) and ``tail_split`` (v44) to their
-measured defaults; ``self.code`` holds them.
+(opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44) and ``dq_lag``
+(v49) to their measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``reduce_block``, ``s_rows``
 /``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``) are documented, with where
@@ -161,7 +162,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                  p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
                  q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None,
                  lpt_heads: int | None = None, tail_split: int | None = None,
-                 arrival_delay_ns: int = 0):
+                 arrival_delay_ns: int = 0, dq_lag: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -179,7 +180,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             code = CodeChoices.resolve(
                 kplan, dq_chunks, interleave, dq_vec, p_store, lookahead, exp2_poly, q_rotate,
                 causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
-                dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split)
+                dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split, dq_lag=dq_lag)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code
@@ -191,6 +192,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
         self.q_rotate, self.serial_sdp, self.dq_k_held = code.q_rotate, code.serial_sdp, code.dq_k_held
+        if code.dq_lag and self.skip & {"dq_gemm", "dq_atomic"}:
+            raise BwdMainError("the dq_gemm / dq_atomic ablations are not wired into dq_lag=1")
         if self.serial_sdp and "dp_gemm" in self.skip:
             raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)

@@ -282,6 +282,13 @@ class MmaRole(DqAtomics):
                 self.release_q(sm.q_empty + stage)  # dV/dK were the last readers of stage s
                 if cutlass.const_expr(x_mode == 1):
                     cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's dS is in
+            lag = self.code.dq_lag  # dQ of trip t-1 (its dS every warp stored a trip ago)
+            xq, hq, mq = ((t + 1) % 2, h_kv * group + (t - 1) // n_m,
+                          masks.q_tile(t - 1, m_min, n_m, start, self.q_rotate)) if lag else \
+                (xs, h, m_block)
+            if cutlass.const_expr(lag):
+                if t > t0:  # trip t0 runs a dQ of nothing (whatever copy 1 holds), unused
+                    cute.arch.mbarrier_wait(sm.x_full + xq, ((t - 1) // 2) % 2)
             for ch in cutlass.range_constexpr(max(n_chunks, 1)):
                 jobs = list(dkdv) if ch == 0 and with_dq else []
                 acc_dQ = None
@@ -290,12 +297,15 @@ class MmaRole(DqAtomics):
                                                    cutlass.Float32)
                     acc_dQ.fill(0.0)
                     jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK,
-                                    _xsel(tdQsdS, xs, x_stages), c_dS,
+                                    _xsel(tdQsdS, xq, x_stages), c_dS,
                                     None if self.dq_k_held else tdQsKt[None, None, None, ch],
                                     c_Kt))
                 gemm_interleaved(*jobs, lookahead=self.lookahead)
                 if cutlass.const_expr(x_mode == 1 and ch == max(n_chunks, 1) - 1):
-                    self.arrive(sm.x_empty + xs, "x_empty")  # its last read of this copy
+                    if cutlass.const_expr(not lag):
+                        self.arrive(sm.x_empty + xs, "x_empty")  # its last read of this copy
+                    elif t > t0:
+                        self.arrive(sm.x_empty + xq, "x_empty")
                 if cutlass.const_expr(ch == 0 and with_dq):
                     self.release_q(sm.q_empty + stage)  # last read of sQ[stage] / sdO[stage]
                 if cutlass.const_expr(acc_dQ is None):
@@ -316,6 +326,9 @@ class MmaRole(DqAtomics):
                 elif cutlass.const_expr("dq_atomic" in self.skip):
                     # ablation (timing only): keep the GEMM alive without any global atomics
                     acc_dK[0] = acc_dK[0] + acc_dQ.load().reduce(cute.ReductionOp.ADD, 0.0, 0)
+                elif cutlass.const_expr(lag):
+                    if t > t0:
+                        self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, hq, mq, s_q, 0)
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
@@ -325,6 +338,17 @@ class MmaRole(DqAtomics):
                 self.release_q(sm.q_empty + stage)
                 self.arrive(sm.x_empty + xs, "x_empty")
 
+        if cutlass.const_expr(self.code.dq_lag):  # the last trip's dQ
+            if t1 > t0:
+                tq = t1 - 1
+                cute.arch.mbarrier_wait(sm.x_full + tq % 2, (tq // 2) % 2)
+                acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)), cutlass.Float32)
+                acc_dQ.fill(0.0)
+                gemm_interleaved(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK, _xsel(tdQsdS, tq % 2, 2),
+                                          c_dS, None if self.dq_k_held else
+                                          tdQsKt[None, None, None, 0], c_Kt))
+                self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h_kv * group + tq // n_m,
+                                masks.q_tile(tq, m_min, n_m, start, self.q_rotate), s_q, 0)
         if cutlass.const_expr(self.stage_dq):
             if warp0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
                 cute.arch.cp_async_bulk_wait_group(0, read=False)
