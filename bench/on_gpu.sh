@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1 FLASH_ATTENTION_ARCH=120
 echo "$commit" > "$out/commit.txt"
 
 if [[ $what == tests || $what == all ]]; then
-  timeout 240 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log" | tail -3
+  timeout 480 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log" | tail -3
 fi
 if [[ $what == ab || $what == all ]]; then
   # the measured defaults against their runner-up, same host (bench/RESULTS.md v7-v17): each
@@ -43,6 +43,9 @@ if [[ $what == ab || $what == all ]]; then
     --variants "default;interleave=0" 2>&1 | grep -v Warn | tail -3
   timeout 90 python3 bench/bwd_main_ab.py --dims 224 --rounds 6 --iters 5 --out "$out/ab_il224" \
     --variants "default;tile.head_pad=32" 2>&1 | grep -v Warn | tail -3  # v31: 224 runs as 256
+  mkdir -p "$out/ab_xsync"  # v48/v49: exchange_sync at d=64/128
+  timeout 90 python3 bench/bwd_main_ab.py --dims 64,128 --rounds 6 --iters 5 --out "$out/ab_xsync" \
+    --variants "default;tile.exchange_sync=0" 2>&1 | grep -v Warn | tail -4
   mkdir -p "$out/ab_rotate"  # v14: the rotated q walk at d > 192
   timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_rotate" \
     --variants "default;q_rotate=0" 2>&1 | grep -v Warn | tail -3

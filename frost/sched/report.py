@@ -84,6 +84,15 @@ def format_plan(plan: Plan) -> str:
             out += ["", "  Named barriers"]
             out.append(table(["name", "id", "threads"],
                              [[b.name, b.id, b.threads] for b in k.barriers]))
+        if k.tile.get("exchange_sync") and k.barriers:
+            n, div = k.tile["x_groups"], k.tile["x_group_div"]
+            warps = k.tile["num_mma_warps"]
+            groups = ", ".join(f"x_group{g} = warps {[w for w in range(warps) if (w // div) % n == g]}"
+                               for g in range(n))
+            ex = k.params.get("exchange", {})
+            out += ["", f"  exchange_sync: {groups}",
+                    f"    after its group barrier: {', '.join(ex.get('local', []))}; after x_full "
+                    f"(every warp's P/dS): {', '.join(ex.get('late', []))}"]
         if k.stage_order:
             out += ["", "  Stage order: " + " > ".join(k.stage_order)]
         if k.buffers or k.mbarriers:

@@ -67,6 +67,10 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # and at d=192 measured 0.935x of one (8.115 / 8.677 ms in bench/results/v32/t32); at d=160
 # the option came with the row. OPTIONS_RECHECK_SOURCES are runs whose default carried these
 # options, with the other value measured against it (slower: the option stands).
+# exchange_sync=1 (v48/v49: P/dS published per warp group and by mbarriers instead of one
+# barrier of all MMA warps a trip): d=128 0.982x / 0.983x, causal 0.936x / 0.937x, (16,16,1024)
+# 0.972x, causal (2,16,8192) 0.934x; d=64 0.967x / 0.964x, causal 0.977x / 0.976x. At d=96
+# (1.027x) and d=256 (1.069x) it measured slower, so only these two rows.
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -75,13 +79,17 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v18/ab18/d64/bwd_main_ab.json",
                    "bench/results/v18/ab18/d64_causal/bwd_main_ab.json",
                    "bench/results/v20/ab20/d64/bwd_main_ab.json",
-                   "bench/results/v20/ab20/d64_causal/bwd_main_ab.json")
+                   "bench/results/v20/ab20/d64_causal/bwd_main_ab.json",
+                   *(f"bench/results/{v}/{r}/bwd_main_ab.json" for v, rows in (
+                       ("v48", ("d128", "d128c", "d64", "d64c")),
+                       ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")))
+                     for r in rows))
 OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",)
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2),
-    64: dict(v_in_regs=1, dq_rows=2),
+    64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1),
     96: dict(exchange_stages=2),
-    128: dict(exchange_stages=2),
+    128: dict(exchange_stages=2, exchange_sync=1),
     160: dict(exchange_stages=2),
     192: dict(exchange_stages=2),
     256: dict(s_rows=2),

@@ -183,7 +183,7 @@ def test_compile_blocked_dq_workspace(arch, d, splits):
     key for dq_convert."""
     kp = default_plan(arch, d)
     knobs = {k: kp.tile[k] for k in ("tile_m", "tile_n", "q_stages", "v_in_regs",
-                                     "exchange_stages") if k in kp.tile}
+                                     "exchange_stages", "exchange_sync") if k in kp.tile}
     base = default_plan(arch, d, tile={**knobs, "reduce_block": 0})
     assert kp.tile["reduce_block"] == 8 and "reduce_block" not in base.tile
     assert kp.smem_bytes == base.smem_bytes
@@ -659,8 +659,9 @@ def test_compile_skip_ablations(arch):
     operand_loads keeps every mma.sync with a fraction of the ldmatrix, softmax drops ex2,
     q_loads keeps every MMA, atomic and TMA load instruction (now behind a branch) and arrives
     on q_full with 0 bytes expected on the refills; mma_sync keeps all of those and drops the
-    per-trip barrier (the epilogue's remain)."""
-    kp = default_plan(arch, 128)
+    per-trip barrier (the epilogue's remain). On d=128's tile with the per-trip barrier (the
+    default now runs exchange_sync, which has none to drop)."""
+    kp = default_plan(arch, 128, tile=dict(EXCHANGE2))
     base = BwdMainKernel(kp, "bf16").compile(arch)
     empty = BwdMainKernel(kp, "bf16", skip=frozenset()).compile(arch)
     assert empty.ptx == base.ptx
@@ -706,8 +707,9 @@ def test_can_implement_rechecks_mbarrier_counts():
 
 @pytest.mark.compile
 def test_interleave_reorders_but_keeps_every_mma():
-    """interleave=0 is the one-GEMM-at-a-time order; both have the same MMAs and no spills."""
-    kp = default_plan("sm_120a", 128)
+    """interleave=0 is the one-GEMM-at-a-time order; both have the same MMAs and no spills (on
+    d=128's tile with the per-trip barrier: under exchange_sync the default is level 1)."""
+    kp = default_plan("sm_120a", 128, tile=dict(EXCHANGE2))
     on = BwdMainKernel(kp).compile("sm_120a")
     off = BwdMainKernel(kp, interleave=0).compile("sm_120a")
     assert BwdMainKernel(kp).interleave == 2
@@ -717,12 +719,12 @@ def test_interleave_reorders_but_keeps_every_mma():
 
 
 @pytest.mark.parametrize("d,want,want_causal,tile", [
-    (64, 2, 2, None), (128, 2, 2, None), (160, 2, 2, None), (192, 2, 2, None),
+    (64, 1, 1, None), (128, 1, 1, None), (160, 2, 2, None), (192, 2, 2, None),
     (200, 1, 1, None), (256, 1, 1, None), (224, 1, 2, {"head_pad": 32})])
 def test_pick_interleave(d, want, want_causal, tile):
     """Level 2 where dQ's accumulator is small, 1 above; on the 32x64 tiles of d > 192 level 1,
     but causal one-chunk plans (d=224 planned as 224, head_pad=32) keep 2 (RESULTS.md v4,
-    v28)."""
+    v28). The d=64/128 defaults run exchange_sync, where dQ waits after dV/dK: 1 (v48)."""
     base = {"tile_m": 32, "tile_n": 64, "q_stages": 1, "v_in_regs": 1, "s_rows": 2}
     kp = default_plan("sm_120a", d, tile={**base, **tile} if tile else None)
     assert BwdMainKernel(kp).interleave == want
@@ -885,7 +887,9 @@ def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
     kp128 = default_plan("sm_120a", 128)
     kp256 = default_plan("sm_120a", 256, tile={**dict(D256), "s_rows": 1})  # 1x8: 8-col tiles
     c = CodeChoices.resolve(kp128)
-    assert (c.dq_chunks, c.interleave, c.dq_vec, c.p_store, c.lookahead) == (1, 2, 2, "stmatrix", 0)
+    # interleave 1: the default runs exchange_sync (dQ after x_full, v48)
+    assert (c.dq_chunks, c.interleave, c.dq_vec, c.p_store, c.lookahead) == (1, 1, 2, "stmatrix", 0)
+    assert CodeChoices.resolve(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).interleave == 2
     c = CodeChoices.resolve(kp256)
     assert (c.dq_chunks, c.interleave, c.p_store) == (4, 1, "st32")  # 8-column S warp tiles
     assert CodeChoices.resolve(kp128, interleave=0, dq_vec=4).interleave == 0

@@ -51,10 +51,13 @@ def test_plan_groups_d128_and_d64():
     assert exchange_mode(kp) == 2 and kp.smem_bytes <= 101_376
 
 
-def test_default_plans_keep_the_barrier():
-    kp = plan_variant("sm_120a", 128).kernel("bwd_main")
-    assert "exchange_sync" not in kp.tile and "x_full" not in {m.name for m in kp.mbarriers}
-    assert exchange_mode(kp) == 0
+@pytest.mark.parametrize("d,on", [(128, True), (64, True), (40, True), (96, False), (256, False)])
+def test_measured_defaults(d, on):
+    """The d=64 and d=128 rows (head dims 40..64, 104..128) run exchange_sync (v48/v49); d=96
+    and d=256, where it measured slower, keep the per-trip barrier."""
+    kp = plan_variant("sm_120a", d).kernel("bwd_main")
+    assert bool(kp.tile.get("exchange_sync")) == on
+    assert ("x_full" in {m.name for m in kp.mbarriers}) == on and bool(exchange_mode(kp)) == on
 
 
 def test_template_refuses_a_split_it_does_not_run():
@@ -83,8 +86,8 @@ def test_compile_exchange_sync(arch, d, causal):
     kp = x_plan(d, causal, arch)
     kern = BwdMainKernel(kp, "bf16", causal=causal)
     rep = kern.compile(arch)
-    base = BwdMainKernel(plan_variant(arch, d, None, causal, "bf16").kernel("bwd_main"), "bf16",
-                         causal=causal).compile(arch)
+    off = plan_variant(arch, d, None, causal, "bf16", {"exchange_sync": 0}).kernel("bwd_main")
+    base = BwdMainKernel(off, "bf16", causal=causal).compile(arch)
     sync = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
     assert len(sync.findall(rep.ptx)) < len(sync.findall(base.ptx))
     assert re.search(r"bar\.sync\s+%r\d+,\s*\d+;", rep.ptx)
@@ -94,18 +97,20 @@ def test_compile_exchange_sync(arch, d, causal):
 
 
 def test_dq_lag_choices():
-    """dq_lag defaults on where it fits (d=128: dV/dK local, two P/dS copies; dQ then joins
-    dV/dK again, interleave 2), and is refused elsewhere; without it, interleave stays <= 1."""
+    """dq_lag fits where dV/dK are local with two P/dS copies (d=128; dQ then joins dV/dK
+    again, interleave 2) and is refused elsewhere; it is off by default (measured slower, v49),
+    and without it interleave stays <= 1."""
     kp = x_plan(128)
-    k = BwdMainKernel(kp)
+    k = BwdMainKernel(kp, dq_lag=1)
     assert (k.code.dq_lag, k.interleave) == (1, 2)
-    assert (BwdMainKernel(kp, dq_lag=0).interleave, BwdMainKernel(kp, dq_lag=0).code.dq_lag) == (1, 0)
-    for bad in (x_plan(64), plan_variant("sm_120a", 128).kernel("bwd_main")):
+    assert (BwdMainKernel(kp).interleave, BwdMainKernel(kp).code.dq_lag) == (1, 0)
+    off = plan_variant("sm_120a", 128, tile={"exchange_sync": 0}).kernel("bwd_main")
+    for bad in (x_plan(64), off):
         with pytest.raises(ValueError, match="dq_lag"):
             BwdMainKernel(bad, dq_lag=1)
         assert BwdMainKernel(bad).code.dq_lag == 0
     with pytest.raises(ValueError, match="dq_lag"):
-        BwdMainKernel(kp, skip={"dq_atomic"})
+        BwdMainKernel(kp, dq_lag=1, skip={"dq_atomic"})
 
 
 @pytest.mark.compile
@@ -124,8 +129,8 @@ def test_compile_dq_lag(arch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,causal,knobs", [
-    (128, False, ()), (128, True, ()), (128, False, (("dq_lag", 0),)),
-    (128, True, (("dq_lag", 0),)), (64, False, ()), (64, True, ()), (32, False, ()),
+    (128, False, ()), (128, True, ()), (128, False, (("dq_lag", 1),)),
+    (128, True, (("dq_lag", 1),)), (64, False, ()), (64, True, ()), (32, False, ()),
     (96, True, ()), (160, False, ()), (256, False, ())])
 def test_gpu_exchange_sync(d, causal, knobs):
     """Against the float64 reference with many trips per CTA (700 q rows: both copies and both

@@ -10,7 +10,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   ``exchange_sync`` without ``dq_lag``, where dQ waits for all of dS)
 ``dq_lag``        1 (plan's ``exchange_sync`` with dV/dK local and two P/dS copies): trip t
                   runs dQ of trip t-1, whose dS every warp stored a trip ago, interleaved
-                  with its own dV/dK (:func:`pick_dq_lag`; v49)
+                  with its own dV/dK (opt-in: measured slower, :func:`pick_dq_lag`; v49)
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -174,8 +174,12 @@ def dq_lag_fits(kp: KernelPlan, dq_chunks: int) -> bool:
 
 
 def pick_dq_lag(kp: KernelPlan, dq_chunks: int) -> int:
-    """Lag dQ wherever it fits (bench/RESULTS.md v49)."""
-    return int(dq_lag_fits(kp, dq_chunks))
+    """Off: where it fits (d=128 under exchange_sync) the lagged dQ measured slower than dQ after
+    the x_full wait (bench/RESULTS.md v49, bwd_main on the H200: 1.06x at (4,16,4096), 1.15x
+    causal, 1.05x at (16,16,1024), 1.17x causal at (2,16,8192)), though it gets the interleave
+    back; opt-in for A/Bs."""
+    del kp, dq_chunks
+    return 0
 
 
 def stmatrix_fits(kp: KernelPlan) -> bool:
