@@ -25,6 +25,7 @@ from frost.sched.plan import KernelPlan, PdlAction, PdlEdge, Plan, WarpRole
 from frost.sched.residency import Where, live_ranges, residency, stage_order
 from frost.sched.smem import BufferRequest, allocate, check_no_overlap, place_mbarriers
 from frost.tile_dsl.barrier import NamedBarrierAllocator
+from frost.tile_dsl.warp_grid import placements
 
 ROW_KERNEL_THREADS = 128
 
@@ -77,7 +78,7 @@ class TileChoice:
     grid_rows: tuple[tuple[str, int], ...] = ()
     ctas_per_sm: int = 1
     hold_fragments: tuple[tuple[str, int], ...] = ()
-    exchange_sync: bool = False
+    exchange_sync: int = 0
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -170,7 +171,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     if any(s.level == Level.EPILOGUE for s in order if s.outputs and
            any(where.get(t.name, Where.NONE) & Where.SMEM for t in s.outputs)):
         alloc.alloc("epilogue", mma.threads)      # staging buffers filled before the TMA store
-    x_sync = _exchange_sync(prog, where, grid_choice, ch.mma_warps) if ch.exchange_sync else {}
+    x_sync = _exchange_sync(prog, where, grid_choice, ch.exchange_sync) if ch.exchange_sync \
+        else {}
     for k, group in enumerate(x_sync.get("groups", ())):
         alloc.alloc(f"x_group{k}", 32 * len(group))  # ids consecutive: the template adds k
 
@@ -195,7 +197,7 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     for g in frags:
         tile[f"{g}_b_in_regs"] = 1
     if x_sync:
-        tile["exchange_sync"] = 1
+        tile["exchange_sync"] = int(ch.exchange_sync)
         tile["x_groups"], tile["x_group_div"] = len(x_sync["groups"]), x_sync["div"]
         for g, w_order in x_sync["orders"].items():
             if w_order != W.Order.COL:
@@ -289,12 +291,15 @@ def _held_fragments(prog: Program, grids: dict, regs: int, budget: int,
     return held, regs
 
 
-def _exchange_sync(prog: Program, where, grids: dict, warps: int) -> dict:
+def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
     """The warp groups of ``exchange_sync`` (see :class:`TileChoice`): the tiles the MMA warps
     exchange through smem (written from registers in the loop, read back by GEMMs), their
     writer's grid (the GEMM group whose accumulator layout they have), and each reader GEMM
-    group's warp order (:class:`~frost.tile_dsl.warp_grid.Order`, COL unless ROW gives more
-    groups). Reader groups whose warps need only some writers are *local*, the others *late*.
+    group's warp order (an index of :func:`~frost.tile_dsl.warp_grid.placements`). Reader groups
+    whose warps need only some writers are *local*, the others *late*. The split with the most
+    warp groups wins; among those, ``rule`` 1 takes the fewest local reader groups' lowest
+    orders (the first measured form), ``rule`` 2 the most local GEMMs (more work before the
+    late wait).
     {"groups": [warp sets], "div": group rule (:func:`W.group_div`), "orders": {group: order},
     "local": [GEMM names], "late": [GEMM names]}. Infeasible without a local reader or a rule."""
     by_name = {t.name: s for s in prog.stages for t in s.outputs}
@@ -336,16 +341,18 @@ def _exchange_sync(prog: Program, where, grids: dict, warps: int) -> dict:
                                  [W.Read(grid(g, order), x_dim, mode)])
                 for _, t, x_dim, mode in readers[g]]
 
-    # each reader group is late, or local in one warp order: the most groups wins, then the
-    # most local readers, then COL orders (the template's default)
-    options = [[None] + ([W.Order.COL] if g == wg else [W.Order.COL, W.Order.ROW])
+    # each reader group is late, or local in one warp order: the most groups wins, then (rule
+    # 1) the most local reader groups or (rule 2) local GEMMs, then the lowest orders
+    options = [[None] + ([W.Order.COL] if g == wg else list(range(len(placements(*grids[g])))))
                for g in readers]
     best = None
     for pick in itertools.product(*options):
         parts = [x for g, o in zip(readers, pick) if o is not None for x in graphs(g, o)]
         if parts:
             n = len(W.exchange_groups(parts))
-            key = (n, sum(o is not None for o in pick), -sum(o or 0 for o in pick))
+            local = sum(o is not None and (1 if rule == 1 else len(readers[g]))
+                        for g, o in zip(readers, pick))
+            key = (n, local, -sum(o or 0 for o in pick))
             if n > 1 and (best is None or key > best[0]):
                 best = key, pick, parts
     if best is None:

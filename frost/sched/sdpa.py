@@ -98,7 +98,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "s_rows": tuple(range(17)),
     "dq_rows": tuple(range(17)),
     "ctas_per_sm": (1, 2),
-    "exchange_sync": (0, 1),
+    "exchange_sync": (0, 1, 2),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
 }
 
@@ -180,7 +180,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                                             if c[f"{g}_rows"]),
                             ctas_per_sm=c["ctas_per_sm"],
                             hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),),
-                            exchange_sync=bool(c["exchange_sync"]))
+                            exchange_sync=c["exchange_sync"])
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

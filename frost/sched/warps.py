@@ -100,12 +100,12 @@ def regs_for(elems: int, elem_bytes: int, threads: int) -> int:
 
 # -- warps that exchange tiles through shared memory ------------------------------------------
 class Grid(NamedTuple):
-    """A GEMM group's warp grid: ``wm x wn`` warps placed in ``order``
+    """A GEMM group's warp grid: ``wm x wn`` warps placed in warp order ``order``
     (:mod:`frost.tile_dsl.warp_grid`: which rows and columns each warp owns)."""
 
     wm: int
     wn: int
-    order: Order = Order.COL
+    order: int = Order.COL
 
 
 class Read(NamedTuple):

@@ -19,13 +19,13 @@ from tests.templates.test_bwd_main import _resources, run_case
 X = {"exchange_sync": 1}
 
 
-def x_plan(d, causal=False, arch="sm_120a"):
-    return plan_variant(arch, d, None, causal, "bf16", X).kernel("bwd_main")
+def x_plan(d, causal=False, arch="sm_120a", rule=1):
+    return plan_variant(arch, d, None, causal, "bf16", {"exchange_sync": rule}).kernel("bwd_main")
 
 
-def x_tile(d, causal=False):
+def x_tile(d, causal=False, rule=1):
     """The measured default's tile keys with exchange_sync forced, as run_case's ``tile``."""
-    kp = x_plan(d, causal)
+    kp = x_plan(d, causal, rule=rule)
     return tuple((k, kp.tile[k]) for k in sorted(FORCEABLE) if k in kp.tile)
 
 
@@ -49,6 +49,11 @@ def test_plan_groups_d128_and_d64():
     assert (kp.tile["x_groups"], kp.tile["x_group_div"]) == (2, 1) and "dkv_order" not in kp.tile
     assert kp.params["exchange"] == {"local": ["dQ_part"], "late": ["dK_part", "dV_part"]}
     assert exchange_mode(kp) == 2 and kp.smem_bytes <= 101_376
+    # rule 2 (most local GEMMs): d=64's dK/dV warps in bit order 4 (m1, n, m0) make the same two
+    # groups of four dV/dK-local instead, dQ late
+    kp = x_plan(64, rule=2)
+    assert (kp.tile["x_groups"], kp.tile["x_group_div"], kp.tile["dkv_order"]) == (2, 4, 4)
+    assert exchange_mode(kp) == 1 and kp.tile["exchange_sync"] == 2
 
 
 @pytest.mark.parametrize("d,on", [(128, True), (64, True), (40, True), (96, False), (256, False)])
@@ -131,11 +136,15 @@ def test_compile_dq_lag(arch):
 @pytest.mark.parametrize("d,causal,knobs", [
     (128, False, ()), (128, True, ()), (128, False, (("dq_lag", 1),)),
     (128, True, (("dq_lag", 1),)), (64, False, ()), (64, True, ()), (32, False, ()),
-    (96, True, ()), (160, False, ()), (256, False, ())])
+    (96, True, ()), (160, False, ()), (256, False, ()),
+    (64, False, "rule2"), (64, True, "rule2"), (32, False, "rule2"), (96, True, "rule2")])
 def test_gpu_exchange_sync(d, causal, knobs):
     """Against the float64 reference with many trips per CTA (700 q rows: both copies and both
-    parities of x_full / x_empty come round), GQA 2:1 and ragged tails."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=x_tile(d, causal), knobs=knobs, seed=41)
+    parities of x_full / x_empty come round), GQA 2:1 and ragged tails; "rule2": the plan's
+    rule 2 split (bit-permuted dK/dV warp order)."""
+    rule = 2 if knobs == "rule2" else 1
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=x_tile(d, causal, rule),
+             knobs=() if rule == 2 else knobs, seed=41)
 
 
 @pytest.mark.gpu

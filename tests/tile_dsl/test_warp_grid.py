@@ -6,13 +6,16 @@ from __future__ import annotations
 import pytest
 
 from frost.sched import warps as W
-from frost.tile_dsl.warp_grid import Order, cols_of, make_grid_mma, rows_of, warp_cols, warp_mn
+from frost.tile_dsl.warp_grid import (Order, cols_of, make_grid_mma, placements, rows_of,
+                                      warp_cols, warp_mn)
 
-# (wm, wn, n_warp, order, rows, cols): bwd_main's S, dK/dV and dQ grids in both orders, and
-# narrow 8-column warp steps
+# (wm, wn, n_warp, order, rows, cols): bwd_main's S, dK/dV and dQ grids in both orders, narrow
+# 8-column warp steps, and bit-permuted orders (hierarchical CuTe atom layouts)
 CASES = [(1, 8, 16, Order.COL, 32, 128), (2, 4, 16, Order.COL, 64, 128),
          (4, 2, 16, Order.ROW, 128, 128), (4, 2, 16, Order.COL, 128, 64),
-         (2, 4, 8, Order.ROW, 64, 32), (8, 1, 16, Order.ROW, 128, 64)]
+         (2, 4, 8, Order.ROW, 64, 32), (8, 1, 16, Order.ROW, 128, 64),
+         (4, 2, 16, 4, 128, 64), (2, 4, 16, 3, 64, 128), (4, 4, 16, 7, 128, 128),
+         (8, 1, 16, 4, 128, 32)]
 
 
 @pytest.mark.compile
@@ -47,6 +50,20 @@ def test_model_matches_cute_partition():
         m, n = warp_mn(w, wm, wn, order)
         assert got == {(r, c) for r in rows_of(m, wm, rows) for c in cols_of(n, wn, cols)}, \
             (CASES[k], w)
+
+
+def test_placements():
+    """COL and ROW first, then every other order of the index bits, each a bijection."""
+    p = placements(4, 2)
+    assert len(p) == 6 and p[0] == (("m", 0), ("m", 1), ("n", 0))
+    assert p[1] == (("n", 0), ("m", 0), ("m", 1))
+    for k in range(len(p)):
+        assert sorted(warp_mn(w, 4, 2, k) for w in range(8)) == [(m, n) for m in range(4)
+                                                                 for n in range(2)]
+    assert [warp_mn(w, 4, 2, 4) for w in (0, 1, 2, 3)] == [(0, 0), (2, 0), (0, 1), (2, 1)]
+    assert len(placements(3, 2)) == 2  # not powers of two: COL and ROW only
+    with pytest.raises(ValueError, match="order 6"):
+        warp_mn(0, 4, 2, 6)
 
 
 def test_model_basics():
