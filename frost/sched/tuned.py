@@ -70,7 +70,10 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # exchange_sync=1 (v48/v49: P/dS published per warp group and by mbarriers instead of one
 # barrier of all MMA warps a trip): d=128 0.982x / 0.983x, causal 0.936x / 0.937x, (16,16,1024)
 # 0.972x, causal (2,16,8192) 0.934x; d=64 0.967x / 0.964x, causal 0.977x / 0.976x. At d=96
-# (1.027x) and d=256 (1.069x) it measured slower, so only these two rows.
+# (1.027x) and d=256 (1.069x) it measured slower, so only these two rows. exchange_sync=2 (v53:
+# the split with the most local GEMMs, dV/dK before the late wait through a bit-permuted dK/dV
+# warp order): d=32 0.953x (rule 1 there: 0.999x); d=64 causal 0.983x of rule 1 (a causal
+# option; non-causal it measured 1.023x); d=96 slower than the barrier under both rules.
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -82,11 +85,12 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v20/ab20/d64_causal/bwd_main_ab.json",
                    *(f"bench/results/{v}/{r}/bwd_main_ab.json" for v, rows in (
                        ("v48", ("d128", "d128c", "d64", "d64c")),
-                       ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")))
+                       ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")),
+                       ("v53", ("d32",)))
                      for r in rows))
 OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",)
 _SM120_OPTIONS = {
-    32: dict(exchange_stages=2),
+    32: dict(exchange_stages=2, exchange_sync=2),
     64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2, exchange_sync=1),
@@ -101,7 +105,10 @@ OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
 # run; both forced), or ran with it in the default and measured the alternative slower.
 CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v18/ab18/d256_causal/bwd_main_ab.json")
-_SM120_CAUSAL_OPTIONS = {256: dict(dq_rows=2, exchange_stages=2)}
+_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2), 256: dict(dq_rows=2, exchange_stages=2)}
+# Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
+# the causal option, faster in its median, is the evidence (v53: d=64's exchange_sync=2).
+CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",)
 CAUSAL_OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_CAUSAL_OPTIONS,
                                                          "sm_121a": _SM120_CAUSAL_OPTIONS}
 

@@ -9,7 +9,8 @@ import pytest
 
 from frost.sched import plan_sdpa_bwd
 from frost.sched.sdpa import pad_head_dim
-from frost.sched.tuned import (AB_PICK_SOURCES, CAUSAL_OPTIONS, CAUSAL_OPTIONS_SOURCES, OPTIONS,
+from frost.sched.tuned import (AB_PICK_SOURCES, CAUSAL_OPTIONS, CAUSAL_OPTIONS_AB_SOURCES,
+                               CAUSAL_OPTIONS_SOURCES, OPTIONS,
                                OPTIONS_RECHECK_SOURCES, OPTIONS_SOURCES, SOURCE, TUNED,
                                tuned_options, tuned_tile)
 from frost.templates.bwd_main.code import CodeChoices
@@ -151,8 +152,9 @@ def test_each_option_was_measured_faster(d):
 @pytest.mark.parametrize("d", sorted(CAUSAL_OPTIONS["sm_120a"]))
 def test_each_causal_option_was_measured_faster(d):
     """Every causal-only option has causal evidence: either the row's options plus it beat the
-    row's options alone in one round-robin run (both forced), or a run whose default carried
-    it measured the other value slower."""
+    row's options alone in one round-robin run (both forced), or a run whose default was the
+    row's options alone measured it faster (CAUSAL_OPTIONS_AB_SOURCES), or a run whose default
+    carried it measured the other value slower."""
     row = OPTIONS["sm_120a"][d]
     runs, singles = [], []
     for src in CAUSAL_OPTIONS_SOURCES:
@@ -163,12 +165,20 @@ def test_each_causal_option_was_measured_faster(d):
         singles += [(k, v, r["ratio"]) for r in res if len(r["kwargs"]) == 1
                     for k, v in r["kwargs"].items()]
 
+    direct = []  # runs whose default was the row alone: the option forced by itself
+    for src in CAUSAL_OPTIONS_AB_SOURCES:
+        data = json.loads((ROOT / src).read_text())
+        assert data["meta"]["causal"] is True, src
+        direct += [(k, v, r["ratio"]) for r in data["results"] if r["d"] == d
+                   and len(r["kwargs"]) == 1 for k, v in r["kwargs"].items()]
+
     def ratio(run, opts):
         return run.get(json.dumps({f"tile.{k}": v for k, v in opts.items()}, sort_keys=True))
 
     for key, val in CAUSAL_OPTIONS["sm_120a"][d].items():
         added = [(ratio(run, row), ratio(run, {**row, key: val})) for run in runs]
         wins = [w < a and w < 1.0 for a, w in added if a is not None and w is not None]
+        wins += [r < 1.0 for k, v, r in direct if k == f"tile.{key}" and v == val]
         others = [r for k, v, r in singles if k == f"tile.{key}" and v != val]
         assert wins or others, f"no causal A/B of {key}={val} at d={d}"
         assert all(wins) and all(r > 1.0 for r in others), (key, val, added, others)

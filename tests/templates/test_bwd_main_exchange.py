@@ -56,13 +56,17 @@ def test_plan_groups_d128_and_d64():
     assert exchange_mode(kp) == 1 and kp.tile["exchange_sync"] == 2
 
 
-@pytest.mark.parametrize("d,on", [(128, True), (64, True), (40, True), (96, False), (256, False)])
-def test_measured_defaults(d, on):
-    """The d=64 and d=128 rows (head dims 40..64, 104..128) run exchange_sync (v48/v49); d=96
-    and d=256, where it measured slower, keep the per-trip barrier."""
-    kp = plan_variant("sm_120a", d).kernel("bwd_main")
-    assert bool(kp.tile.get("exchange_sync")) == on
-    assert ("x_full" in {m.name for m in kp.mbarriers}) == on and bool(exchange_mode(kp)) == on
+@pytest.mark.parametrize("d,causal,rule", [(128, False, 1), (128, True, 1), (64, False, 1),
+                                           (40, False, 1), (64, True, 2), (32, False, 2),
+                                           (32, True, 2), (96, False, 0), (256, False, 0)])
+def test_measured_defaults(d, causal, rule):
+    """The d=64 and d=128 rows (head dims 40..64, 104..128) run exchange_sync rule 1 (v48/v49),
+    d=32 and causal d=64 rule 2 (v53); d=96 and d=256, where it measured slower, keep the
+    per-trip barrier."""
+    kp = plan_variant("sm_120a", d, None, causal).kernel("bwd_main")
+    assert kp.tile.get("exchange_sync", 0) == rule
+    assert ("x_full" in {m.name for m in kp.mbarriers}) == bool(rule)
+    assert exchange_mode(kp) == (0 if not rule else 2 if (rule, d) == (1, 64) or d == 40 else 1)
 
 
 def test_template_refuses_a_split_it_does_not_run():
