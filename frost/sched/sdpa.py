@@ -31,6 +31,12 @@ half of its shared memory (50,176 B on SM120) and registers (128 at launch), and
 launches with that occupancy bound. Measured slower at d=64 (1.30x, causal 1.03x; v25), so only
 when forced.
 
+``tile={"exchange_sync": 1 or 2}``: the MMA warps publish P/dS by warp-group barriers and the
+x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip (the scheduler's
+``_exchange_sync`` finds the groups from the warp-grid model; 1 and 2 break ties between splits
+differently). The measured table adds it at d=32 (2), d=64 (1; causal 2) and d=128 (1)
+(bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96 and d=256 it measured slower.
+
 K's dQ fragments: every plan asks the scheduler to hold the B fragments of ``dQ = dS·K`` (K is
 stationary; S still reads it from shared memory) where they take at most
 :data:`HOLD_DQ_K_MAX_REGS` registers a thread on the plan's dQ grid and fit the MMA budget on
