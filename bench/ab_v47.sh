@@ -4,7 +4,9 @@
 set -u
 out=${OUT:-bench/out}/ab47
 . bench/ab_lib.sh
-v="default;skip=mma_sync;skip=softmax;skip=softmax+mma_sync"
+# (ran at 1930fa1, when the barrier plan was the default: tile.exchange_sync=0 keeps it so)
+x=tile.exchange_sync=0
+v="$x;$x,skip=mma_sync;$x,skip=softmax;$x,skip=softmax+mma_sync"
 ab d128 128 "" "$v" 6
 ab d64 64 "" "$v" 6
 ab d128c 128 --causal "$v" 6

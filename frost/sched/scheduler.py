@@ -297,9 +297,9 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
     writer's grid (the GEMM group whose accumulator layout they have), and each reader GEMM
     group's warp order (an index of :func:`~frost.tile_dsl.warp_grid.placements`). Reader groups
     whose warps need only some writers are *local*, the others *late*. The split with the most
-    warp groups wins; among those, ``rule`` 1 takes the fewest local reader groups' lowest
-    orders (the first measured form), ``rule`` 2 the most local GEMMs (more work before the
-    late wait).
+    warp groups wins; among those, ``rule`` 1 takes the most local reader groups (the first
+    measured form), ``rule`` 2 the most local reads (GEMM operands: more work before the late
+    wait), then the lowest orders.
     {"groups": [warp sets], "div": group rule (:func:`W.group_div`), "orders": {group: order},
     "local": [GEMM names], "late": [GEMM names]}. Infeasible without a local reader or a rule."""
     by_name = {t.name: s for s in prog.stages for t in s.outputs}
@@ -341,32 +341,35 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
                                  [W.Read(grid(g, order), x_dim, mode)])
                 for _, t, x_dim, mode in readers[g]]
 
-    # each reader group is late, or local in one warp order: the most groups wins, then (rule
-    # 1) the most local reader groups or (rule 2) local GEMMs, then the lowest orders
+    # each reader group is late, or local in one warp order; a split needs a late reader (it
+    # publishes through x_full), equal groups and a (warp // div) % n rule. The most groups
+    # wins, then (rule 1) the most local reader groups or (rule 2) local reads, then the
+    # lowest orders
     options = [[None] + ([W.Order.COL] if g == wg else list(range(len(placements(*grids[g])))))
                for g in readers]
-    best = None
+    best, seen = None, []
     for pick in itertools.product(*options):
         parts = [x for g, o in zip(readers, pick) if o is not None for x in graphs(g, o)]
-        if parts:
-            n = len(W.exchange_groups(parts))
-            local = sum(o is not None and (1 if rule == 1 else len(readers[g]))
-                        for g, o in zip(readers, pick))
-            key = (n, local, -sum(o or 0 for o in pick))
-            if n > 1 and (best is None or key > best[0]):
-                best = key, pick, parts
+        if not parts or all(o is not None for o in pick):
+            continue
+        groups = W.exchange_groups(parts)
+        div = W.group_div(groups)
+        if len(groups) < 2 or div is None or len({len(g) for g in groups}) != 1:
+            seen.append(sorted(sorted(g) for g in groups))
+            continue
+        local = sum(o is not None and (1 if rule == 1 else len(readers[g]))
+                    for g, o in zip(readers, pick))
+        key = (len(groups), local, -sum(o or 0 for o in pick))
+        if best is None or key > best[0]:
+            best = key, pick, groups, div
     if best is None:
-        raise Infeasible("exchange_sync: every reader of the exchanged tiles needs all warps")
-    _, pick, parts = best
+        raise Infeasible(f"exchange_sync: no split into equal warp groups with a late reader "
+                         f"and a (warp // div) % n rule (groups seen: {seen[:3]})")
+    _, pick, groups, div = best
     orders = {g: o for g, o in zip(readers, pick) if o is not None}
     names = {g: sorted({name for name, *_ in readers[g]}) for g in readers}
     local = [n for g in readers if g in orders for n in names[g]]
     late = [n for g in readers if g not in orders for n in names[g]]
-    groups = W.exchange_groups(parts)
-    div = W.group_div(groups)
-    if div is None or len({len(g) for g in groups}) != 1:
-        raise Infeasible(f"exchange_sync: warp groups {[sorted(g) for g in groups]} follow "
-                         f"no (warp // div) % n rule")
     return {"groups": groups, "div": div, "orders": orders, "local": local, "late": late}
 
 

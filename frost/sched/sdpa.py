@@ -14,7 +14,8 @@ Residency of V: both choices (V in shared memory, or held in registers where it 
 space, ranked by the same cost model; above d=224 only the held form fits the budget.
 ``tile={"v_in_regs": 0 or 1}`` forces either.
 
-``tile={"exchange_stages": 2}`` gives P and dS two copies (one barrier per trip in bwd_main).
+``tile={"exchange_stages": 2}`` gives P and dS two copies (one barrier per trip in bwd_main, or
+none under ``exchange_sync``).
 The cost model does not rank it; the measured table (:data:`frost.sched.tuned.OPTIONS`) adds
 it to the measured tile wherever it fits (bench/RESULTS.md v7, v10). ``tile={"stage_reductions":
 1}``: dQ partials staged in shared memory and added to dq_accum by one TMA reduce-add per trip;
@@ -79,13 +80,13 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "q_stages": (2, 1),
     "num_mma_warps": (8, 4),
     "v_in_regs": (0, 1),
-    "exchange_stages": (1,),  # 2 (P/dS double-buffered, one barrier per trip) only when forced
+    "exchange_stages": (1,),  # 2 (P/dS double-buffered) only when forced
     "stage_reductions": (0,),  # 1 (dQ staged in smem, TMA reduce-add) only when forced
     "reduce_block": (8,),  # dq_accum in 8x8 blocks (tile_dsl.gmem); 0 (row-major) when forced
     "s_rows": (0,),  # 0: the model's S/dP warp grid; n: force n warp rows (measured option)
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
-    "exchange_sync": (0,),  # 1: P/dS synced by warp groups and mbarriers (v47), when forced
+    "exchange_sync": (0,),  # 1, 2: P/dS synced by warp groups and mbarriers (v48, v53), forced
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
     # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
 }

@@ -169,8 +169,9 @@ def test_each_causal_option_was_measured_faster(d):
     for src in CAUSAL_OPTIONS_AB_SOURCES:
         data = json.loads((ROOT / src).read_text())
         assert data["meta"]["causal"] is True, src
-        direct += [(k, v, r["ratio"]) for r in data["results"] if r["d"] == d
-                   and len(r["kwargs"]) == 1 for k, v in r["kwargs"].items()]
+        # faster in its median and in every round
+        direct += [(k, v, max(r["ratio"], r["round_ratio_max"])) for r in data["results"]
+                   if r["d"] == d and len(r["kwargs"]) == 1 for k, v in r["kwargs"].items()]
 
     def ratio(run, opts):
         return run.get(json.dumps({f"tile.{k}": v for k, v in opts.items()}, sort_keys=True))

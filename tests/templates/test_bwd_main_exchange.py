@@ -176,3 +176,15 @@ def test_gpu_exchange_sync_tail_split(d):
     parities still start at 0) and gather their dK/dV."""
     run_case(1, 1000, 1024, 2, 2, d, tile=x_tile(d), knobs=(("tail_split", 1),), tail=(4, 3),
              seed=47)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("knobs", [(), (("dq_lag", 1),)], ids=["plain", "dq_lag"])
+def test_gpu_exchange_sync_tail_split_odd_ring(knobs):
+    """A one-stage Q/dO ring with two P/dS copies: a part's first trip t0 is a multiple of 2,
+    not of 4, so the mbarrier parities must count from t0 (counted from 0 the parts of this
+    cut deadlock). Also with dq_lag, whose waits count the same way."""
+    tile = dict(x_tile(128))
+    tile["q_stages"] = 1
+    run_case(1, 1000, 1024, 2, 2, 128, tile=tuple(sorted(tile.items())),
+             knobs=(("tail_split", 1),) + knobs, tail=(4, 3), seed=53)

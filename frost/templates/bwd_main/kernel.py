@@ -61,8 +61,9 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44) and ``dq_lag``
 (v49) to their measured defaults; ``self.code`` holds them.
 
-Plan options (keys the cost model never ranks: ``exchange_stages``, ``reduce_block``, ``s_rows``
-/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``) are documented, with where
+Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
+``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)
+are documented, with where
 each is applied and what it measured, in :mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`;
 this template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
 
@@ -201,6 +202,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         # the plan's exchange_sync: 1 dV/dK read their group's P/dS and dQ all of dS, 2 the
         # other way round (mma.py); 0 the per-trip mma_sync barrier
         self.x_mode = exchange_mode(kplan)
+        if self.x_mode and "mma_sync" in self.skip:
+            raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
+                               "exchange_sync has none (force tile exchange_sync=0)")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None

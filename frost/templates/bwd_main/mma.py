@@ -28,7 +28,8 @@ every warp reached only after its reads of that copy two trips back, so the firs
 With the plan's ``exchange_sync`` (v47) neither barrier runs: a warp waits on ``x_empty[c]``
 before writing copy c, arrives on ``x_full[c]`` after, syncs with its group only (``x_group<k>``:
 the warps whose P/dS its local GEMMs read), runs those, waits on ``x_full[c]`` for the GEMM that
-reads every warp's part, and arrives on ``x_empty[c]`` after its last read. dK/dV stay in fp32
+reads every warp's part, and arrives on ``x_empty[c]`` after its last read (code choice
+``dq_lag``: trip t runs dQ of trip t-1 with its dV/dK instead; opt-in, v49). dK/dV stay in fp32
 registers for the whole pass.
 
 ``self.skip`` (timing-only ablations, see ``kernel.py``) removes stages at compile time.
@@ -44,7 +45,7 @@ from frost.tile_dsl.copy import tma_box
 from frost.tile_dsl.mma import Job, gemm_interleaved
 from frost.tile_dsl.ptx import ex2, ex2_poly
 from frost.tile_dsl.smem import transpose_view
-from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols  # noqa: F401
+from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 
 from . import masks
 from .dq_add import DqAtomics
@@ -101,7 +102,8 @@ class MmaRole(DqAtomics):
         sQt, sdOt, sKt = transpose_view(sm.sQ), transpose_view(sm.sdO), transpose_view(sm.sK)
         sPt, sdSt = transpose_view(sm.sP), transpose_view(sm.sdS)
         # P/dS copies (the plan's exchange stages): with 2, trip t uses copy t % 2 and needs
-        # one barrier; views below carry a trailing stage mode then, selected by xsel().
+        # one barrier (none under exchange_sync: the x_full / x_empty rings); views below
+        # carry a trailing stage mode then, selected by xsel().
         x_stages = kp.buffer("sP").stages
         assert x_stages in (1, 2) and kp.buffer("sdS").stages == x_stages
 
@@ -171,7 +173,8 @@ class MmaRole(DqAtomics):
         if cutlass.const_expr(v_in_regs):
             # V stays in registers (B operand of dP); its smem is reused by sP/sdS, which are
             # first written after this iteration's first mma_sync barrier (one stage), or after
-            # the barrier below (two stages: no barrier precedes a trip's P/dS writes).
+            # the barrier below (two stages, or exchange_sync: no barrier precedes a trip's
+            # P/dS writes, and x_empty's first waits pass at once).
             rV = c_K.retile(tdPrV)
             for k in cutlass.range_constexpr(cute.size(tdPsV.shape[2])):
                 cute.copy(c_K, tdPsV[None, None, k], rV[None, None, k])
@@ -249,7 +252,9 @@ class MmaRole(DqAtomics):
                 rdS.store(acc_dP.load().to(dtype))
 
             xs = t % x_stages
-            xph = (t // x_stages) % 2  # this trip's x_full / x_empty parity (exchange_sync)
+            # this trip's x_full / x_empty parity (exchange_sync), counted from the CTA's first
+            # trip: a split part's t0 is a multiple of 2 q_stages, not always of 2 copies
+            xph = ((t - t0) // x_stages) % 2
             if cutlass.const_expr(self.stage_dq):
                 if warp0:  # last trip's TMA reduce has read sdQ (published by the barrier)
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
@@ -280,7 +285,7 @@ class MmaRole(DqAtomics):
             if cutlass.const_expr(not with_dq and x_mode != 2):
                 self.dkdv(dkdv)
                 self.release_q(sm.q_empty + stage)  # dV/dK were the last readers of stage s
-                if cutlass.const_expr(x_mode == 1):
+                if cutlass.const_expr(x_mode == 1 and not self.code.dq_lag):
                     cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's dS is in
             lag = self.code.dq_lag  # dQ of trip t-1 (its dS every warp stored a trip ago)
             xq, hq, mq = ((t + 1) % 2, h_kv * group + (t - 1) // n_m,
@@ -288,7 +293,7 @@ class MmaRole(DqAtomics):
                 (xs, h, m_block)
             if cutlass.const_expr(lag):
                 if t > t0:  # trip t0 runs a dQ of nothing (whatever copy 1 holds), unused
-                    cute.arch.mbarrier_wait(sm.x_full + xq, ((t - 1) // 2) % 2)
+                    cute.arch.mbarrier_wait(sm.x_full + xq, ((t - 1 - t0) // 2) % 2)
             for ch in cutlass.range_constexpr(max(n_chunks, 1)):
                 jobs = list(dkdv) if ch == 0 and with_dq else []
                 acc_dQ = None
@@ -341,7 +346,7 @@ class MmaRole(DqAtomics):
         if cutlass.const_expr(self.code.dq_lag):  # the last trip's dQ
             if t1 > t0:
                 tq = t1 - 1
-                cute.arch.mbarrier_wait(sm.x_full + tq % 2, (tq // 2) % 2)
+                cute.arch.mbarrier_wait(sm.x_full + tq % 2, ((tq - t0) // 2) % 2)
                 acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)), cutlass.Float32)
                 acc_dQ.fill(0.0)
                 gemm_interleaved(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK, _xsel(tdQsdS, tq % 2, 2),
