@@ -18,6 +18,10 @@ CASES = [(1, 8, 16, Order.COL, 32, 128), (2, 4, 16, Order.COL, 64, 128),
          (8, 1, 16, 4, 128, 32), (8, 1, 16, 5, 128, 32)]
 
 
+TRACE_LOOPS = pytest.mark.filterwarnings("ignore:This static loop has")  # static on purpose
+
+
+@TRACE_LOOPS
 @pytest.mark.compile
 def test_model_matches_cute_partition():
     """Every (row, col) that CuTe's partition_C gives the 32 lanes of warp w is what the model
@@ -95,3 +99,63 @@ def test_exchange_groups_of_the_d128_grids():
 def test_group_div_needs_a_rule():
     assert W.group_div([frozenset({0, 2}), frozenset({1, 3})]) == 1
     assert W.group_div([frozenset({0, 3}), frozenset({1, 2})]) is None
+
+
+@TRACE_LOOPS
+@pytest.mark.compile
+@pytest.mark.parametrize("d,causal,rule", [(128, False, 1), (64, False, 1), (64, True, 2),
+                                           (32, False, 2)])
+def test_local_readers_read_only_their_groups_part(d, causal, rule):
+    """The group reasoning against the instructions bwd_main issues: for each local reader of
+    the plan's exchange_sync split, the P/dS elements its ldmatrix partition reads (CuTe's
+    partition_S of the template's copy, traced per lane) were all written, per the S grid's
+    own partition_C, by warps of the reader's group (warp // div % n)."""
+    import cutlass
+    import cutlass.cute as cute
+
+    from frost.sched import plan_variant
+    from frost.templates.bwd_main.mma import ldmatrix
+
+    kp = plan_variant("sm_120a", d, None, causal, "bf16", {"exchange_sync": rule}).kernel(
+        "bwd_main")
+    tl = kp.tile
+    t_m, t_n, n, div = tl["tile_m"], tl["tile_n"], tl["x_groups"], tl["x_group_div"]
+    local = kp.params["exchange"]["local"]
+    writer, reads = {}, {}
+
+    def grid(g, cols):
+        return make_grid_mma(cutlass.BFloat16, tl[f"{g}_wm"], tl[f"{g}_wn"],
+                             warp_cols(tl[f"{g}_wn"], cols), tl.get(f"{g}_order", 0))
+
+    @cute.jit
+    def probe():
+        mma_s = grid("s", (t_n,))
+        mma_dkv, mma_dq = grid("dkv", (tl["d"], tl["d_v"])), grid("dq", (tl["d"],))
+        for tid in cutlass.range_constexpr(32 * tl["num_mma_warps"]):
+            c = mma_s.get_slice(tid).partition_C(cute.make_identity_tensor((t_m, t_n)))
+            for i in cutlass.range_constexpr(cute.size(c)):
+                r, cc = c[i]
+                writer[(int(r), int(cc))] = tid // 32
+            # dV/dK read Pᵀ / dSᵀ (t_n x t_m) by ldmatrix.trans; dQ reads dS (t_m x t_n)
+            pt = cute.make_tiled_copy_A(ldmatrix(cutlass.BFloat16, True), mma_dkv).get_slice(
+                tid).partition_S(cute.make_identity_tensor((t_n, t_m)))
+            for i in cutlass.range_constexpr(cute.size(pt)):
+                kv, q = pt[i]
+                reads.setdefault(("dkv", tid // 32), set()).add((int(q), int(kv)))
+            ds = cute.make_tiled_copy_A(ldmatrix(cutlass.BFloat16, False), mma_dq).get_slice(
+                tid).partition_S(cute.make_identity_tensor((t_m, t_n)))
+            for i in cutlass.range_constexpr(cute.size(ds)):
+                q, kv = ds[i]
+                reads.setdefault(("dq", tid // 32), set()).add((int(q), int(kv)))
+
+    cute.compile(probe)
+    assert len(writer) == t_m * t_n
+    gemm = "dkv" if "dV_part" in local else "dq"
+    for (g, w), cells in reads.items():
+        # an A operand: each warp reads its M slice of the tile, all of K
+        assert len(cells) == t_m * t_n // tl[f"{g}_wm"], (g, w)
+        groups = {(writer[c] // div) % n for c in cells}
+        if g == gemm:
+            assert groups == {(w // div) % n}, (g, w, groups)
+        else:  # the late reader needs other groups' parts too (else it could be local)
+            assert len(groups) > 1, (g, w)
