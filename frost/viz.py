@@ -6,6 +6,8 @@ Sections, each self-contained so that more can be added beside them:
   :func:`draw_smem_map` and :func:`save_plan_figure` (all three on one PNG, for
   ``frost plan ... --graph out.png``).
 * grids: :func:`draw_dispatch`, which SM runs which CTA when (:func:`frost.sched.waves.dispatch`).
+* warp groups: :func:`exchange_maps` / :func:`draw_exchange_groups`, which warp group writes
+  each element of an exchanged tile and which group reads it (a plan's ``exchange_sync``).
 * tiles (in :mod:`frost.viz_tiles`, re-exported here): swizzle bank grids, dQ workspace
   layouts, bank-conflict
   counts, m16n8k16 fragment ownership, ldmatrix addressing, the symbolic smem budget and
@@ -152,3 +154,56 @@ from frost.viz_tiles import (BANK_COLORS, LANE_COLORS, PHASE_COLORS, conflict_ba
                              fragment_owners, ldmatrix_figure, ldmatrix_x4_dest, smem_budget,
                              stage_costs, swizzle_grid, try_swizzle, workspace_figure,
                              workspace_lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Warp groups of a plan's exchange_sync
+# ---------------------------------------------------------------------------------------------
+def exchange_maps(kernel, writer: str, reader: str, x_dim: int):
+    """(writer groups, reader groups) of the exchanged (tile_m x tile_n) tile, from the warp-grid
+    model (:mod:`frost.tile_dsl.warp_grid`): the group (``warp // x_group_div % x_groups``) of
+    the warp that writes each element on grid ``writer``, and, along X's dim ``x_dim``, the
+    group of the reader warps of grid ``reader`` whose M slice holds each index (-1 where warps
+    of several groups read it: not a local reader)."""
+    import numpy as np
+
+    from frost.tile_dsl.warp_grid import cols_of, rows_of, warp_mn
+
+    tl = kernel.tile
+    if not tl.get("exchange_sync"):
+        raise ValueError(f"kernel {kernel.name!r} has no exchange_sync groups")
+    n, div, warps = tl["x_groups"], tl["x_group_div"], tl["num_mma_warps"]
+    shape = (tl["tile_m"], tl["tile_n"])
+    wrote = np.full(shape, -1)
+    wm, wn = tl[f"{writer}_wm"], tl[f"{writer}_wn"]
+    for w in range(warps):
+        m, k = warp_mn(w, wm, wn, tl.get(f"{writer}_order", 0))
+        for r in rows_of(m, wm, shape[0]):
+            wrote[r, sorted(cols_of(k, wn, shape[1]))] = (w // div) % n
+    read = np.full(shape[x_dim], -2)
+    rm, rn = tl[f"{reader}_wm"], tl[f"{reader}_wn"]
+    for w in range(warps):
+        for i in rows_of(warp_mn(w, rm, rn, tl.get(f"{reader}_order", 0))[0], rm, shape[x_dim]):
+            g = (w // div) % n
+            read[i] = g if read[i] in (-2, g) else -1
+    return wrote, read
+
+
+def draw_exchange_groups(kernel, writer: str, reader: str, x_dim: int, axes=None):
+    """Two panels: the exchanged tile coloured by the group of its writing warp, and the strip
+    of X's dim ``x_dim`` coloured by the group of its reader warps (:func:`exchange_maps`)."""
+    wrote, read = exchange_maps(kernel, writer, reader, x_dim)
+    if axes is None:
+        axes = plt.figure(figsize=(9, 3)).subplots(2, 1, height_ratios=[4, 1])
+    top, bottom = axes
+    cmap = plt.get_cmap("tab10")
+    top.imshow(wrote, cmap=cmap, vmin=0, vmax=9, aspect="auto", interpolation="nearest")
+    top.set_title(f"{kernel.name}: exchanged tile, group of the {writer!r} warp that writes it",
+                  fontsize=9)
+    top.set_ylabel("row")
+    bottom.imshow(read[None, :], cmap=cmap, vmin=0, vmax=9, aspect="auto", interpolation="nearest")
+    bottom.set_yticks([])
+    bottom.set_xlabel(f"{'column' if x_dim == 1 else 'row'} of the tile: group of the "
+                      f"{reader!r} warps that read it (local readers: one group each)",
+                      fontsize=8)
+    return axes

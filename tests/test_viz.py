@@ -286,3 +286,25 @@ def test_draw_dispatch_draws_every_cta_where_the_model_runs_it():
     assert bars == sorted((sm, a, b - a) for sm, r in enumerate(runs) for a, b in r)
     assert len(bars) == len(work)
     assert ax.lines[0].get_xdata()[0] == sum(work) / 2  # the perfect split
+
+
+def test_exchange_maps_agree_for_local_readers_only():
+    """d=128's dK/dV warps read exactly the P columns their group writes; its dQ warps (the late
+    reader) read rows that every group writes part of (-1); a plan without exchange_sync is
+    refused."""
+    import numpy as np
+    import pytest
+
+    from frost.sched import plan_variant
+    from frost.viz import draw_exchange_groups, exchange_maps
+
+    kp = plan_variant("sm_120a", 128).kernel("bwd_main")
+    wrote, read = exchange_maps(kp, "s", "dkv", 1)
+    assert wrote.shape == (32, 128) and set(np.unique(wrote)) == {0, 1, 2, 3}
+    assert (wrote == read[None, :]).all()
+    _, late = exchange_maps(kp, "s", "dq", 0)
+    assert (late == -1).all()
+    axes = draw_exchange_groups(kp, "s", "dkv", 1)
+    assert len(axes) == 2 and axes[0].images
+    with pytest.raises(ValueError, match="no exchange_sync"):
+        exchange_maps(plan_variant("sm_120a", 96).kernel("bwd_main"), "s", "dkv", 1)
