@@ -167,7 +167,8 @@ def exchange_maps(kernel, writer: str, reader: str, x_dim: int):
     of several groups read it: not a local reader)."""
     import numpy as np
 
-    from frost.tile_dsl.warp_grid import cols_of, rows_of, warp_mn
+    from frost.sched.warps import Grid, footprint, group_of
+    from frost.tile_dsl.warp_grid import rows_of, warp_mn
 
     tl = kernel.tile
     if not tl.get("exchange_sync"):
@@ -175,16 +176,15 @@ def exchange_maps(kernel, writer: str, reader: str, x_dim: int):
     n, div, warps = tl["x_groups"], tl["x_group_div"], tl["num_mma_warps"]
     shape = (tl["tile_m"], tl["tile_n"])
     wrote = np.full(shape, -1)
-    wm, wn = tl[f"{writer}_wm"], tl[f"{writer}_wn"]
+    grid = Grid(tl[f"{writer}_wm"], tl[f"{writer}_wn"], tl.get(f"{writer}_order", 0))
     for w in range(warps):
-        m, k = warp_mn(w, wm, wn, tl.get(f"{writer}_order", 0))
-        for r in rows_of(m, wm, shape[0]):
-            wrote[r, sorted(cols_of(k, wn, shape[1]))] = (w // div) % n
+        rows, cols = footprint(grid, w, *shape)
+        wrote[np.ix_(sorted(rows), sorted(cols))] = group_of(w, div, n)
     read = np.full(shape[x_dim], -2)
     rm, rn = tl[f"{reader}_wm"], tl[f"{reader}_wn"]
     for w in range(warps):
         for i in rows_of(warp_mn(w, rm, rn, tl.get(f"{reader}_order", 0))[0], rm, shape[x_dim]):
-            g = (w // div) % n
+            g = group_of(w, div, n)
             read[i] = g if read[i] in (-2, g) else -1
     return wrote, read
 

@@ -4,6 +4,7 @@ barriers, mbarriers and the budget check. Used by ``frost plan``; handy in noteb
 from __future__ import annotations
 
 from frost.sched.plan import KernelPlan, Plan
+from frost.sched.warps import group_of
 
 
 def table(headers: list[str], rows: list[list], indent: str = "  ") -> str:
@@ -87,8 +88,9 @@ def format_plan(plan: Plan) -> str:
         if k.tile.get("exchange_sync") and k.barriers:
             n, div = k.tile["x_groups"], k.tile["x_group_div"]
             warps = k.tile["num_mma_warps"]
-            groups = ", ".join(f"x_group{g} = warps {[w for w in range(warps) if (w // div) % n == g]}"
-                               for g in range(n))
+            groups = ", ".join(
+                f"x_group{g} = warps {[w for w in range(warps) if group_of(w, div, n) == g]}"
+                for g in range(n))
             ex = k.params.get("exchange", {})
             out += ["", f"  exchange_sync: {groups}",
                     f"    after its group barrier: {', '.join(ex.get('local', []))}; after x_full "

@@ -118,7 +118,14 @@ class Read(NamedTuple):
     mode: int
 
 
-def _footprint(g: Grid, w: int, rows: int, cols: int):
+def group_of(warp: int, div: int, groups: int) -> int:
+    """The exchange group of ``warp`` under a plan's ``x_group_div`` / ``x_groups`` rule (the
+    template computes the same on the device)."""
+    return (warp // div) % groups
+
+
+def footprint(g: Grid, w: int, rows: int, cols: int):
+    """(rows, cols) of a rows x cols output that warp ``w`` of grid ``g`` owns."""
     m, n = warp_mn(w, g.wm, g.wn, g.order)
     return rows_of(m, g.wm, rows), cols_of(n, g.wn, cols)
 
@@ -128,7 +135,7 @@ def exchange_graph(shape: tuple[int, int], writer: Grid, reads: list[Read]) -> n
     (``shape`` = X's rows, cols; the writer's grid is X's accumulator grid)."""
     rows, cols = shape
     warps = writer.wm * writer.wn
-    wrote = [_footprint(writer, w, rows, cols) for w in range(warps)]
+    wrote = [footprint(writer, w, rows, cols) for w in range(warps)]
     g = nx.Graph()
     g.add_nodes_from(range(warps))
     for rd in reads:
@@ -158,6 +165,6 @@ def group_div(groups: list[frozenset[int]]) -> int | None:
     with that rule)."""
     warps = sum(len(g) for g in groups)
     for div in range(1, warps + 1):
-        if all(w in groups[(w // div) % len(groups)] for w in range(warps)):
+        if all(w in groups[group_of(w, div, len(groups))] for w in range(warps)):
             return div
     return None

@@ -164,13 +164,23 @@ def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
     return int(bool(kp.tile.get("dq_b_in_regs")) and dq_chunks == 1)
 
 
+def exchange_split(kp: KernelPlan) -> int | None:
+    """bwd_main's form of the plan's ``exchange_sync`` (``params["exchange"]``, the scheduler's
+    ``_exchange_sync``): 0 without it, 1 when dV/dK are the local readers and dQ the late one,
+    2 when dQ is local and dV/dK late, None for a split bwd_main does not run."""
+    if not kp.tile.get("exchange_sync"):
+        return 0
+    ex = kp.params.get("exchange", {})
+    split = (tuple(sorted(ex.get("local", ()))), tuple(sorted(ex.get("late", ()))))
+    return {(("dK_part", "dV_part"), ("dQ_part",)): 1,
+            (("dQ_part",), ("dK_part", "dV_part")): 2}.get(split)
+
+
 def dq_lag_fits(kp: KernelPlan, dq_chunks: int) -> bool:
     """dQ can lag a trip: the plan's exchange_sync runs dV/dK on the group's P/dS and dQ late
     (mode 1), with two P/dS copies (dS of trip t-1 stays until every warp's dQ of it arrives on
     x_empty) and dQ in one chunk (it joins dV/dK)."""
-    ex = kp.params.get("exchange", {})
-    return bool(kp.tile.get("exchange_sync")) and ex.get("late") == ["dQ_part"] and \
-        kp.buffer("sdS").stages == 2 and dq_chunks == 1
+    return exchange_split(kp) == 1 and kp.buffer("sdS").stages == 2 and dq_chunks == 1
 
 
 def pick_dq_lag(kp: KernelPlan, dq_chunks: int) -> int:

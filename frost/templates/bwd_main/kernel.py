@@ -108,7 +108,7 @@ from frost.sched.plan import KernelPlan, WarpRole
 from frost.tile_dsl import smem
 
 from . import masks
-from .code import CodeChoiceError, CodeChoices, pick_dq_chunks, pick_interleave
+from .code import CodeChoiceError, CodeChoices, exchange_split, pick_dq_chunks, pick_interleave
 from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole
@@ -128,19 +128,12 @@ LOG2E = math.log2(math.e)
 
 
 def exchange_mode(kp: KernelPlan) -> int:
-    """0 without the plan's ``exchange_sync``; else 1 when dV/dK are its local readers and dQ
-    the late one, 2 when dQ is local and dV/dK late (``params["exchange"]``, the scheduler's
-    ``_exchange_sync``); BwdMainError for any other split."""
-    if not kp.tile.get("exchange_sync"):
-        return 0
-    ex = kp.params.get("exchange", {})
-    split = (tuple(sorted(ex.get("local", ()))), tuple(sorted(ex.get("late", ()))))
-    modes = {(("dK_part", "dV_part"), ("dQ_part",)): 1, (("dQ_part",), ("dK_part", "dV_part")): 2}
-    for key, mode in modes.items():
-        if split == key:
-            return mode
-    raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
-                       f"one way or the other; the plan has {ex}")
+    """:func:`.code.exchange_split`, with BwdMainError for a split bwd_main does not run."""
+    mode = exchange_split(kp)
+    if mode is None:
+        raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
+                           f"one way or the other; the plan has {kp.params.get('exchange')}")
+    return mode
 
 
 def _seq_major(t):
