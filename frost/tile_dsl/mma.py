@@ -367,14 +367,17 @@ class Job:
     """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A (and B unless it is
     already in registers, ``sB is None``) streamed from smem one k-block at a time."""
 
-    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None, reuse_k0=False):
+    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None, reuse_k0=False,
+                 acc_odd=None):
         """``sA``/``sB``: ldmatrix-partitioned smem sources (CPY, M|N, k-blocks); ``cpA``/``cpB``
         their thread copies; ``rA``/``rB`` the MMA fragments (``rB`` already loaded when
-        ``sB`` is None). ``reuse_k0`` (timing ablations only, WRONG results): load k-block 0
+        ``sB`` is None). ``acc_odd``: a second accumulator that takes the odd k-blocks (twice
+        the independent MMA chains; the caller adds it into ``acc`` afterwards). ``reuse_k0`` (timing ablations only, WRONG results): load k-block 0
         and feed it to every k-block's MMAs, so the GEMM keeps its MMAs without the smem
         operand traffic of the other k-blocks."""
         self.mma_op, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
         self.reuse_k0 = bool(reuse_k0)
+        self.acc_odd = acc_odd
         self.sB, self.cpB = sB, cpB
         self.rA_v = cpA.retile(rA)
         self.rB_v = None if sB is None else cpB.retile(rB)
@@ -404,7 +407,8 @@ class Job:
             cute.gemm(self.mma_op, self.acc, self.rA[None, None, 0], self.rB[None, None, kb],
                       self.acc)
             return
-        cute.gemm(self.mma_op, self.acc, self.rA[None, None, k], self.rB[None, None, k], self.acc)
+        acc = self.acc if self.acc_odd is None or k % 2 == 0 else self.acc_odd
+        cute.gemm(self.mma_op, acc, self.rA[None, None, k], self.rB[None, None, k], acc)
 
     def step(self, k: int):
         self.load(k)

@@ -380,7 +380,8 @@ def test_gpu_pdl_on_off_identical():
 
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
-              (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),)]
+              (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
+              (("dq_guard", "rows"),), (("dq_accs", 2),)]
 
 
 @pytest.mark.gpu
@@ -966,4 +967,49 @@ def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
 
     with pytest.raises(ValueError, match="multiple of the plan's reduce_block=8"):
         kern._check(*args(12))
-    kern._check(*args(16))  # whole blocks: accepted
+    rows = BwdMainKernel(default_plan("sm_120a", 64), dq_guard="rows")
+    rows._check(*args(16))  # whole blocks: accepted where each atomic checks its row
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_dq_guard_pad_drops_the_branch_around_each_atomic(d):
+    """dq_guard="pad" (default): the dQ atomics of a trip run back to back, no branch between
+    them; "rows" puts a row check, a branch, before each (v54: in SASS each became a BSSY /
+    BRA / BSYNC triple)."""
+    def between(ptx):
+        body = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith("//")]
+        at = [i for i, ln in enumerate(body) if "red.global.add" in ln]
+        assert len(at) >= 4, "expected the trip's dQ atomics"
+        return sum(1 for ln in body[at[0]:at[-1]] if re.search(r"\bbra(\.uni)?\b", ln))
+
+    pad = BwdMainKernel(default_plan("sm_120a", d)).compile("sm_120a")
+    rows = BwdMainKernel(default_plan("sm_120a", d), dq_guard="rows").compile("sm_120a")
+    n_red = pad.ptx.count("red.global.add")
+    assert between(pad.ptx) == 0
+    assert between(rows.ptx) >= n_red - 1
+    assert pad.total_spill_bytes == 0 and rows.total_spill_bytes == 0
+
+
+def test_launch_check_refuses_a_pad_short_of_whole_q_tiles():
+    """The default dq_guard="pad" adds the last q tile's rows past S_q into the workspace's pad
+    (no per-atomic row check): S_q_pad must then be whole q tiles, else those atomics would
+    land past the matrix. Checked before any launch (CPU tensors)."""
+    torch = pytest.importorskip("torch")
+
+    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    assert kern.code.dq_guard == "pad"
+    t_m = kern.kp.tile["tile_m"]
+    B, S, H, D = 1, t_m + 3, 2, 64
+
+    def args(s_pad):
+        io = [torch.zeros(B, S, H, D, dtype=torch.bfloat16) for _ in range(4)]
+        lse, delta = (torch.zeros(B, H, s_pad) for _ in range(2))
+        acc = torch.zeros(B, H, s_pad, D)
+        return (*io, lse, delta, acc, torch.zeros(B, S, H, D, dtype=torch.bfloat16),
+                torch.zeros(B, S, H, D, dtype=torch.bfloat16))
+
+    with pytest.raises(ValueError, match=f"multiple of the plan's tile_m={t_m}"):
+        kern._check(*args(t_m + 8))  # whole 8x8 blocks, not whole q tiles
+    kern._check(*args(2 * t_m))
+    with pytest.raises(BwdMainError, match="dq_guard must be"):
+        BwdMainKernel(default_plan("sm_120a", 64), dq_guard="pred")

@@ -11,6 +11,11 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``dq_lag``        1 (plan's ``exchange_sync`` with dV/dK local and two P/dS copies): trip t
                   runs dQ of trip t-1, whose dS every warp stored a trip ago, interleaved
                   with its own dV/dK (opt-in: measured slower, :func:`pick_dq_lag`; v49)
+``dq_guard``      rows past S_q: ``rows`` skips their dQ atomics (ptxas puts each atomic in a
+                  branch and a convergence barrier), ``pad`` adds them into the workspace's
+                  padding (S_q_pad a multiple of tile_m, checked at launch; v54)
+``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
+                  second (twice the independent MMA chains, 16 more registers at d=128; v54)
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -212,6 +217,8 @@ class CodeChoices:
     lpt_heads: int = 1
     tail_split: int = 0
     dq_lag: int = 0
+    dq_guard: str = "pad"
+    dq_accs: int = 1
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
@@ -219,7 +226,8 @@ class CodeChoices:
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
                 causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None,
                 lpt_heads: int | None = None, tail_split: int | None = None,
-                dq_lag: int | None = None) -> "CodeChoices":
+                dq_lag: int | None = None, dq_guard: str | None = None,
+                dq_accs: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -282,5 +290,11 @@ class CodeChoices:
                                   f"workspace, unstaged dQ), got {tail_split!r}")
         if split and lpt != 1:
             raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
+        guard = "pad" if dq_guard is None else dq_guard
+        if guard not in ("pad", "rows"):
+            raise CodeChoiceError(f"dq_guard must be 'pad' or 'rows', got {dq_guard!r}")
+        accs = 1 if dq_accs is None else dq_accs
+        if isinstance(accs, bool) or accs not in (1, 2):
+            raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag)
+                   split, lag, guard, accs)

@@ -34,9 +34,8 @@ class DqAtomics:
                                                  acc_dQ[i + 3])
                 rr = r + cutlass.select_(odd, 8, 0)
                 cc = c - cutlass.select_(odd, 2, 0)
-                if row0 + rr < s_q:
-                    ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
-                    red_add_v4_f32(ptr, v0, v1, v2, v3)
+                ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
+                self.red_add(row0 + rr < s_q, ptr, v0, v1, v2, v3)
         elif cutlass.const_expr(block != ROWS):
             # one base address per thread; every pair's offset from it is a constant: pairs
             # sit 8 rows (row halves) or whole atoms (16 rows, 8 columns) apart, and whole
@@ -47,12 +46,24 @@ class DqAtomics:
                 r, _ = tdQcdQ[i]
                 dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
                 assert dr % block == 0 and dc % block == 0, (dr, dc, block)
-                if row0 + r < s_q:
-                    red_add_v2_f32(base + cute.crd2idx((dr, dc), g.layout), acc_dQ[i],
-                                   acc_dQ[i + 1])
+                self.red_add(row0 + r < s_q, base + cute.crd2idx((dr, dc), g.layout),
+                             acc_dQ[i], acc_dQ[i + 1])
         else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
                 r, c = tdQcdQ[i]
-                if row0 + r < s_q:
-                    ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
-                    red_add_v2_f32(ptr, acc_dQ[i], acc_dQ[i + 1])
+                ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
+                self.red_add(row0 + r < s_q, ptr, acc_dQ[i], acc_dQ[i + 1])
+
+    @cute.jit
+    def red_add(self, ok, ptr, *vals):
+        """``ptr[0..n) += vals`` (2 or 4 fp32, one vector atomic). Code choice ``dq_guard``:
+        ``"rows"`` adds only where ``ok`` (the row is inside S_q); ptxas compiles each such
+        atomic to a branch inside its own convergence barrier (BSSY/BSYNC; a predicate written
+        inside the asm gets the same, v54). ``"pad"`` adds unconditionally: the workspace's
+        S_q_pad is a multiple of tile_m (checked at launch), so a row past S_q lands in the pad,
+        which dq_convert never reads."""
+        add = red_add_v4_f32 if len(vals) == 4 else red_add_v2_f32
+        if cutlass.const_expr(self.code.dq_guard == "pad"):
+            add(ptr, *vals)
+        elif ok:
+            add(ptr, *vals)

@@ -7,7 +7,7 @@ Public interface (stable)::
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
                          exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None,
                          tail_split=None, arrival_delay_ns=0,  # arrival_delay_ns: tests only
-                         dq_lag=None)
+                         dq_lag=None, dq_guard=None, dq_accs=None)
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
                 split=None)                        # torch; split: tail_split builds only
@@ -21,7 +21,9 @@ Tensors (torch, CUDA):
 
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
 * lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and a multiple of the plan's
-  ``reduce_block``); lse_log2 = LSE·log2(e) with −inf already mapped to +inf; delta = rowsum(dO∘O);
+  ``reduce_block``, and of ``tile_m`` with the default ``dq_guard="pad"``: the last q tile's dQ
+  atomics then add its rows past S_q into the pad, which dq_convert never reads);
+  lse_log2 = LSE·log2(e) with −inf already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
   (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``. Each
   (S_q_pad, d_pad) matrix is stored as the plan's ``reduce_block`` says (default 8: 8x8 blocks,
@@ -58,8 +60,8 @@ reference.
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
-(opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44) and ``dq_lag``
-(v49) to their measured defaults; ``self.code`` holds them.
+(opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
+(v49), ``dq_guard`` and ``dq_accs`` (v54) to their measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)
@@ -156,7 +158,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                  p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
                  q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None,
                  lpt_heads: int | None = None, tail_split: int | None = None,
-                 arrival_delay_ns: int = 0, dq_lag: int | None = None):
+                 arrival_delay_ns: int = 0, dq_lag: int | None = None,
+                 dq_guard: str | None = None, dq_accs: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -174,7 +177,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             code = CodeChoices.resolve(
                 kplan, dq_chunks, interleave, dq_vec, p_store, lookahead, exp2_poly, q_rotate,
                 causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
-                dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split, dq_lag=dq_lag)
+                dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split, dq_lag=dq_lag,
+                dq_guard=dq_guard, dq_accs=dq_accs)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code

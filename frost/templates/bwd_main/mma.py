@@ -301,11 +301,17 @@ class MmaRole(DqAtomics):
                     acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
                                                    cutlass.Float32)
                     acc_dQ.fill(0.0)
+                    acc_odd = None  # code choice dq_accs=2: odd k-blocks into a second one
+                    if cutlass.const_expr(self.code.dq_accs == 2):
+                        acc_odd = cute.make_fragment_like(acc_dQ)
+                        acc_odd.fill(0.0)
                     jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK,
                                     _xsel(tdQsdS, xq, x_stages), c_dS,
                                     None if self.dq_k_held else tdQsKt[None, None, None, ch],
-                                    c_Kt))
+                                    c_Kt, acc_odd=acc_odd))
                 gemm_interleaved(*jobs, lookahead=self.lookahead)
+                if cutlass.const_expr(acc_odd is not None):
+                    acc_dQ.store(acc_dQ.load() + acc_odd.load())
                 if cutlass.const_expr(x_mode == 1 and ch == max(n_chunks, 1) - 1):
                     if cutlass.const_expr(not lag):
                         self.arrive(sm.x_empty + xs, "x_empty")  # its last read of this copy
@@ -372,10 +378,10 @@ class MmaRole(DqAtomics):
             for job in jobs:
                 gemm_interleaved(job, lookahead=self.lookahead)
 
-    def job(self, *args) -> Job:
+    def job(self, *args, acc_odd=None) -> Job:
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
         operands reused for every k-block, timing only)."""
-        return Job(*args, reuse_k0="operand_loads" in self.skip)
+        return Job(*args, reuse_k0="operand_loads" in self.skip, acc_odd=acc_odd)
 
     @cute.jit
     def softmax_grad(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
