@@ -990,6 +990,27 @@ def test_dq_guard_pad_drops_the_branch_around_each_atomic(d):
     assert pad.total_spill_bytes == 0 and rows.total_spill_bytes == 0
 
 
+def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
+    """v54: the row check stays where the pad build spills (d=256: sm_120a) or measured slower
+    (causal d=128); two dQ accumulators only on the measured rows."""
+    from frost.templates.bwd_main.code import DQ_ACCS_MEASURED
+
+    def code(d, causal):
+        return BwdMainKernel(default_plan("sm_120a", d, causal=causal), causal=causal).code
+
+    assert code(256, False).dq_guard == "rows" and code(128, True).dq_guard == "rows"
+    assert all(code(d, False).dq_guard == "pad" for d in (32, 64, 96, 128, 160, 192))
+    twos = {(d, causal) for d, causal, *_ in DQ_ACCS_MEASURED}
+    for d in (32, 64, 96, 128, 160, 192):
+        for causal in (False, True):
+            assert code(d, causal).dq_accs == (2 if (d, causal) in twos else 1)
+    assert code(128, False).dq_accs == 2 and code(64, False).dq_accs == 1
+    # a plan the measurement did not cover (d=128 with the per-trip barrier) keeps one
+    assert BwdMainKernel(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).code.dq_accs == 1
+    spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
+    assert spilled.total_spill_bytes > 0, "the pad build at d=256 fits now: re-measure v54"
+
+
 def test_launch_check_refuses_a_pad_short_of_whole_q_tiles():
     """The default dq_guard="pad" adds the last q tile's rows past S_q into the workspace's pad
     (no per-atomic row check): S_q_pad must then be whole q tiles, else those atomics would

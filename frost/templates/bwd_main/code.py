@@ -13,9 +13,11 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   with its own dV/dK (opt-in: measured slower, :func:`pick_dq_lag`; v49)
 ``dq_guard``      rows past S_q: ``rows`` skips their dQ atomics (ptxas puts each atomic in a
                   branch and a convergence barrier), ``pad`` adds them into the workspace's
-                  padding (S_q_pad a multiple of tile_m, checked at launch; v54)
+                  padding (S_q_pad a multiple of tile_m, checked at launch; v54,
+                  :func:`pick_dq_guard`)
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
-                  second (twice the independent MMA chains, 16 more registers at d=128; v54)
+                  second (twice the independent MMA chains, 16 more registers at d=128; v54,
+                  :data:`DQ_ACCS_MEASURED`)
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -197,6 +199,33 @@ def pick_dq_lag(kp: KernelPlan, dq_chunks: int) -> int:
     return 0
 
 
+def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
+    """``"pad"`` (no row check on the dQ atomics) where it measured faster (bench/RESULTS.md
+    v54, bwd_main A/B on the H200, row check / pad: d=32 1.037, d=64 1.015, d=96 1.052,
+    d=160 1.051, d=192 1.023; d=128 0.999 and 0.991 with dq_accs=2). ``"rows"`` above d=192,
+    where the pad build spills (sm_120a 160 B at d=256), and for causal d=128, where the row
+    check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192))."""
+    d = kp.tile["d"]
+    return "rows" if d > 192 or (causal and d == 128) else "pad"
+
+
+DQ_ACCS_MEASURED = {(32, False, 64, 128, 2): 2, (128, False, 32, 128, 1): 2,
+                    (192, False, 32, 64, 0): 2}
+"""(padded d, causal, tile_m, tile_n, exchange_sync) of a default plan -> dQ accumulators,
+where two measured faster (bench/RESULTS.md v54, bwd_main A/B on the H200, two / one, every
+round faster): d=32 0.966 and 0.963; d=128 0.973 and 0.971, (16,16,1024) 0.971; d=192 0.981.
+Elsewhere one: d=64 1.008, d=96 1.003, d=160 1.012, causal d=128 0.993 and 1.004 (with the
+row check), causal d=32 1.002, causal d=64 1.036. Other plans of those head dims (forced
+tiles, the per-trip barrier) were not measured and keep one (two spill on some of them)."""
+
+
+def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) -> int:
+    """:data:`DQ_ACCS_MEASURED`, for dQ in one chunk (the measured form); else 1."""
+    tl = kp.tile
+    key = (tl["d"], bool(causal), tl["tile_m"], tl["tile_n"], tl.get("exchange_sync", 0))
+    return DQ_ACCS_MEASURED.get(key, 1) if dq_chunks == 1 else 1
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -290,10 +319,10 @@ class CodeChoices:
                                   f"workspace, unstaged dQ), got {tail_split!r}")
         if split and lpt != 1:
             raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
-        guard = "pad" if dq_guard is None else dq_guard
+        guard = pick_dq_guard(kp, causal) if dq_guard is None else dq_guard
         if guard not in ("pad", "rows"):
             raise CodeChoiceError(f"dq_guard must be 'pad' or 'rows', got {dq_guard!r}")
-        accs = 1 if dq_accs is None else dq_accs
+        accs = pick_dq_accs(kp, causal, chunks) if dq_accs is None else dq_accs
         if isinstance(accs, bool) or accs not in (1, 2):
             raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,

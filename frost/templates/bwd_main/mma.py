@@ -296,13 +296,12 @@ class MmaRole(DqAtomics):
                     cute.arch.mbarrier_wait(sm.x_full + xq, ((t - 1 - t0) // 2) % 2)
             for ch in cutlass.range_constexpr(max(n_chunks, 1)):
                 jobs = list(dkdv) if ch == 0 and with_dq else []
-                acc_dQ = None
+                acc_dQ, acc_odd = None, None
                 if cutlass.const_expr(ch < n_chunks):
                     acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
                                                    cutlass.Float32)
                     acc_dQ.fill(0.0)
-                    acc_odd = None  # code choice dq_accs=2: odd k-blocks into a second one
-                    if cutlass.const_expr(self.code.dq_accs == 2):
+                    if cutlass.const_expr(self.code.dq_accs == 2):  # odd k-blocks: a second one
                         acc_odd = cute.make_fragment_like(acc_dQ)
                         acc_odd.fill(0.0)
                     jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK,
