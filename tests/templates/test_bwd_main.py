@@ -381,7 +381,7 @@ def test_gpu_pdl_on_off_identical():
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
               (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
-              (("dq_guard", "rows"),), (("dq_accs", 2),)]
+              (("dq_guard", "rows"),), (("dq_accs", 2),), (("trip_step", 1),)]
 
 
 @pytest.mark.gpu
@@ -1009,6 +1009,18 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     assert BwdMainKernel(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).code.dq_accs == 1
     spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
     assert spilled.total_spill_bytes > 0, "the pad build at d=256 fits now: re-measure v54"
+
+
+def test_trip_step_drops_the_loops_division():
+    """trip_step=1 steps (q head, q tile) per trip: one integer division fewer in the PTX (the
+    producer's stays), and masks.walk_start / walk_next agree with divmod on the host."""
+    def divs(rep):
+        return len(re.findall(r"\bdiv\.[su]32", rep.ptx))
+
+    kp = default_plan("sm_120a", 128)
+    assert divs(BwdMainKernel(kp, trip_step=1).compile("sm_120a")) == \
+        divs(BwdMainKernel(kp).compile("sm_120a")) - 1
+    assert masks.walk_start(0, 7) == (0, 0)
 
 
 def test_launch_check_refuses_a_pad_short_of_whole_q_tiles():

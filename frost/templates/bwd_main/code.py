@@ -18,6 +18,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
                   :data:`DQ_ACCS_MEASURED`)
+``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
+                  trip index by the runtime q-range length every trip (v58); 0: divide
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -248,6 +250,7 @@ class CodeChoices:
     dq_lag: int = 0
     dq_guard: str = "pad"
     dq_accs: int = 1
+    trip_step: int = 1
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
@@ -256,7 +259,7 @@ class CodeChoices:
                 causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None,
                 lpt_heads: int | None = None, tail_split: int | None = None,
                 dq_lag: int | None = None, dq_guard: str | None = None,
-                dq_accs: int | None = None) -> "CodeChoices":
+                dq_accs: int | None = None, trip_step: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -325,5 +328,8 @@ class CodeChoices:
         accs = pick_dq_accs(kp, causal, chunks) if dq_accs is None else dq_accs
         if isinstance(accs, bool) or accs not in (1, 2):
             raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")
+        step = 1 if trip_step is None else trip_step
+        if isinstance(step, bool) or step not in (0, 1):
+            raise CodeChoiceError(f"trip_step must be 0 or 1, got {trip_step!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs)
+                   split, lag, guard, accs, step)

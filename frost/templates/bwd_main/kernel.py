@@ -7,7 +7,7 @@ Public interface (stable)::
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
                          exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None,
                          tail_split=None, arrival_delay_ns=0,  # arrival_delay_ns: tests only
-                         dq_lag=None, dq_guard=None, dq_accs=None)
+                         dq_lag=None, dq_guard=None, dq_accs=None, trip_step=None)
     report = kern.compile("sm_120a")               # fake tensors + sym ints, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
                 split=None)                        # torch; split: tail_split builds only
@@ -61,7 +61,7 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
-(v49), ``dq_guard`` and ``dq_accs`` (v54) to their measured defaults; ``self.code`` holds them.
+(v49), ``dq_guard`` and ``dq_accs`` (v54) and ``trip_step`` (v58) to their measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)
@@ -159,7 +159,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                  q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None,
                  lpt_heads: int | None = None, tail_split: int | None = None,
                  arrival_delay_ns: int = 0, dq_lag: int | None = None,
-                 dq_guard: str | None = None, dq_accs: int | None = None):
+                 dq_guard: str | None = None, dq_accs: int | None = None,
+                 trip_step: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -178,7 +179,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                 kplan, dq_chunks, interleave, dq_vec, p_store, lookahead, exp2_poly, q_rotate,
                 causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
                 dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split, dq_lag=dq_lag,
-                dq_guard=dq_guard, dq_accs=dq_accs)
+                dq_guard=dq_guard, dq_accs=dq_accs, trip_step=trip_step)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code

@@ -182,7 +182,31 @@ def q_walk_start(n_block, n_m, rotate: cutlass.Constexpr):
 def q_tile(t, m_min, n_m, start, rotate: cutlass.Constexpr):
     """Device form of :func:`q_tile_model`, with ``start`` = :func:`q_walk_start` (``n_m`` > 0:
     it runs inside the trip loop)."""
-    i = t % n_m
+    return q_tile_at(t % n_m, m_min, n_m, start, rotate)
+
+
+def walk_start(t0, n_m):
+    """divmod(t0, n_m) as Int32 (the trip loop's first q head offset and place in the q range;
+    constants when ``t0`` is the constant 0). With code choice ``trip_step`` the MMA warps then
+    step the pair with :func:`walk_next` instead of dividing by the runtime ``n_m`` every trip
+    (bench/RESULTS.md v58)."""
+    if isinstance(t0, int) and t0 == 0:
+        return cutlass.Int32(0), cutlass.Int32(0)
+    w_q = t0 // cutlass.max(n_m, 1)
+    return w_q, t0 - w_q * n_m
+
+
+def walk_next(w_q, w_i, n_m):
+    """divmod(t + 1, n_m) from (w_q, w_i) = divmod(t, n_m)."""
+    wrap = w_i + 1 == n_m
+    return (w_q + cutlass.Int32(cutlass.select_(wrap, 1, 0)),
+            cutlass.Int32(cutlass.select_(wrap, 0, w_i + 1)))
+
+
+@cute.jit
+def q_tile_at(i, m_min, n_m, start, rotate: cutlass.Constexpr):
+    """:func:`q_tile` from the place ``i`` = t % n_m in the range (a loop can step it instead
+    of dividing every trip)."""
     if cutlass.const_expr(rotate):
         i = i + start
         i = cutlass.select_(i >= n_m, i - n_m, i)

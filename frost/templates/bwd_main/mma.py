@@ -187,10 +187,15 @@ class MmaRole(DqAtomics):
             for k in cutlass.range_constexpr(cute.size(tdQsKt.shape[2])):
                 cute.copy(c_Kt, tdQsKt[None, None, k, 0], rKt[None, None, k])
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
+        w_q, w_i = masks.walk_start(t0, n_m)  # trip_step=1: divmod(t, n_m), stepped
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
-            h = h_kv * group + t // n_m
-            m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
+            if cutlass.const_expr(self.code.trip_step):
+                h = h_kv * group + w_q
+                m_block = masks.q_tile_at(w_i, m_min, n_m, start, self.q_rotate)
+            else:
+                h = h_kv * group + t // n_m
+                m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
 
             if cutlass.const_expr(self.serial_sdp):
@@ -270,7 +275,6 @@ class MmaRole(DqAtomics):
                 cute.arch.barrier(barrier_id=x_bar, number_of_threads=x_threads)
             elif cutlass.const_expr(trip_sync):
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
-
             dkdv = [] if "dkdv_gemm" in self.skip else [
                 self.job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
                     tdVsdOt[None, None, None, stage], c_dOt),
@@ -347,6 +351,8 @@ class MmaRole(DqAtomics):
                 self.dkdv(dkdv)
                 self.release_q(sm.q_empty + stage)
                 self.arrive(sm.x_empty + xs, "x_empty")
+            if cutlass.const_expr(self.code.trip_step):
+                w_q, w_i = masks.walk_next(w_q, w_i, n_m)
 
         if cutlass.const_expr(self.code.dq_lag):  # the last trip's dQ
             if t1 > t0:
