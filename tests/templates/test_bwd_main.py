@@ -992,7 +992,7 @@ def test_dq_guard_pad_drops_the_branch_around_each_atomic(d):
 
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     """v54: the row check stays where the pad build spills (d=256: sm_120a) or measured slower
-    (causal d=128); two dQ accumulators only on the measured rows."""
+    (causal d=128); two dQ accumulators only on the measured rows. v58: trip_step likewise."""
     from frost.templates.bwd_main.code import DQ_ACCS_MEASURED
 
     def code(d, causal):
@@ -1007,6 +1007,9 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     assert code(128, False).dq_accs == 2 and code(64, False).dq_accs == 1
     # a plan the measurement did not cover (d=128 with the per-trip barrier) keeps one
     assert BwdMainKernel(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).code.dq_accs == 1
+    # v58: the stepped trip walk where it measured faster only (d=64's 64x128 plan)
+    assert code(64, False).trip_step == code(64, True).trip_step == 1
+    assert all(code(d, c).trip_step == 0 for d in (32, 128, 256) for c in (False, True))
     spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
     assert spilled.total_spill_bytes > 0, "the pad build at d=256 fits now: re-measure v54"
 

@@ -19,7 +19,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
                   :data:`DQ_ACCS_MEASURED`)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
-                  trip index by the runtime q-range length every trip (v58); 0: divide
+                  trip index by the runtime q-range length every trip (v58,
+                  :data:`TRIP_STEP_MEASURED`); 0: divide
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -228,6 +229,19 @@ def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) -> in
     return DQ_ACCS_MEASURED.get(key, 1) if dq_chunks == 1 else 1
 
 
+TRIP_STEP_MEASURED = {(64, 64, 128): 1}
+"""(padded d, tile_m, tile_n) of a default plan -> trip_step, where stepping measured faster
+(bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds): d=64 1.007 (every
+round >= 1), causal 1.032 (every round). Elsewhere the division stays: d=128 1.000, causal
+0.984, d=32 0.978, d=256 0.986 (ptxas schedules the rest of the trip differently)."""
+
+
+def pick_trip_step(kp: KernelPlan) -> int:
+    """:data:`TRIP_STEP_MEASURED`; else 0."""
+    tl = kp.tile
+    return TRIP_STEP_MEASURED.get((tl["d"], tl["tile_m"], tl["tile_n"]), 0)
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -250,7 +264,7 @@ class CodeChoices:
     dq_lag: int = 0
     dq_guard: str = "pad"
     dq_accs: int = 1
-    trip_step: int = 1
+    trip_step: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
@@ -328,7 +342,7 @@ class CodeChoices:
         accs = pick_dq_accs(kp, causal, chunks) if dq_accs is None else dq_accs
         if isinstance(accs, bool) or accs not in (1, 2):
             raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")
-        step = 1 if trip_step is None else trip_step
+        step = pick_trip_step(kp) if trip_step is None else trip_step
         if isinstance(step, bool) or step not in (0, 1):
             raise CodeChoiceError(f"trip_step must be 0 or 1, got {trip_step!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
