@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import math
 import os
 import statistics
 import sys
@@ -186,8 +187,9 @@ def main(argv=None):
     results = []
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan(ARCH, d, causal=args.causal)
-        t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"])
         kerns = [build_kernel(d, args.causal, v, kp) for v in variants]
+        t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"],  # S_pad: whole q tiles
+                        tile_m=math.lcm(*(k.kp.tile["tile_m"] for k in kerns)))
         # a variant planned for another padded head dim (tile.head_pad=) needs its own dQ
         # workspace; every other input is shared
         acc = {k.kp.tile["d"]: torch.zeros(*t["dq_acc"].shape[:-1], k.kp.tile["d"],

@@ -161,8 +161,9 @@ def build_configs():
     return configs, rejected
 
 
-def make_inputs(torch, b, h, s, d, causal, d_pad, seed=0):
-    """q, k, v, do (B, S, H, D) bf16; lse_log2, delta (B, H, S_pad) fp32; dq_accum zeros."""
+def make_inputs(torch, b, h, s, d, causal, d_pad, seed=0, tile_m=128):
+    """q, k, v, do (B, S, H, D) bf16; lse_log2, delta (B, H, S_pad) fp32; dq_accum zeros.
+    S_pad: whole multiples of 128 and of the plan's ``tile_m`` (dq_guard="pad")."""
     g = torch.Generator(device=DEV).manual_seed(seed)
     q, k, v, do = (torch.randn(b, s, h, d, device=DEV, dtype=torch.bfloat16, generator=g)
                    for _ in range(4))
@@ -184,7 +185,8 @@ def make_inputs(torch, b, h, s, d, causal, d_pad, seed=0):
             o[bi] = torch.einsum("hqk,khd->qhd", torch.softmax(sc, -1), v[bi].float()).to(q.dtype)
             del sc
         src = "torch_fp32"
-    s_pad = -(-s // 128) * 128
+    unit = math.lcm(128, tile_m)
+    s_pad = -(-s // unit) * unit
     lse2 = torch.full((b, h, s_pad), float("inf"), device=DEV, dtype=torch.float32)
     lse2[..., :s] = lse * LOG2E
     delta = torch.zeros((b, h, s_pad), device=DEV, dtype=torch.float32)
@@ -333,7 +335,8 @@ def main(argv=None):
                 inputs, cur_shape = None, None
                 torch.cuda.empty_cache()
                 b, h, s, d, causal = c["shape"]
-                inputs = make_inputs(torch, b, h, s, d, causal, c["kplan"].tile["d"])
+                inputs = make_inputs(torch, b, h, s, d, causal, c["kplan"].tile["d"],
+                                     tile_m=c["kplan"].tile["tile_m"])
                 cur_shape = c["shape"]
             if inputs["dq_acc"].shape[-1] != c["kplan"].tile["d"]:
                 raise ValueError("plan's padded d differs from the default plan's")

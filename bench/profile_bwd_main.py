@@ -36,7 +36,8 @@ def main(argv=None):
     v = parse_variant(args.variant)
     b, h, s = (int(x) for x in args.shape.split(","))
     kern = build_kernel(args.dim, args.causal, v)
-    t = make_inputs(torch, b, h, s, args.dim, args.causal, kern.kp.tile["d"])
+    t = make_inputs(torch, b, h, s, args.dim, args.causal, kern.kp.tile["d"],
+                    tile_m=kern.kp.tile["tile_m"])
 
     def call():
         kern.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],

@@ -371,10 +371,9 @@ class Job:
                  acc_odd=None):
         """``sA``/``sB``: ldmatrix-partitioned smem sources (CPY, M|N, k-blocks); ``cpA``/``cpB``
         their thread copies; ``rA``/``rB`` the MMA fragments (``rB`` already loaded when
-        ``sB`` is None). ``acc_odd``: a second accumulator that takes the odd k-blocks (twice
-        the independent MMA chains; the caller adds it into ``acc`` afterwards). ``reuse_k0`` (timing ablations only, WRONG results): load k-block 0
-        and feed it to every k-block's MMAs, so the GEMM keeps its MMAs without the smem
-        operand traffic of the other k-blocks."""
+        ``sB`` is None); ``acc_odd``: a second accumulator for the odd k-blocks (twice the
+        MMA chains; the caller adds it into ``acc``). ``reuse_k0`` (timing ablations only, WRONG
+        results): k-block 0's operands feed every k-block's MMAs (no other smem traffic)."""
         self.mma_op, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
         self.reuse_k0 = bool(reuse_k0)
         self.acc_odd = acc_odd

@@ -273,7 +273,8 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, scale, causal, align)
     kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile)
     d_pad = kern.kp.tile["d"]
-    sq_pad = -(-Sq // 128) * 128
+    unit = math.lcm(128, kern.kp.tile["tile_m"])  # whole q tiles (dq_guard="pad")
+    sq_pad = -(-Sq // unit) * unit
     lse2 = torch.full((B, Hq, sq_pad), float("inf"), device=dev, dtype=torch.float32)
     lse2[..., :Sq] = (lse * LOG2E).float().nan_to_num(posinf=float("inf"), neginf=float("inf"))
     lse2[..., :Sq][torch.isinf(lse.float())] = float("inf")
@@ -381,7 +382,8 @@ def test_gpu_pdl_on_off_identical():
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
               (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
-              (("dq_guard", "rows"),), (("dq_accs", 2),), (("trip_step", 1),)]
+              (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_accs", 2),),
+              (("trip_step", 1),), (("trip_step", 0),)]  # both values: defaults differ by d
 
 
 @pytest.mark.gpu
@@ -396,10 +398,12 @@ def test_gpu_code_knobs(d, knobs):
 @pytest.mark.gpu
 @pytest.mark.parametrize("knobs", [(("dq_chunks", 1), ("interleave", 1)),
                                    (("dq_chunks", 1), ("interleave", 0)),
-                                   (("dq_chunks", 4), ("interleave", 0))],
+                                   (("dq_chunks", 4), ("interleave", 0)),
+                                   (("dq_accs", 2),), (("dq_guard", "pad"),)],
                          ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
 def test_gpu_d256_dq_chunks(knobs):
-    """d=256 (32x64 tile, one Q stage, V held): dQ = dS·K whole or in 64-column chunks."""
+    """d=256 (32x64 tile, one Q stage, V held): dQ = dS·K whole or in 64-column chunks; the
+    default 4 chunks with two accumulators, and without the row check (v54/v56 alternatives)."""
     run_case(1, 333, 300, 4, 2, 256, causal=True, knobs=knobs, seed=23)
 
 
@@ -1000,13 +1004,21 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
 
     assert code(256, False).dq_guard == "rows" and code(128, True).dq_guard == "rows"
     assert all(code(d, False).dq_guard == "pad" for d in (32, 64, 96, 128, 160, 192))
-    twos = {(d, causal) for d, causal, *_ in DQ_ACCS_MEASURED}
     for d in (32, 64, 96, 128, 160, 192):
         for causal in (False, True):
-            assert code(d, causal).dq_accs == (2 if (d, causal) in twos else 1)
+            assert code(d, causal).dq_accs == DQ_ACCS_MEASURED.get((d, causal), 1)
     assert code(128, False).dq_accs == 2 and code(64, False).dq_accs == 1
-    # a plan the measurement did not cover (d=128 with the per-trip barrier) keeps one
-    assert BwdMainKernel(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).code.dq_accs == 1
+    # plans the measurement did not cover keep one: d=128 with the per-trip barrier, with a
+    # one-stage Q/dO ring (two spill 28 B there), and the default plan with dq_lag (104 B)
+    for tile in (dict(EXCHANGE2), {"q_stages": 1}):
+        assert BwdMainKernel(default_plan("sm_120a", 128, tile=tile)).code.dq_accs == 1
+    assert BwdMainKernel(default_plan("sm_120a", 128), dq_lag=1).code.dq_accs == 1
+    # forcing what the default already has keeps the measured choices
+    from frost.sched.sdpa import SDPA_BWD_SPACE
+
+    tl = default_plan("sm_120a", 128).tile
+    same = default_plan("sm_120a", 128, tile={k: tl[k] for k in SDPA_BWD_SPACE if k in tl})
+    assert BwdMainKernel(same).code.dq_accs == 2
     # v58: the stepped trip walk where it measured faster only (d=64's 64x128 plan)
     assert code(64, False).trip_step == code(64, True).trip_step == 1
     assert all(code(d, c).trip_step == 0 for d in (32, 128, 256) for c in (False, True))
@@ -1016,14 +1028,19 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
 
 def test_trip_step_drops_the_loops_division():
     """trip_step=1 steps (q head, q tile) per trip: one integer division fewer in the PTX (the
-    producer's stays), and masks.walk_start / walk_next agree with divmod on the host."""
+    producer's stays), and their model (masks.walk_model: walk_start, then walk_next steps)
+    agrees with divmod from any first trip, past a head's range included."""
     def divs(rep):
         return len(re.findall(r"\bdiv\.[su]32", rep.ptx))
 
     kp = default_plan("sm_120a", 128)
     assert divs(BwdMainKernel(kp, trip_step=1).compile("sm_120a")) == \
         divs(BwdMainKernel(kp).compile("sm_120a")) - 1
-    assert masks.walk_start(0, 7) == (0, 0)
+    for n_m in (1, 2, 7, 32):
+        for t0 in (0, 4, n_m, 3 * n_m + 1):
+            t1 = t0 + 3 * n_m + 5
+            assert masks.walk_model(t0, t1, n_m) == [divmod(t, n_m) for t in range(t0, t1)]
+    assert masks.walk_model(0, 0, 0) == []  # an empty q range: no trips, no division by 0
 
 
 def test_launch_check_refuses_a_pad_short_of_whole_q_tiles():

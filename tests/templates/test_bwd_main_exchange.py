@@ -181,9 +181,9 @@ def test_gpu_exchange_sync_tail_split(d):
 @pytest.mark.gpu
 def test_gpu_trip_step_parts_start_inside_a_later_head():
     """trip_step=1 (the q head and q tile stepped, not divided out, v58) on a cut grid with GQA
-    2:1: 64 trips a tile (32 q tiles x 2 heads) in 3 parts, so a part starts on the second
-    head's range (t0 >= n_m: masks.walk_start's quotient is 1) and every part wraps from
-    one head to the next or ends on one."""
+    2:1: 64 trips a tile (32 q tiles x 2 heads) in 3 parts, so the last part starts on the
+    second head's range (t0 >= n_m: masks.walk_start's quotient is 1) and the middle one
+    steps from the first head's range into the second's."""
     run_case(1, 1000, 1024, 4, 2, 128, tile=x_tile(128),
              knobs=(("tail_split", 1), ("trip_step", 1)), tail=(4, 3), seed=59)
 

@@ -207,39 +207,56 @@ def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
     v54, bwd_main A/B on the H200, row check / pad: d=32 1.037, d=64 1.015, d=96 1.052,
     d=160 1.051, d=192 1.023; d=128 0.999 and 0.991 with dq_accs=2). ``"rows"`` above d=192,
     where the pad build spills (sm_120a 160 B at d=256), and for causal d=128, where the row
-    check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192))."""
+    check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192)). By head dim
+    for every plan of it (forced plans were not measured; the budget tests check their
+    spills)."""
     d = kp.tile["d"]
     return "rows" if d > 192 or (causal and d == 128) else "pad"
 
 
-DQ_ACCS_MEASURED = {(32, False, 64, 128, 2): 2, (128, False, 32, 128, 1): 2,
-                    (192, False, 32, 64, 0): 2}
-"""(padded d, causal, tile_m, tile_n, exchange_sync) of a default plan -> dQ accumulators,
-where two measured faster (bench/RESULTS.md v54, bwd_main A/B on the H200, two / one, every
-round faster): d=32 0.966 and 0.963; d=128 0.973 and 0.971, (16,16,1024) 0.971; d=192 0.981.
+def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
+    """Whether ``kp`` is its head dim's default plan (every plan key of
+    :data:`frost.sched.sdpa.SDPA_BWD_SPACE` as the measured default has it): the plans the v54 /
+    v58 A/Bs ran, so the choices measured only there apply only there."""
+    from frost.sched.sdpa import SDPA_BWD_SPACE, plan_variant
+
+    tl = kp.tile
+    try:
+        ref = plan_variant("sm_120a", tl["d"], tl["d_v"], causal).kernel("bwd_main").tile
+    except ValueError:
+        return False
+    return all(tl.get(k) == ref.get(k) for k in (*SDPA_BWD_SPACE, "d", "d_v"))
+
+
+DQ_ACCS_MEASURED = {(32, False): 2, (128, False): 2, (192, False): 2}
+"""(padded d, causal) -> dQ accumulators on the default plan (:func:`measured_plan`), where
+two measured faster (bench/RESULTS.md v54, bwd_main A/B on the H200, two / one, every round
+faster): d=32 0.966 and 0.963; d=128 0.973 and 0.971, (16,16,1024) 0.971; d=192 0.981.
 Elsewhere one: d=64 1.008, d=96 1.003, d=160 1.012, causal d=128 0.993 and 1.004 (with the
-row check), causal d=32 1.002, causal d=64 1.036. Other plans of those head dims (forced
-tiles, the per-trip barrier) were not measured and keep one (two spill on some of them)."""
+row check), causal d=32 1.002, causal d=64 1.036, d=256 (v56) 1.027. Other plans keep one:
+they were not measured, and some spill with two (d=128 with a one-stage Q/dO ring, 28 B)."""
 
 
-def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) -> int:
-    """:data:`DQ_ACCS_MEASURED`, for dQ in one chunk (the measured form); else 1."""
-    tl = kp.tile
-    key = (tl["d"], bool(causal), tl["tile_m"], tl["tile_n"], tl.get("exchange_sync", 0))
-    return DQ_ACCS_MEASURED.get(key, 1) if dq_chunks == 1 else 1
+def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1,
+                 dq_lag: int = 0) -> int:
+    """:data:`DQ_ACCS_MEASURED` on a default plan with dQ in one chunk and not lagged (with
+    dq_lag two spill 104 B at d=128); else 1."""
+    if dq_chunks != 1 or dq_lag or not measured_plan(kp, causal):
+        return 1
+    return DQ_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1)
 
 
-TRIP_STEP_MEASURED = {(64, 64, 128): 1}
-"""(padded d, tile_m, tile_n) of a default plan -> trip_step, where stepping measured faster
-(bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds): d=64 1.007 (every
-round >= 1), causal 1.032 (every round). Elsewhere the division stays: d=128 1.000, causal
-0.984, d=32 0.978, d=256 0.986 (ptxas schedules the rest of the trip differently)."""
+TRIP_STEP_MEASURED = {64: 1}
+"""padded d -> trip_step on the default plan (:func:`measured_plan`), where stepping
+measured faster (bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
+d=64 1.007 (every round >= 1), causal 1.032 (every round). Elsewhere the division stays: d=128
+1.000, causal 0.984, d=32 0.978, d=256 0.986 (ptxas schedules the rest of the trip
+differently)."""
 
 
-def pick_trip_step(kp: KernelPlan) -> int:
-    """:data:`TRIP_STEP_MEASURED`; else 0."""
-    tl = kp.tile
-    return TRIP_STEP_MEASURED.get((tl["d"], tl["tile_m"], tl["tile_n"]), 0)
+def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
+    """:data:`TRIP_STEP_MEASURED` on a default plan; else 0."""
+    return TRIP_STEP_MEASURED.get(kp.tile["d"], 0) if measured_plan(kp, causal) else 0
 
 
 def stmatrix_fits(kp: KernelPlan) -> bool:
@@ -339,10 +356,10 @@ class CodeChoices:
         guard = pick_dq_guard(kp, causal) if dq_guard is None else dq_guard
         if guard not in ("pad", "rows"):
             raise CodeChoiceError(f"dq_guard must be 'pad' or 'rows', got {dq_guard!r}")
-        accs = pick_dq_accs(kp, causal, chunks) if dq_accs is None else dq_accs
+        accs = pick_dq_accs(kp, causal, chunks, lag) if dq_accs is None else dq_accs
         if isinstance(accs, bool) or accs not in (1, 2):
             raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")
-        step = pick_trip_step(kp) if trip_step is None else trip_step
+        step = pick_trip_step(kp, causal) if trip_step is None else trip_step
         if isinstance(step, bool) or step not in (0, 1):
             raise CodeChoiceError(f"trip_step must be 0 or 1, got {trip_step!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,

@@ -150,7 +150,7 @@ class HostMixin:
         if block and lse_log2.shape[2] % block:
             raise ValueError(f"S_q_pad={lse_log2.shape[2]} must be a multiple of the plan's "
                              f"reduce_block={block} (dq_accum is stored in {block}x{block} blocks)")
-        if self.code.dq_guard == "pad" and lse_log2.shape[2] % tl["tile_m"]:
+        if self.code.dq_guard == "pad" and not self.stage_dq and lse_log2.shape[2] % tl["tile_m"]:
             raise ValueError(f"S_q_pad={lse_log2.shape[2]} must be a multiple of the plan's "
                              f"tile_m={tl['tile_m']}: with dq_guard='pad' the last q tile's dQ "
                              f"atomics add its rows past S_q into the pad")

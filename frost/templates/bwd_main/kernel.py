@@ -21,8 +21,9 @@ Tensors (torch, CUDA):
 
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
 * lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and a multiple of the plan's
-  ``reduce_block``, and of ``tile_m`` with the default ``dq_guard="pad"``: the last q tile's dQ
-  atomics then add its rows past S_q into the pad, which dq_convert never reads);
+  ``reduce_block``, and of ``tile_m`` with ``dq_guard="pad"``, the default but above d=192 and
+  at causal d=128: the last q tile's dQ atomics then add its rows past S_q into the pad, which
+  dq_convert never reads);
   lse_log2 = LSE·log2(e) with −inf already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
   (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``. Each
@@ -61,7 +62,8 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
-(v49), ``dq_guard`` and ``dq_accs`` (v54) and ``trip_step`` (v58) to their measured defaults; ``self.code`` holds them.
+(v49), ``dq_guard`` and ``dq_accs`` (v54) and ``trip_step`` (v58) to their measured
+defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)

@@ -13,7 +13,9 @@ Rows i >= S_q need no mask here: their lse_log2 is +inf (loaded so by the produc
 The walk over the range (:func:`q_tile`): trip t of a CTA takes q tile ``m_min + t % n_m``,
 or with ``rotate`` that index turned by the CTA's KV tile, ``(t + n_block) % n_m``, so the CTAs
 of one head, which start together, add their dQ partials into different rows of dq_accum
-instead of all into the same 16 KB at once.
+instead of all into the same 16 KB at once. Code choice ``trip_step`` carries the pair
+(t // n_m, t % n_m) through the loop (:func:`walk_start`, :func:`walk_next`) instead of
+dividing every trip.
 
 Which CTA takes which KV tile (:func:`cta_tile`): the grid is (KV tiles, KV heads, batches) and
 the hardware hands CTAs to free SMs in linear block order. Under causal a KV tile's work falls
@@ -33,8 +35,8 @@ cut, and into how many parts, is the grid model's choice (:func:`frost.sdpa.grid
 a grid whose last wave is part-empty ends sooner when its last tiles run as smaller CTAs.
 
 Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`,
-:func:`cta_tile_model`, :func:`split_tile_model`, :func:`trip_range_model`) sit beside the device
-forms and are what the tests compare against.
+:func:`cta_tile_model`, :func:`split_tile_model`, :func:`trip_range_model`,
+:func:`walk_model`) sit beside the device forms and are what the tests compare against.
 """
 
 from __future__ import annotations
@@ -183,6 +185,19 @@ def q_tile(t, m_min, n_m, start, rotate: cutlass.Constexpr):
     """Device form of :func:`q_tile_model`, with ``start`` = :func:`q_walk_start` (``n_m`` > 0:
     it runs inside the trip loop)."""
     return q_tile_at(t % n_m, m_min, n_m, start, rotate)
+
+
+def walk_model(t0: int, t1: int, n_m: int) -> list[tuple[int, int]]:
+    """(t // n_m, t % n_m) for the trips t0..t1-1, computed as the device does under
+    ``trip_step``: one division at t0 (:func:`walk_start`), then :func:`walk_next` steps."""
+    w_q = t0 // max(n_m, 1)
+    w_i = t0 - w_q * n_m
+    out = []
+    for _ in range(t0, t1):
+        out.append((w_q, w_i))
+        wrap = w_i + 1 == n_m
+        w_q, w_i = w_q + (1 if wrap else 0), 0 if wrap else w_i + 1
+    return out
 
 
 def walk_start(t0, n_m):
