@@ -952,6 +952,14 @@ def test_staged_dq_plans_and_compiles(causal, splits):
     assert rep.total_spill_bytes == 0
 
 
+def _check_args(torch, s, s_pad, b=1, h=2, d=64):
+    """CPU tensors for ``BwdMainKernel._check``: q, k, v, do, lse_log2, delta, dq_accum, dk,
+    dv of S = ``s`` rows and a workspace of ``s_pad`` rows (nothing reaches a device)."""
+    io = [torch.zeros(b, s, h, d, dtype=torch.bfloat16) for _ in range(6)]
+    lse, delta = (torch.zeros(b, h, s_pad) for _ in range(2))
+    return (*io[:4], lse, delta, torch.zeros(b, h, s_pad, d), *io[4:])
+
+
 def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
     """dq_accum in 8x8 blocks (the default reduce_block): S_q_pad must be whole blocks, else the
     last partial block's atomics would land past the matrix. Checked before any launch (CPU
@@ -960,19 +968,10 @@ def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
 
     kern = BwdMainKernel(default_plan("sm_120a", 64))
     assert kern.kp.tile["reduce_block"] == 8
-    B, S, H, D = 1, 12, 2, 64
-
-    def args(s_pad):
-        io = [torch.zeros(B, S, H, D, dtype=torch.bfloat16) for _ in range(4)]
-        lse, delta = (torch.zeros(B, H, s_pad) for _ in range(2))
-        acc = torch.zeros(B, H, s_pad, D)
-        return (*io, lse, delta, acc, torch.zeros(B, S, H, D, dtype=torch.bfloat16),
-                torch.zeros(B, S, H, D, dtype=torch.bfloat16))
-
     with pytest.raises(ValueError, match="multiple of the plan's reduce_block=8"):
-        kern._check(*args(12))
+        kern._check(*_check_args(torch, 12, 12))
     rows = BwdMainKernel(default_plan("sm_120a", 64), dq_guard="rows")
-    rows._check(*args(16))  # whole blocks: accepted where each atomic checks its row
+    rows._check(*_check_args(torch, 12, 16))  # whole blocks: accepted where atomics check rows
 
 
 @pytest.mark.parametrize("d", [64, 128])
@@ -1052,17 +1051,8 @@ def test_launch_check_refuses_a_pad_short_of_whole_q_tiles():
     kern = BwdMainKernel(default_plan("sm_120a", 64))
     assert kern.code.dq_guard == "pad"
     t_m = kern.kp.tile["tile_m"]
-    B, S, H, D = 1, t_m + 3, 2, 64
-
-    def args(s_pad):
-        io = [torch.zeros(B, S, H, D, dtype=torch.bfloat16) for _ in range(4)]
-        lse, delta = (torch.zeros(B, H, s_pad) for _ in range(2))
-        acc = torch.zeros(B, H, s_pad, D)
-        return (*io, lse, delta, acc, torch.zeros(B, S, H, D, dtype=torch.bfloat16),
-                torch.zeros(B, S, H, D, dtype=torch.bfloat16))
-
     with pytest.raises(ValueError, match=f"multiple of the plan's tile_m={t_m}"):
-        kern._check(*args(t_m + 8))  # whole 8x8 blocks, not whole q tiles
-    kern._check(*args(2 * t_m))
+        kern._check(*_check_args(torch, t_m + 3, t_m + 8))  # whole 8x8 blocks, not q tiles
+    kern._check(*_check_args(torch, t_m + 3, 2 * t_m))
     with pytest.raises(BwdMainError, match="dq_guard must be"):
         BwdMainKernel(default_plan("sm_120a", 64), dq_guard="pred")
