@@ -18,6 +18,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
                   :data:`DQ_ACCS_MEASURED`)
+``sdp_accs``      1 or 2 fp32 accumulators each for S = Q·Kᵀ and dP = dO·Vᵀ: with 2 the odd
+                  k-blocks go to the second (twice the independent MMA chains of the S/dP
+                  phase; 2 × the S tile's accumulator registers more while it runs)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
                   :data:`TRIP_STEP_MEASURED`); 0: divide
@@ -259,6 +262,17 @@ def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
     return TRIP_STEP_MEASURED.get(kp.tile["d"], 0) if measured_plan(kp, causal) else 0
 
 
+SDP_ACCS_MEASURED: dict[tuple[int, bool], int] = {}
+"""(padded d, causal) -> S/dP accumulators each on the default plan (:func:`measured_plan`);
+1 where not listed (bench/RESULTS.md v59)."""
+
+
+def pick_sdp_accs(kp: KernelPlan, causal: bool = False) -> int:
+    """:data:`SDP_ACCS_MEASURED` on a default plan; else 1."""
+    return SDP_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1) \
+        if measured_plan(kp, causal) else 1
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -282,6 +296,7 @@ class CodeChoices:
     dq_guard: str = "pad"
     dq_accs: int = 1
     trip_step: int = 0
+    sdp_accs: int = 1
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
@@ -290,7 +305,8 @@ class CodeChoices:
                 causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None,
                 lpt_heads: int | None = None, tail_split: int | None = None,
                 dq_lag: int | None = None, dq_guard: str | None = None,
-                dq_accs: int | None = None, trip_step: int | None = None) -> "CodeChoices":
+                dq_accs: int | None = None, trip_step: int | None = None,
+                sdp_accs: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -362,5 +378,9 @@ class CodeChoices:
         step = pick_trip_step(kp, causal) if trip_step is None else trip_step
         if isinstance(step, bool) or step not in (0, 1):
             raise CodeChoiceError(f"trip_step must be 0 or 1, got {trip_step!r}")
+        s_accs = pick_sdp_accs(kp, causal) if sdp_accs is None else sdp_accs
+        if isinstance(s_accs, bool) or s_accs not in (1, 2) or (s_accs == 2 and serial_sdp):
+            raise CodeChoiceError(f"sdp_accs must be 1 or 2, and 1 with serial_sdp=1 (one S/dP "
+                                  f"accumulator live at a time), got {sdp_accs!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step)
+                   split, lag, guard, accs, step, s_accs)

@@ -162,7 +162,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                  lpt_heads: int | None = None, tail_split: int | None = None,
                  arrival_delay_ns: int = 0, dq_lag: int | None = None,
                  dq_guard: str | None = None, dq_accs: int | None = None,
-                 trip_step: int | None = None):
+                 trip_step: int | None = None, sdp_accs: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -181,7 +181,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                 kplan, dq_chunks, interleave, dq_vec, p_store, lookahead, exp2_poly, q_rotate,
                 causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
                 dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split, dq_lag=dq_lag,
-                dq_guard=dq_guard, dq_accs=dq_accs, trip_step=trip_step)
+                dq_guard=dq_guard, dq_accs=dq_accs, trip_step=trip_step, sdp_accs=sdp_accs)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code

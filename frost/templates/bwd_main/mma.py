@@ -43,12 +43,12 @@ from cutlass.cute.nvgpu import warp
 
 from frost.tile_dsl.copy import tma_box
 from frost.tile_dsl.mma import Job, gemm_interleaved
-from frost.tile_dsl.ptx import ex2, ex2_poly
 from frost.tile_dsl.smem import transpose_view
 from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 
 from . import masks
 from .dq_add import DqAtomics
+from .pointwise import Pointwise
 
 
 def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
@@ -66,7 +66,7 @@ def _one(view, n_copies: int):
     return view if n_copies == 1 else view[None, None, 0]
 
 
-class MmaRole(DqAtomics):
+class MmaRole(DqAtomics, Pointwise):
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
 
     @cute.jit
@@ -209,12 +209,7 @@ class MmaRole(DqAtomics):
                 gemm_interleaved(self.job(mma_sdp, acc_S, tSrQ, tSrK,
                                           tSsQ[None, None, None, stage], c_Q, tSsK, c_K),
                                  lookahead=self.lookahead)
-                if masks.tile_needs_mask(self.align, row0, col0, t_m, t_n, s_q, s_kv):
-                    self.softmax_p(acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                                   True)
-                else:
-                    self.softmax_p(acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                                   False)
+                self.pointwise(acc_S, None, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)),
@@ -232,9 +227,15 @@ class MmaRole(DqAtomics):
                 acc_S.fill(0.0)
                 acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
                 acc_dP.fill(0.0)
-                job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q, tSsK, c_K)
-                job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage], c_Q,
-                             None if v_in_regs else tdPsV, c_K)
+                odd_S, odd_dP = None, None
+                if cutlass.const_expr(self.code.sdp_accs == 2):  # odd k-blocks: second ones
+                    odd_S, odd_dP = cute.make_fragment_like(acc_S), cute.make_fragment_like(acc_dP)
+                    odd_S.fill(0.0)
+                    odd_dP.fill(0.0)
+                job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q,
+                                 tSsK, c_K, acc_odd=odd_S)
+                job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage],
+                                  c_Q, None if v_in_regs else tdPsV, c_K, acc_odd=odd_dP)
                 if cutlass.const_expr("dp_gemm" in self.skip):
                     gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
                 elif cutlass.const_expr(self.interleave >= 1):
@@ -242,15 +243,13 @@ class MmaRole(DqAtomics):
                 else:
                     gemm_interleaved(job_S, lookahead=self.lookahead)
                     gemm_interleaved(job_dP, lookahead=self.lookahead)
+                if cutlass.const_expr(odd_S is not None):
+                    acc_S.store(acc_S.load() + odd_S.load())
+                    acc_dP.store(acc_dP.load() + odd_dP.load())
 
                 row0 = m_block * t_m
                 col0 = n_block * t_n
-                if masks.tile_needs_mask(self.align, row0, col0, t_m, t_n, s_q, s_kv):
-                    self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
-                                      s_kv, True)
-                else:
-                    self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q,
-                                      s_kv, False)
+                self.pointwise(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 rdS = cute.make_fragment_like(acc_dP, dtype)
@@ -387,48 +386,6 @@ class MmaRole(DqAtomics):
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
         operands reused for every k-block, timing only)."""
         return Job(*args, reuse_k0="operand_loads" in self.skip, acc_odd=acc_odd)
-
-    @cute.jit
-    def softmax_grad(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                     masked: cutlass.Constexpr):
-        """In place: acc_S ← P = ex2(S·scale·log2e − lse_log2) (0 where hidden, if ``masked``),
-        acc_dP ← dS = P ∘ (dP − delta). The ``softmax`` ablation (timing only) leaves both as
-        they are."""
-        if cutlass.const_expr("softmax" not in self.skip):
-            for i in cutlass.range_constexpr(cute.size(acc_S)):
-                r, c = tScS[i]
-                x = acc_S[i] * scale_log2 - sm.sLSE[r, stage]
-                if cutlass.const_expr(self.exp2_poly and (i // 2) % 2 == 1):
-                    p = ex2_poly(x)  # every other value pair on the FMA pipe: MUFU does half
-                else:
-                    p = ex2(x)
-                if cutlass.const_expr(masked):
-                    ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
-                    p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
-                acc_S[i] = p
-                acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
-
-    @cute.jit
-    def softmax_p(self, acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                  masked: cutlass.Constexpr):
-        """In place: acc_S ← P, the first half of :meth:`softmax_grad` (``serial_sdp``)."""
-        if cutlass.const_expr("softmax" not in self.skip):
-            for i in cutlass.range_constexpr(cute.size(acc_S)):
-                r, c = tScS[i]
-                p = ex2(acc_S[i] * scale_log2 - sm.sLSE[r, stage])
-                if cutlass.const_expr(masked):
-                    ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
-                    p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
-                acc_S[i] = p
-
-    @cute.jit
-    def softmax_ds(self, rP, acc_dP, tScS, sm, stage):
-        """In place: acc_dP ← dS = P ∘ (dP − delta), P read back from its io-dtype registers
-        (the second half of :meth:`softmax_grad`, ``serial_sdp``)."""
-        if cutlass.const_expr("softmax" not in self.skip):
-            for i in cutlass.range_constexpr(cute.size(acc_dP)):
-                r, _ = tScS[i]
-                acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - sm.sDelta[r, stage])
 
     @cute.jit
     def release_q(self, bar):
