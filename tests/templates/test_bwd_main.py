@@ -383,7 +383,8 @@ KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
               (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
               (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_accs", 2),),
-              (("trip_step", 1),), (("trip_step", 0),)]  # both values: defaults differ by d
+              (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
+              (("sdp_accs", 2),)]
 
 
 @pytest.mark.gpu
