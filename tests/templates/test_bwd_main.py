@@ -559,6 +559,28 @@ def test_compile_dq_k_held_reads_less(arch, d, tile):
     assert _resources(rep)[1] == 0
 
 
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_sdp_accs_splits_the_s_dp_chains(arch):
+    """sdp_accs=2 (v59): the same MMAs, the odd k-blocks of S and dP into second accumulators
+    that are added back before the pointwise (one f32 add per S and dP value a thread: 2 x 16
+    at d=128), spill-free at non-causal d=128; the default is one (measured slower)."""
+    kp = default_plan(arch, 128)
+    base, two = BwdMainKernel(kp), BwdMainKernel(kp, sdp_accs=2)
+    assert base.code.sdp_accs == 1 and two.code.sdp_accs == 2
+    r1, r2 = base.compile(arch), two.compile(arch)
+    mma = "mma.sync.aligned.m16n8k16"
+    assert r2.count(mma) == r1.count(mma)
+    adds = [len(re.findall(r"\badd(\.rn)?\.f32\b", r.ptx)) for r in (r1, r2)]
+    per_thread = 2 * (kp.tile["tile_m"] * kp.tile["tile_n"]) // (32 * kp.tile["num_mma_warps"])
+    assert adds[1] - adds[0] == per_thread, adds
+    assert _resources(r2)[1] == 0
+    with pytest.raises(BwdMainError, match="sdp_accs"):
+        BwdMainKernel(kp, sdp_accs=3)
+    with pytest.raises(BwdMainError, match="serial_sdp"):
+        BwdMainKernel(kp, sdp_accs=2, serial_sdp=1)
+
+
 @pytest.mark.parametrize("d", range(32, 257, 8))
 @pytest.mark.parametrize("causal", [False, True])
 def test_pick_dq_k_held(d, causal):
@@ -1022,6 +1044,8 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     # v58: the stepped trip walk where it measured faster only (d=64's 64x128 plan)
     assert code(64, False).trip_step == code(64, True).trip_step == 1
     assert all(code(d, c).trip_step == 0 for d in (32, 128, 256) for c in (False, True))
+    # v59: one S/dP accumulator each everywhere (two measured 1.01-1.22x slower)
+    assert all(code(d, c).sdp_accs == 1 for d in (32, 64, 128, 256) for c in (False, True))
     spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
     assert spilled.total_spill_bytes > 0, "the pad build at d=256 fits now: re-measure v54"
 

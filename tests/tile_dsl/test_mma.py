@@ -23,7 +23,6 @@ from frost.tile_dsl.mma import (
     c_to_a,
     fragment_table,
     gather_c,
-    interleave_schedule,
     ldmatrix,
     ldmatrix_dest,
     ldmatrix_source,
@@ -465,14 +464,3 @@ def test_register_chain_numerics(dtype_name, tol):
     ref = (q.double() @ k.double().t()) @ v.double()
     err = ((o.double() - ref).norm() / ref.norm()).item()
     assert err <= tol, err
-
-
-@pytest.mark.parametrize("k_blocks", [[8], [8, 8], [2, 2, 8], [8, 2], [3, 5], [4, 1, 7], []])
-def test_interleave_schedule_runs_each_k_block_once_in_order(k_blocks):
-    steps = interleave_schedule(k_blocks)
-    assert len(steps) == max(k_blocks, default=0)
-    seen = [[k for step in steps for j, k in step if j == jj] for jj in range(len(k_blocks))]
-    assert seen == [list(range(n)) for n in k_blocks]   # every k-block once, ascending
-    if len(k_blocks) > 1 and min(k_blocks) > 0:
-        # the jobs really mix: the first step holds k-block 0 of every job
-        assert sorted(j for j, _ in steps[0]) == list(range(len(k_blocks)))

@@ -20,7 +20,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   :data:`DQ_ACCS_MEASURED`)
 ``sdp_accs``      1 or 2 fp32 accumulators each for S = Q·Kᵀ and dP = dO·Vᵀ: with 2 the odd
                   k-blocks go to the second (twice the independent MMA chains of the S/dP
-                  phase; 2 × the S tile's accumulator registers more while it runs)
+                  phase, 2 × the S tile's accumulator registers more while it runs; 1.01-1.22x
+                  slower on the H200, v59: opt-in)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
                   :data:`TRIP_STEP_MEASURED`); 0: divide
@@ -94,7 +95,7 @@ def pick_dq_chunks(kp: KernelPlan) -> int:
 
 
 def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int:
-    """How much of the q-tile trip runs as interleaved GEMMs (``tile_dsl.mma.gemm_interleaved``):
+    """How much of the q-tile trip runs as interleaved GEMMs (``tile_dsl.interleave.gemm_interleaved``):
     0 none (one GEMM at a time), 1 S with dP and dV with dK, 2 also dQ with dV/dK.
 
     Level 2 keeps dQ's fp32 accumulator live across dV/dK; it is used where that accumulator
@@ -264,7 +265,9 @@ def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
 
 SDP_ACCS_MEASURED: dict[tuple[int, bool], int] = {}
 """(padded d, causal) -> S/dP accumulators each on the default plan (:func:`measured_plan`);
-1 where not listed (bench/RESULTS.md v59)."""
+1 where not listed. Empty: two measured slower on every row tried (bench/RESULTS.md v59,
+bwd_main A/B on the H200, two / one: d=128 1.102, (16,16,1024) 1.085, d=64 1.037, d=32 1.218,
+d=96 1.021, d=256 1.013); every causal build spills with two."""
 
 
 def pick_sdp_accs(kp: KernelPlan, causal: bool = False) -> int:

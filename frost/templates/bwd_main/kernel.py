@@ -62,8 +62,8 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
-(v49), ``dq_guard`` and ``dq_accs`` (v54) and ``trip_step`` (v58) to their measured
-defaults; ``self.code`` holds them.
+(v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58) and ``sdp_accs`` (v59, opt-in)
+to their measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)
@@ -86,7 +86,7 @@ tile's counter, so that a test can choose which part comes last (``epilogue.gath
     dkdv_gemm   no dV += Pᵀ dO and no dK += dSᵀ Q (dK, dV come out as zeros)
     dp_gemm     no dP = dO Vᵀ (dS = P ∘ (0 − delta))
     operand_loads  every GEMM loads only its first k-block from smem and reuses it for the
-                others (``tile_dsl.mma.Job(reuse_k0=True)``): the MMAs stay, the ldmatrix
+                others (``tile_dsl.interleave.Job(reuse_k0=True)``): the MMAs stay, the ldmatrix
                 traffic of the other k-blocks goes
     softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
     q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full

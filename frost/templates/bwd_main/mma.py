@@ -5,7 +5,7 @@ Per iteration t (ring stage s = t % q_stages)::
     wait q_full[s]
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
     dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
-                        (S and dP k-blocks interleaved at level ≥ 1: tile_dsl.mma.gemm_interleaved;
+                        (S and dP k-blocks interleaved at level ≥ 1: tile_dsl.interleave.gemm_interleaved;
                         serial_sdp=1: S, P → io-dtype registers, then dP, dS = P ∘ (dP − delta))
     P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
                         (the element mask only on tiles that need one: masks.tile_needs_mask)
@@ -42,7 +42,7 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
 from frost.tile_dsl.copy import tma_box
-from frost.tile_dsl.mma import Job, gemm_interleaved
+from frost.tile_dsl.interleave import Job, gemm_interleaved
 from frost.tile_dsl.smem import transpose_view
 from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 

@@ -1,0 +1,94 @@
+"""Interleaved k-loops: several independent warp GEMMs (:class:`Job`) with their k-blocks spread
+over one unrolled instruction sequence, so the short accumulator chains of a small warp tile sit
+next to independent MMAs (:func:`gemm_interleaved`, device form, inside ``@cute.jit``).
+:func:`interleave_schedule` is the pure-Python model of the order; tests and notebook 02 use it.
+The GEMMs are those of :mod:`frost.tile_dsl.mma` (``mma.sync`` m16n8k16, ldmatrix operands).
+"""
+
+from __future__ import annotations
+
+
+class Job:
+    """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A (and B unless it is
+    already in registers, ``sB is None``) streamed from smem one k-block at a time."""
+
+    def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None, reuse_k0=False,
+                 acc_odd=None):
+        """``sA``/``sB``: ldmatrix-partitioned smem sources (CPY, M|N, k-blocks); ``cpA``/``cpB``
+        their thread copies; ``rA``/``rB`` the MMA fragments (``rB`` already loaded when
+        ``sB`` is None); ``acc_odd``: a second accumulator for the odd k-blocks (twice the
+        MMA chains; the caller adds it into ``acc``). ``reuse_k0`` (timing ablations only, WRONG
+        results): k-block 0's operands feed every k-block's MMAs (no other smem traffic)."""
+        self.mma_op, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
+        self.reuse_k0 = bool(reuse_k0)
+        self.acc_odd = acc_odd
+        self.sB, self.cpB = sB, cpB
+        self.rA_v = cpA.retile(rA)
+        self.rB_v = None if sB is None else cpB.retile(rB)
+
+    @property
+    def k_blocks(self) -> int:
+        import cutlass.cute as cute
+
+        return cute.size(self.sA.shape[2])
+
+    def load(self, k: int):
+        """ldmatrix k-block ``k`` of the smem operands into their registers."""
+        import cutlass.cute as cute
+
+        if self.reuse_k0 and k:
+            return
+        cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
+        if self.sB is not None:
+            cute.copy(self.cpB, self.sB[None, None, k], self.rB_v[None, None, k])
+
+    def mma(self, k: int):
+        """``acc += A[:, k] · B[:, k]ᵀ`` on the loaded k-block."""
+        import cutlass.cute as cute
+
+        if self.reuse_k0:
+            kb = 0 if self.sB is not None else k  # B held in registers is whole: keep it
+            cute.gemm(self.mma_op, self.acc, self.rA[None, None, 0], self.rB[None, None, kb],
+                      self.acc)
+            return
+        acc = self.acc if self.acc_odd is None or k % 2 == 0 else self.acc_odd
+        cute.gemm(self.mma_op, acc, self.rA[None, None, k], self.rB[None, None, k], acc)
+
+    def step(self, k: int):
+        self.load(k)
+        self.mma(k)
+
+
+def interleave_schedule(k_blocks: list[int]) -> list[list[tuple[int, int]]]:
+    """Steps of (job, k-block): job j's k-blocks spread evenly over max(k_blocks) steps, so
+    independent accumulator chains sit next to each other in the instruction stream. Pure Python
+    (tests check that every k-block appears once and in order)."""
+    steps = max(k_blocks) if k_blocks else 0
+    out: list[list[tuple[int, int]]] = [[] for _ in range(steps)]
+    for j, n in enumerate(k_blocks):
+        for k in range(n):
+            out[k * steps // n].append((j, k))
+    return out
+
+
+def gemm_interleaved(*jobs: Job, lookahead: int = 0) -> None:
+    """Run the jobs' GEMMs with their k-blocks interleaved (trace-time unrolled).
+
+    A warp tile of one mma.sync GEMM with few accumulators and many k-blocks is a few long
+    chains of dependent MMAs, and with two MMA warps per SM sub-partition nothing hides their
+    latency; mixing in an independent GEMM's MMAs does, at no register cost for accumulators
+    that are live anyway. ``lookahead=1`` issues the ldmatrix loads of step s+1 before the MMAs
+    of step s (software pipelining in the instruction order; ptxas may reorder either way)."""
+    steps = interleave_schedule([j.k_blocks for j in jobs])
+    if not lookahead:
+        for step in steps:
+            for j, k in step:
+                jobs[j].step(k)
+        return
+    for j, k in steps[0] if steps else ():
+        jobs[j].load(k)
+    for s, step in enumerate(steps):
+        for j, k in steps[s + 1] if s + 1 < len(steps) else ():
+            jobs[j].load(k)
+        for j, k in step:
+            jobs[j].mma(k)
