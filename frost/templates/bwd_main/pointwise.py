@@ -14,7 +14,8 @@ from . import masks
 
 
 class Pointwise:
-    """Mixin of the MMA role: :meth:`pointwise` and the two halves it runs."""
+    """Mixin of the MMA role: :meth:`pointwise` (P and dS, or P alone) and :meth:`softmax_ds`
+    (dS from P kept in registers, ``serial_sdp``)."""
 
     @cute.jit
     def pointwise(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv):
@@ -22,27 +23,18 @@ class Pointwise:
         element mask only on a tile that needs one."""
         tl = self.kp.tile
         if masks.tile_needs_mask(self.align, row0, col0, tl["tile_m"], tl["tile_n"], s_q, s_kv):
-            self._pointwise(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                            True)
-        else:
-            self._pointwise(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                            False)
-
-    @cute.jit
-    def _pointwise(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                   masked: cutlass.Constexpr):
-        if cutlass.const_expr(acc_dP is None):
-            self.softmax_p(acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv, masked)
+            self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
+                              True)
         else:
             self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                              masked)
+                              False)
 
     @cute.jit
     def softmax_grad(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
                      masked: cutlass.Constexpr):
         """In place: acc_S ← P = ex2(S·scale·log2e − lse_log2) (0 where hidden, if ``masked``),
-        acc_dP ← dS = P ∘ (dP − delta). The ``softmax`` ablation (timing only) leaves both as
-        they are."""
+        and unless ``acc_dP`` is None, acc_dP ← dS = P ∘ (dP − delta). The ``softmax`` ablation
+        (timing only) leaves both as they are."""
         if cutlass.const_expr("softmax" not in self.skip):
             for i in cutlass.range_constexpr(cute.size(acc_S)):
                 r, c = tScS[i]
@@ -55,25 +47,13 @@ class Pointwise:
                     ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
                     p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
                 acc_S[i] = p
-                acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
-
-    @cute.jit
-    def softmax_p(self, acc_S, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                  masked: cutlass.Constexpr):
-        """In place: acc_S ← P, the first half of :meth:`softmax_grad` (``serial_sdp``)."""
-        if cutlass.const_expr("softmax" not in self.skip):
-            for i in cutlass.range_constexpr(cute.size(acc_S)):
-                r, c = tScS[i]
-                p = ex2(acc_S[i] * scale_log2 - sm.sLSE[r, stage])
-                if cutlass.const_expr(masked):
-                    ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
-                    p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
-                acc_S[i] = p
+                if cutlass.const_expr(acc_dP is not None):
+                    acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
 
     @cute.jit
     def softmax_ds(self, rP, acc_dP, tScS, sm, stage):
         """In place: acc_dP ← dS = P ∘ (dP − delta), P read back from its io-dtype registers
-        (the second half of :meth:`softmax_grad`, ``serial_sdp``)."""
+        (``serial_sdp``'s second half)."""
         if cutlass.const_expr("softmax" not in self.skip):
             for i in cutlass.range_constexpr(cute.size(acc_dP)):
                 r, _ = tScS[i]
