@@ -8,6 +8,6 @@ ab() {
   mkdir -p "$out/$1"
   timeout 150 python3 bench/bwd_main_ab.py --dims "$2" $3 --rounds "${5:-8}" --iters 5 \
     --shape "${6:-4,16,4096}" \
-    --out "$out/$1" --variants "$4" 2>&1 | grep -v Warn | tail -5
+    --out "$out/$1" --variants "$4" 2>&1 | grep -v Warn | grep -E "^#|^ +[0-9]+ |variant"
   rm -f "$out/$1"/*.png
 }

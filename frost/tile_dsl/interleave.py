@@ -46,12 +46,11 @@ class Job:
         """``acc += A[:, k] · B[:, k]ᵀ`` on the loaded k-block."""
         import cutlass.cute as cute
 
+        acc = self.acc if self.acc_odd is None or k % 2 == 0 else self.acc_odd
         if self.reuse_k0:
             kb = 0 if self.sB is not None else k  # B held in registers is whole: keep it
-            cute.gemm(self.mma_op, self.acc, self.rA[None, None, 0], self.rB[None, None, kb],
-                      self.acc)
+            cute.gemm(self.mma_op, acc, self.rA[None, None, 0], self.rB[None, None, kb], acc)
             return
-        acc = self.acc if self.acc_odd is None or k % 2 == 0 else self.acc_odd
         cute.gemm(self.mma_op, acc, self.rA[None, None, k], self.rB[None, None, k], acc)
 
     def step(self, k: int):

@@ -384,7 +384,7 @@ KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
               (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
-              (("sdp_accs", 2),)]
+              (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2))]
 
 
 @pytest.mark.gpu
@@ -579,6 +579,19 @@ def test_compile_sdp_accs_splits_the_s_dp_chains(arch):
         BwdMainKernel(kp, sdp_accs=3)
     with pytest.raises(BwdMainError, match="serial_sdp"):
         BwdMainKernel(kp, sdp_accs=2, serial_sdp=1)
+
+
+def test_pick_sdp_accs_reads_the_table_on_measured_plans_only(monkeypatch):
+    """An entry of SDP_ACCS_MEASURED applies to its row's default plan, not to its causal twin,
+    other head dims, or a forced plan the A/B did not run (here: a one-stage Q/dO ring)."""
+    from frost.templates.bwd_main import code as code_mod
+
+    monkeypatch.setitem(code_mod.SDP_ACCS_MEASURED, (128, False), 2)
+    assert BwdMainKernel(default_plan("sm_120a", 128)).code.sdp_accs == 2
+    assert BwdMainKernel(default_plan("sm_120a", 128, causal=True), causal=True).code.sdp_accs == 1
+    assert BwdMainKernel(default_plan("sm_120a", 64)).code.sdp_accs == 1
+    assert BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1})).code.sdp_accs == 1
+    assert BwdMainKernel(default_plan("sm_120a", 128), sdp_accs=1).code.sdp_accs == 1
 
 
 @pytest.mark.parametrize("d", range(32, 257, 8))

@@ -95,8 +95,9 @@ def pick_dq_chunks(kp: KernelPlan) -> int:
 
 
 def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int:
-    """How much of the q-tile trip runs as interleaved GEMMs (``tile_dsl.interleave.gemm_interleaved``):
-    0 none (one GEMM at a time), 1 S with dP and dV with dK, 2 also dQ with dV/dK.
+    """How much of the q-tile trip runs as interleaved GEMMs
+    (``tile_dsl.interleave.gemm_interleaved``): 0 none (one GEMM at a time), 1 S with dP and dV
+    with dK, 2 also dQ with dV/dK.
 
     Level 2 keeps dQ's fp32 accumulator live across dV/dK; it is used where that accumulator
     is at most 32 registers per thread (sm_120a compiles of d 168..192 at 64x64, 48 of them,
@@ -352,7 +353,8 @@ class CodeChoices:
         if serial_sdp not in (0, 1):
             raise CodeChoiceError(f"serial_sdp must be 0 or 1, got {serial_sdp!r}")
         if serial_sdp and exp2_poly:
-            raise CodeChoiceError("serial_sdp=1 computes P with ex2 only: exp2_poly must be 0")
+            raise CodeChoiceError("serial_sdp=1 was measured with P from ex2 only (v19): "
+                                  "exp2_poly must be 0")
         held = pick_dq_k_held(kp, chunks) if dq_k_held is None else dq_k_held
         if held not in (0, 1):
             raise CodeChoiceError(f"dq_k_held must be 0 or 1, got {dq_k_held!r}")

@@ -5,10 +5,13 @@ Per iteration t (ring stage s = t % q_stages)::
     wait q_full[s]
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
     dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
-                        (S and dP k-blocks interleaved at level ≥ 1: tile_dsl.interleave.gemm_interleaved;
-                        serial_sdp=1: S, P → io-dtype registers, then dP, dS = P ∘ (dP − delta))
+                        (S and dP k-blocks interleaved at level ≥ 1:
+                        tile_dsl.interleave.gemm_interleaved; sdp_accs=2: odd k-blocks into
+                        second accumulators, added back here; serial_sdp=1: S, P → io-dtype
+                        registers, then dP, dS = P ∘ (dP − delta))
     P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
-                        (the element mask only on tiles that need one: masks.tile_needs_mask)
+                        (pointwise.py; the element mask only on tiles that need one:
+                        masks.tile_needs_mask)
     bar mma_sync ; P, dS → sP, sdS (io dtype; stmatrix.x4, or 32-bit st.shared where a warp's
                    S tile is 8 columns wide) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
@@ -16,7 +19,7 @@ Per iteration t (ring stage s = t % q_stages)::
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
                         (dq_k_held=1: K's B fragments loaded once, only sdS is read)
                         (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
-                        dV with dK, then dQ; 0: one GEMM at a time; kernel.pick_interleave)
+                        dV with dK, then dQ; 0: one GEMM at a time; code.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
     red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, or all into
                         the pad; dq_accs=2: two accumulators; dq_vec=4: 4 columns, .v4)
@@ -48,7 +51,7 @@ from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 
 from . import masks
 from .dq_add import DqAtomics
-from .pointwise import Pointwise
+from .pointwise import SoftmaxGrad
 
 
 def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
@@ -66,7 +69,7 @@ def _one(view, n_copies: int):
     return view if n_copies == 1 else view[None, None, 0]
 
 
-class MmaRole(DqAtomics, Pointwise):
+class MmaRole(DqAtomics, SoftmaxGrad):
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
 
     @cute.jit

@@ -1,6 +1,6 @@
 """The softmax-gradient pointwise of ``bwd_main``'s MMA warps, on S/dP accumulator fragments
 (:mod:`.mma`): P = ex2(S·scale·log2e − lse_log2), masked to 0 where causal attention hides it,
-and dS = P ∘ (dP − delta). Only tiles that cut the causal diagonal or a sequence end take the
+and dS = P ∘ (dP − delta). Only tiles that cut the causal diagonal or run past S_kv take the
 element mask (:func:`.masks.tile_needs_mask`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from frost.tile_dsl.ptx import ex2, ex2_poly
 from . import masks
 
 
-class Pointwise:
+class SoftmaxGrad:
     """Mixin of the MMA role: :meth:`pointwise` (P and dS, or P alone) and :meth:`softmax_ds`
     (dS from P kept in registers, ``serial_sdp``)."""
 
