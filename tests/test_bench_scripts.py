@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEEP = os.path.join(ROOT, "bench", "bwd_main_sweep.py")
 
@@ -258,3 +260,15 @@ def test_sass_mix_places_nop_runs_between_their_neighbours():
     insns = [(16 * i, op, "") for i, op in enumerate(ops)]
     runs = mod.nop_neighbours(insns, 0, 16 * 9)  # the last NOP and the BRA lie outside
     assert runs == {("HMMA", "HMMA", 1): 2, ("HMMA", "FADD", 2): 1}
+
+
+@pytest.mark.compile
+def test_movmatrix_probe_compiles_each_mode_for_sm120a():
+    """v62's probe: per step one ldmatrix.x4, plus a second (.trans) in ``ld2`` or four
+    movmatrix in ``movm`` (the unrolled loop body x8 plus the remainder loop's one)."""
+    probe = _load(os.path.join(ROOT, "bench", "movmatrix_probe.py"))
+    counts = probe.compile_only("sm_120a")
+    assert counts["ld"]["movmatrix"] == counts["ld2"]["movmatrix"] == 0
+    assert counts["ld2"]["ldmatrix"] == 2 * counts["ld"]["ldmatrix"] > 0
+    assert counts["movm"]["ldmatrix"] == counts["ld"]["ldmatrix"]
+    assert counts["movm"]["movmatrix"] == 4 * counts["ld"]["ldmatrix"]
