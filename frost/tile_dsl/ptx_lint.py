@@ -9,21 +9,26 @@ compile-only tests had passed). This check finds that class of bug in the compil
 
     findings = divergent_collectives(report.ptx)   # [] when clean; CompileReport.lint()
 
-How, per PTX function (registers are function-local), flow-insensitively:
+How, per PTX function (registers are function-local; :mod:`frost.tile_dsl.ptx_parse` reads the
+text), flow-insensitively:
 
 1. *lane-varying* values: seeded by ``%tid.*``, ``%laneid``, ``%lanemask_*``, ``elect.sync``'s
    leader predicate and ``atom`` results; propagated through every instruction that reads one
-   (the guard predicate of a predicated instruction counts as read). A result is the same on
+   (the guard predicate of a predicated instruction counts as read), and through local memory:
+   each lane has its own copy, so once any store to local memory (``st.local``, or a generic
+   store through an address derived from the ``__local_depot``) writes a lane-varying value,
+   every load from local memory is lane-varying. A result is the same on
    every lane of a warp, and stops the propagation, for ``vote``/``redux``/``match.all``, for
    ``shfl.sync.idx`` from a uniform source lane with clamp 31 (a broadcast: what
    ``cute.arch.make_warp_uniform`` emits), and for the warp index of a thread index (``%tid.x``
    plus multiples of 32): a right shift by ≥ 5, a division by a multiple of 32, an ``and``
    with a mask whose low 5 bits are clear, a ``bfe`` from bit ≥ 5, and ``lt/ge`` compares
    against multiples of 32 (``le/gt`` against 32k − 1);
-2. *divergent code*: for each branch on a lane-varying predicate, every basic block control
-   reaches from it before its immediate post-dominator, where the lanes meet again (networkx's
-   dominator tree of the reversed control-flow graph); for a loop whose exit is lane-varying
-   that is the whole body;
+2. *divergent code*: for each branch on a lane-varying predicate (or an indirect branch,
+   ``brx.idx``, on a lane-varying index: its ``.branchtargets`` are its successors), every
+   basic block control reaches from it before its immediate post-dominator, where the lanes
+   meet again (networkx's dominator tree of the reversed control-flow graph); for a loop whose
+   exit is lane-varying that is the whole body;
 3. a *finding*: a collective there, or one guarded by a lane-varying predicate. Collectives are
    every ``.aligned`` instruction (``mma.sync``, ``ldmatrix``, ``stmatrix``, ``movmatrix``,
    ``wgmma``, ``wmma``, ``setmaxnreg``, ``barrier.sync.aligned``), ``bar.sync`` / ``bar.arrive``
@@ -31,9 +36,10 @@ How, per PTX function (registers are function-local), flow-insensitively:
    ``vote.sync``, ``match.sync``, ``redux.sync`` with a full member mask. ``barrier.sync``
    without ``.aligned`` is allowed in divergent code and is not reported.
 
-Known limits: misses a lane dependence that round-trips through local memory, and one carried
-by a register that the PTX redefines (NVVM's own output is in SSA form; registers that inline
-asm blocks declare are renamed per block); indirect branches (``brx.idx``) are not followed.
+Known limits: misses a lane dependence carried by a register that the PTX redefines (NVVM's own
+output is in SSA form; registers that inline asm blocks declare are renamed per block); local
+memory is one location (a lane-varying store anywhere taints every local load); calls
+(``call``) are not followed into their callee.
 Blocks the compiler lays out between a branch and its label but that control enters only from
 elsewhere, and out-of-line blocks that jump back, are placed by the graph, not by their lines.
 ``compile_for(..., lint=False)`` returns the report anyway. ``tidx < 32`` on an index that is
@@ -45,16 +51,11 @@ uniform. The tests run the check on hand-written PTX and on every frost kernel.
 from __future__ import annotations
 
 import dataclasses
-import re
 
-_REG = re.compile(r"%[A-Za-z_][\w.]*")
-_LABEL = re.compile(r"^(\$?[\w$]+):")
-_GUARD = re.compile(r"^@(!?)(%?[\w.]+)\s+")  # inline asm may name P1, not %p1
-_BRANCH = re.compile(r"^(?:@(!?)(%?[\w.]+)\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)$")
-_FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\b")
+from frost.tile_dsl.ptx_parse import BRX, REG, Inst, functions, parse
+
 _SEEDS = ("%tid.", "%laneid", "%lanemask_")
-_NO_DEST = ("st.", "st ", "red.", "bar.", "bar ", "barrier.", "cp.", "prefetch", "fence", "bra",
-            "ret", "stmatrix", "griddepcontrol", "membar", "trap", "exit", "setmaxnreg")
+_ST = ("st.", "st ")
 # collectives that take a member mask (their last operand): only a full mask is checked
 _MASKED = ("elect.sync", "bar.warp.sync", "shfl.sync", "vote.sync", "match.sync", "redux.sync")
 _FULL_MASK = ("-1", "0xffffffff", "4294967295")
@@ -76,131 +77,7 @@ class Finding:
                 f"instruction needs every lane of its warp")
 
 
-def _clean(raw: str) -> str:
-    return raw.split("//", 1)[0].strip()
-
-
-def _split_operands(rest: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in rest:
-        depth += ch in "{["
-        depth -= ch in "}]"
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + ([cur.strip()] if cur.strip() else [])
-
-
-@dataclasses.dataclass(frozen=True)
-class _Inst:
-    line: int  # 0-based
-    text: str
-    op: str
-    ops: tuple[str, ...]
-    guard: str | None
-
-    @property
-    def dst(self) -> list[str]:
-        """Registers written: the first operand (``a|b``: both), except for instructions
-        without a result and where the first operand is an address ``[...]``."""
-        if not self.ops or self.op.startswith(_NO_DEST) or self.ops[0].startswith("["):
-            return []
-        return _REG.findall(self.ops[0])
-
-    @property
-    def src(self) -> list[str]:
-        read = self.ops if not self.dst else self.ops[1:]
-        return _REG.findall(",".join(read)) + ([self.guard] if self.guard else [])
-
-    def imm(self, k: int) -> int | None:
-        """Operand k as an integer immediate, else None."""
-        try:
-            return int(self.ops[k], 0)
-        except (IndexError, ValueError):
-            return None
-
-
-def _statements(text: str):
-    """The statements of one cleaned PTX line, in order: ``"{"`` / ``"}"`` for a scope's ends
-    (inline asm blocks, one line or several), else a statement without its ``;``. Braces of a
-    vector operand (``{%r1, %r2}``) stay inside their statement."""
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace() or c == ";":
-            i += 1
-        elif c in "{}":
-            yield c
-            i += 1
-        else:
-            depth, j = 0, i
-            while j < n and not (text[j] in ";}" and depth == 0):
-                depth += text[j] in "{["
-                depth -= text[j] in "}]"
-                j += 1
-            yield text[i:j].strip()
-            i = j
-
-
-def _parse(lines: list[str], a: int, b: int) -> tuple[list[_Inst], list[int | None]]:
-    """The instructions of lines [a, b] and, for each, the index of the instruction its branch
-    goes to (``len(insts)``: out of the function; None: not a branch). A label is local to its
-    brace scope: inline asm blocks reuse names such as ``DONE``, and a branch resolves to the
-    innermost enclosing scope that defines its label. Registers a nested block declares
-    (``.reg .pred P1``, ``%p``) are renamed ``%P1__s<block>`` inside it, so that two blocks'
-    ``%p`` are two registers and a predicate without ``%`` is one."""
-    insts, labels, scope, fresh = [], {}, [], 0
-    scopes = []  # the scope path of each instruction
-    renames: list[list[tuple[re.Pattern, str]]] = []  # per open scope
-    for i in range(a, b + 1):
-        for st in _statements(_clean(lines[i])):
-            if st == "{":
-                fresh += 1
-                scope.append(fresh)
-                renames.append([])
-                continue
-            if st == "}":
-                scope, renames = scope[:-1], renames[:-1]
-                continue
-            if m := _LABEL.match(st):
-                labels[(tuple(scope), m.group(1))] = len(insts)
-                st = st[m.end():].strip()
-            if st.startswith(".reg") and len(scope) > 1:  # a block inside the function body
-                for name in st.split(None, 2)[2].split(","):
-                    name = name.strip()
-                    if re.fullmatch(r"%?[A-Za-z_]\w*", name):
-                        renames[-1].append((re.compile(rf"(?<![\w%$]){re.escape(name)}(?!\w)"),
-                                            f"%{name.lstrip('%')}__s{scope[-1]}"))
-            if not st or st.startswith("."):
-                continue
-            for pattern, new in (r for level in renames for r in level):
-                st = pattern.sub(new, st)
-            g = _GUARD.match(st)
-            body = st[g.end():] if g else st
-            op, _, rest = body.partition(" ")
-            insts.append(_Inst(i, st, op, tuple(_split_operands(rest.strip())),
-                               g.group(2) if g else None))
-            scopes.append(tuple(scope))
-    targets: list[int | None] = []
-    for inst, path in zip(insts, scopes):
-        m = _BRANCH.match(inst.text)
-        if not m:
-            targets.append(None)
-            continue
-        found = [labels[(path[:d], m.group(3))] for d in range(len(path), -1, -1)
-                 if (path[:d], m.group(3)) in labels]
-        targets.append(found[0] if found else len(insts))
-    return insts, targets
-
-
-def _functions(lines: list[str]) -> list[tuple[int, int]]:
-    starts = [i for i, raw in enumerate(lines) if _FUNC.match(raw)] or [0]
-    return [(a, b - 1) for a, b in zip(starts, starts[1:] + [len(lines)])]
-
-
-def _warp_index_of(inst: _Inst, tid_like: set[str]) -> bool:
+def _warp_index_of(inst: Inst, tid_like: set[str]) -> bool:
     """The result is a function of the warp index only (same on every lane of a warp)."""
     if len(inst.ops) < 3 or inst.ops[1] not in tid_like:
         return False
@@ -224,7 +101,7 @@ def _warp_index_of(inst: _Inst, tid_like: set[str]) -> bool:
     return False
 
 
-def _uniform_result(inst: _Inst, varying: set[str], tid_like: set[str]) -> bool:
+def _uniform_result(inst: Inst, varying: set[str], tid_like: set[str]) -> bool:
     op = inst.op
     if op.startswith(("vote.", "redux.", "match.all", "activemask")):
         return True
@@ -234,12 +111,49 @@ def _uniform_result(inst: _Inst, varying: set[str], tid_like: set[str]) -> bool:
     return _warp_index_of(inst, tid_like) and inst.guard not in varying
 
 
-def _lane_varying(insts: list[_Inst]) -> set[str]:
-    varying: set[str] = set()
-    tid_like: set[str] = set()  # %tid.x plus a multiple of 32 (its low 5 bits are the lane)
+def _local_pointers(insts: list[Inst]) -> set[str]:
+    """Registers holding an address in local memory: from ``__local_depot`` (the frame NVVM
+    spills and keeps local arrays in) through ``mov``, ``cvta.local`` and address arithmetic."""
+    ptrs: set[str] = set()
     changed = True
     while changed:
         changed = False
+        for inst in insts:
+            dst = inst.dst
+            if not dst or dst[0] in ptrs or not inst.op.startswith(("mov", "cvta", "add", "sub")):
+                continue
+            if "__local_depot" in inst.text or any(r in ptrs for r in inst.src):
+                ptrs.add(dst[0])
+                changed = True
+    return ptrs
+
+
+def _local_access(inst: Inst, ptrs: set[str]) -> bool:
+    """A load or store of local memory: ``.local``, or generic through a local pointer."""
+    if ".local" in inst.op:
+        return True
+    if not inst.op.startswith(("ld", "st")) or ".shared" in inst.op or ".global" in inst.op \
+            or ".param" in inst.op or ".const" in inst.op:
+        return False
+    addr = next((o for o in inst.ops if o.startswith("[")), "")
+    return any(r in ptrs for r in REG.findall(addr))
+
+
+def _lane_varying(insts: list[Inst]) -> set[str]:
+    varying: set[str] = set()
+    tid_like: set[str] = set()  # %tid.x plus a multiple of 32 (its low 5 bits are the lane)
+    ptrs = _local_pointers(insts)
+    local_loads = [i for i in insts if i.op.startswith("ld") and _local_access(i, ptrs)]
+    local_stores = [i for i in insts if i.op.startswith(_ST) and _local_access(i, ptrs)]
+    tainted = False  # some lane-varying value went to local memory: every local load varies
+    changed = True
+    while changed:
+        changed = False
+        if not tainted and any(r in varying for i in local_stores for r in i.src):
+            tainted = True
+            for i in local_loads:
+                varying |= set(i.dst)
+            changed = True
         for inst in insts:
             dst = inst.dst
             if not dst:
@@ -255,7 +169,7 @@ def _lane_varying(insts: list[_Inst]) -> set[str]:
                 tid_like |= grow
                 changed = True
             if inst.op.startswith("elect.sync"):
-                new = set(_REG.findall(inst.ops[0].split("|")[-1]))  # the leader predicate
+                new = set(REG.findall(inst.ops[0].split("|")[-1]))  # the leader predicate
             elif inst.op.startswith("atom") or any(s in inst.text for s in _SEEDS):
                 new = set(dst)
             elif _uniform_result(inst, varying, tid_like):
@@ -275,12 +189,12 @@ def lane_varying_registers(ptx: str) -> set[str]:
     ``"<function index>:<register>"``."""
     lines = ptx.splitlines()
     out = set()
-    for f, (a, b) in enumerate(_functions(lines)):
-        out |= {f"{f}:{r}" for r in _lane_varying(_parse(lines, a, b)[0])}
+    for f, (a, b) in enumerate(functions(lines)):
+        out |= {f"{f}:{r}" for r in _lane_varying(parse(lines, a, b)[0])}
     return out
 
 
-def _collective(inst: _Inst, consts: dict[str, int]) -> bool:
+def _collective(inst: Inst, consts: dict[str, int]) -> bool:
     op = inst.op
     if op.startswith(_MASKED):
         mask = inst.ops[-1].lower() if inst.ops else ""
@@ -296,13 +210,13 @@ EXIT = -1  # the function's exit node in the control-flow graph
 TRAP = -2  # where a trap goes: the grid aborts, so the lanes that trap never rejoin the others
 
 
-def _end(inst: _Inst) -> str | None:
+def _end(inst: Inst) -> str | None:
     """"ret", "exit" or "trap" for an instruction that ends its path (``ret.uni`` too)."""
     op = inst.op.split(".")[0]
     return op if op in _ENDS else None
 
 
-def _cfg(insts: list[_Inst], targets: list[int | None]):
+def _cfg(insts: list[Inst], targets: list[int | None]):
     """(graph, block of each instruction) of one function: basic blocks as nodes, ``EXIT`` after
     every ``ret``/``exit``, a branch to a label the function does not define (none in NVVM's
     output), and the fall-through past the last instruction; ``TRAP`` after a ``trap``."""
@@ -310,8 +224,8 @@ def _cfg(insts: list[_Inst], targets: list[int | None]):
 
     n = len(insts)
     ends = {k for k, inst in enumerate(insts) if targets[k] is not None or _end(inst)}
-    leaders = sorted({0, *(t for t in targets if t is not None), *(k + 1 for k in ends)}
-                     & set(range(n)))
+    leaders = sorted({0, *(t for ts in targets if ts is not None for t in ts),
+                      *(k + 1 for k in ends)} & set(range(n)))
     block = [0] * n
     for b, (k0, k1) in enumerate(zip(leaders, leaders[1:] + [n])):
         block[k0:k1] = [b] * (k1 - k0)
@@ -321,9 +235,9 @@ def _cfg(insts: list[_Inst], targets: list[int | None]):
     for b in range(len(leaders)):
         k = (leaders[b + 1] if b + 1 < len(leaders) else n) - 1
         inst, t, end = insts[k], targets[k], _end(insts[k])
-        if t is not None:
-            g.add_edge(b, block[t] if t < n else EXIT)
-        elif end:
+        for x in t or ():
+            g.add_edge(b, block[x] if x < n else EXIT)
+        if t is None and end:
             g.add_edge(b, TRAP if end == "trap" else EXIT)
         if inst.guard is None and (end or t is not None):
             continue  # no fall-through
@@ -331,7 +245,7 @@ def _cfg(insts: list[_Inst], targets: list[int | None]):
     return g, block
 
 
-def _regions(insts: list[_Inst], targets: list[int | None], varying: set[str]):
+def _regions(insts: list[Inst], targets: list[int | None], varying: set[str]):
     """(instruction indices, branch): the code each lane-varying branch makes divergent, i.e.
     every block control reaches from the branch before the branch's immediate post-dominator,
     where the warp's lanes meet again (a loop with a lane-varying exit: its whole body). Lanes
@@ -349,7 +263,9 @@ def _regions(insts: list[_Inst], targets: list[int | None], varying: set[str]):
         members.setdefault(b, []).append(k)
     out = []
     for k, inst in enumerate(insts):
-        if targets[k] is None or inst.guard not in varying:
+        brx = BRX.match(inst.text)
+        if targets[k] is None or (inst.guard not in varying and
+                                  not (brx and brx.group(3) in varying)):
             continue
         stop = ipdom.get(block[k]) if nx.descendants(g, block[k]) <= ends else None
         seen: set[int] = set()
@@ -369,8 +285,8 @@ def divergent_collectives(ptx: str) -> list[Finding]:
     a clean kernel."""
     lines = ptx.splitlines()
     found = []
-    for a, b in _functions(lines):
-        insts, targets = _parse(lines, a, b)
+    for a, b in functions(lines):
+        insts, targets = parse(lines, a, b)
         varying = _lane_varying(insts)
         consts = {inst.dst[0]: inst.imm(1) for inst in insts
                   if inst.op.startswith("mov") and inst.dst and inst.imm(1) is not None}

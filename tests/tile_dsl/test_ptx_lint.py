@@ -303,3 +303,54 @@ def test_registers_an_asm_block_declares_are_its_own():
 """)
     assert divergent_collectives(two) == []
     assert divergent_collectives(two.replace("%q, %r3, 0", "%q, %r2, 0"))
+
+
+@pytest.mark.parametrize("store,flagged", [
+    ("st.local.u32 [%rd1], %r2;", True),     # the lane's tid: every lane reads its own back
+    ("st.local.u32 [%rd1], %r1;", False),    # the block index: the same on every lane
+    ("st.u32 [%rd2], %r2;", True),           # generic store through the depot's address
+    ("st.shared.u32 [%r1], %r2;", False),    # not local: a uniform-address load reads one word
+])
+def test_lane_dependence_through_local_memory(store, flagged):
+    """Each lane has its own local memory, so a lane-varying value stored there comes back
+    lane-varying; shared memory read at a uniform address does not."""
+    load = "ld.shared.u32 %r3, [%r1];" if ".shared" in store else (
+        "ld.u32 %r3, [%rd2];" if store.startswith("st.u32") else "ld.local.u32 %r3, [%rd1];")
+    ptx = _fn("k", f"""
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %tid.x;
+    mov.u64 %rd1, __local_depot0;
+    cvta.local.u64 %rd2, %rd1;
+    {store}
+    {load}
+    setp.ne.b32 %p1, %r3, 0;
+    @%p1 bra $L1;
+    bar.sync 1, 64;
+$L1:
+""")
+    assert bool(divergent_collectives(ptx)) == flagged
+    assert ("0:%r3" in lane_varying_registers(ptx)) == flagged
+
+
+@pytest.mark.parametrize("index,flagged", [("%r7", True), ("%r5", False)])
+def test_indirect_branch_targets_are_followed(index, flagged):
+    """brx.idx on the lane index splits the warp between its .branchtargets until they meet
+    again; on the warp index it does not."""
+    ptx = _fn("k", f"""
+    mov.u32 %r2, %tid.x;
+    shr.u32 %r5, %r2, 5;
+    and.b32 %r7, %r2, 1;
+$L_tab: .branchtargets $L_a, $L_b;
+    brx.idx {index}, $L_tab;
+$L_a:
+    bar.warp.sync -1;
+    bra.uni $L_end;
+$L_b:
+    add.s32 %r9, %r2, 1;
+$L_end:
+    bar.sync 0;
+""")
+    found = divergent_collectives(ptx)
+    assert [f.instruction.split()[0] for f in found] == (["bar.warp.sync"] if flagged else [])
+    if flagged:
+        assert found[0].branch.startswith("brx.idx")
