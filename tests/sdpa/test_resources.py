@@ -35,7 +35,7 @@ def test_cli_compile_json(capsys):
     assert set(rows[1]["code"]) == {"interleave", "p_store", "dq_vec", "dq_chunks", "lookahead",
                                  "exp2_poly", "q_rotate", "serial_sdp", "dq_k_held",
                                  "lpt_heads", "tail_split", "dq_lag", "dq_guard", "dq_accs",
-                                 "trip_step", "sdp_accs"}
+                                 "trip_step", "sdp_accs", "stat_vec"}
     assert rows[1]["code"]["tail_split"] == 0  # built with tail splits only for calls that cut
 
 

@@ -384,7 +384,8 @@ KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
               (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
-              (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2))]
+              (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2)), (("stat_vec", 1),),
+              (("stat_vec", 1), ("serial_sdp", 1))]
 
 
 @pytest.mark.gpu
@@ -1094,3 +1095,69 @@ def test_launch_check_refuses_a_pad_short_of_whole_q_tiles():
     kern._check(*_check_args(torch, t_m + 3, 2 * t_m))
     with pytest.raises(BwdMainError, match="dq_guard must be"):
         BwdMainKernel(default_plan("sm_120a", 64), dq_guard="pred")
+
+
+@pytest.mark.filterwarnings("ignore:This static loop has")
+@pytest.mark.compile
+@pytest.mark.parametrize("tile_m,s_wm,s_wn", [(32, 1, 8), (64, 2, 4), (64, 4, 2), (32, 2, 4),
+                                              (128, 2, 4)])
+def test_stat_slots_give_each_thread_its_own_vector(tile_m, s_wm, s_wn):
+    """stat_vec (v63): the producer's slot of each S row (``pointwise.stat_slot``) is a
+    permutation of the tile's rows, and every MMA thread's rows (CuTe's partition_C of the S
+    grid, traced per thread) fill exactly its block of V slots, k V .. k V + V - 1, with k and
+    each value's place computed as ``SoftmaxGrad.row_stats`` does."""
+    from frost.templates.bwd_main.pointwise import stat_slot, stat_vals
+    from frost.tile_dsl.warp_grid import make_grid_mma
+
+    v = stat_vals(tile_m, s_wm)
+    assert sorted(stat_slot(r, tile_m, s_wm) for r in range(tile_m)) == list(range(tile_m))
+    rows = {}
+
+    @cute.jit
+    def probe():
+        mma = make_grid_mma(cutlass.BFloat16, s_wm, s_wn, 16, 0)
+        for tid in cutlass.range_constexpr(32 * s_wm * s_wn):
+            c = mma.get_slice(tid).partition_C(cute.make_identity_tensor((tile_m, 16 * s_wn)))
+            rows[tid] = [int(c[i][0]) for i in range(cute.size(c))]
+
+    cute.compile(probe)
+    places = [(r // (16 * s_wm)) * 2 + (r // 8) % 2 for r in rows[0]]
+    for tid, rs in rows.items():
+        off = rs[0]
+        k = (off // 16) % s_wm * 8 + off % 8
+        for r, place in zip(rs, places):
+            assert stat_slot(r, tile_m, s_wm) == k * v + place, (tid, r)
+        assert {stat_slot(r, tile_m, s_wm) for r in rs} == set(range(k * v, k * v + v))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("d", [64, 128])
+def test_compile_stat_vec_loads_row_statistics_as_vectors(arch, d):
+    """stat_vec=1: the pointwise's scalar lse/delta loads (V a thread, masked and unmasked
+    copies) become one 4-wide load per statistic and copy; spill-free."""
+    kp = default_plan(arch, d)
+    assert kp.tile["tile_m"] // (8 * kp.tile["s_wm"]) == 4  # V = 4 on these plans
+    r0, r1 = BwdMainKernel(kp).compile(arch), BwdMainKernel(kp, stat_vec=1).compile(arch)
+    scalar = [len(re.findall(r"ld\.shared\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
+    vec = [len(re.findall(r"ld\.shared\.v4\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
+    assert scalar[0] - scalar[1] == 4 * vec[1] and vec[1] - vec[0] == 4, (scalar, vec)
+    assert _resources(r1)[1] == 0
+    assert r0.count("mma.sync.aligned.m16n8k16") == r1.count("mma.sync.aligned.m16n8k16")
+
+
+def test_stat_vec_needs_whole_vectors():
+    """stat_vec=1 needs V = tile_m / (8 s_wm) rows a thread in {2, 4, 8} (one vector load):
+    a 128-row S tile on one warp row (V = 16) is refused with the reason, the 16-row tile
+    (V = 2) is taken; the default is off (until measured)."""
+    kp = default_plan("sm_120a", 128)
+    assert BwdMainKernel(kp).code.stat_vec == 0
+    with pytest.raises(BwdMainError, match="stat_vec"):
+        BwdMainKernel(kp, stat_vec=2)
+    tall = default_plan("sm_120a", 64, tile={"tile_m": 128, "tile_n": 64, "q_stages": 1,
+                                             "s_rows": 1})
+    assert (tall.tile["tile_m"], tall.tile["s_wm"]) == (128, 1)
+    with pytest.raises(BwdMainError, match="stat_vec"):
+        BwdMainKernel(tall, stat_vec=1)
+    short = default_plan("sm_120a", 64, tile={"tile_m": 16, "tile_n": 128, "q_stages": 2})
+    assert BwdMainKernel(short, stat_vec=1).code.stat_vec == 1

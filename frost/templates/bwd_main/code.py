@@ -22,6 +22,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   k-blocks go to the second (twice the independent MMA chains of the S/dP
                   phase, 2 × the S tile's accumulator registers more while it runs; 1.01-1.22x
                   slower on the H200, v59: opt-in)
+``stat_vec``      1: each MMA thread's lse_log2 / delta rows sit in consecutive smem slots
+                  (the producer permutes them, ``pointwise.stat_slot``): two vector loads a
+                  trip instead of 2 V scalar ones (V = rows a thread owns, 4 at d=128)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
                   :data:`TRIP_STEP_MEASURED`); 0: divide
@@ -277,6 +280,25 @@ def pick_sdp_accs(kp: KernelPlan, causal: bool = False) -> int:
         if measured_plan(kp, causal) else 1
 
 
+STAT_VEC_MEASURED: dict[tuple[int, bool], int] = {}
+"""(padded d, causal) -> stat_vec on the default plan (:func:`measured_plan`); 0 where not
+listed (bench/RESULTS.md v63)."""
+
+
+def stat_vec_fits(kp: KernelPlan) -> bool:
+    """Each MMA thread owns V = tile_m / (8 s_wm) in {2, 4, 8} rows of S (a vector load of
+    V fp32 values), and tile_m is whole m16 atoms of the S warp grid."""
+    tl = kp.tile
+    v = tl["tile_m"] // (8 * tl["s_wm"])
+    return tl["tile_m"] % (16 * tl["s_wm"]) == 0 and v in (2, 4, 8)
+
+
+def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
+    """:data:`STAT_VEC_MEASURED` on a default plan; else 0."""
+    return STAT_VEC_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
+        if measured_plan(kp, causal) else 0
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -301,6 +323,7 @@ class CodeChoices:
     dq_accs: int = 1
     trip_step: int = 0
     sdp_accs: int = 1
+    stat_vec: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
@@ -310,7 +333,7 @@ class CodeChoices:
                 lpt_heads: int | None = None, tail_split: int | None = None,
                 dq_lag: int | None = None, dq_guard: str | None = None,
                 dq_accs: int | None = None, trip_step: int | None = None,
-                sdp_accs: int | None = None) -> "CodeChoices":
+                sdp_accs: int | None = None, stat_vec: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -387,5 +410,9 @@ class CodeChoices:
         if isinstance(s_accs, bool) or s_accs not in (1, 2) or (s_accs == 2 and serial_sdp):
             raise CodeChoiceError(f"sdp_accs must be 1 or 2, and 1 with serial_sdp=1 (one S/dP "
                                   f"accumulator live at a time), got {sdp_accs!r}")
+        sv = pick_stat_vec(kp, causal) if stat_vec is None else stat_vec
+        if isinstance(sv, bool) or sv not in (0, 1) or (sv and not stat_vec_fits(kp)):
+            raise CodeChoiceError(f"stat_vec must be 0 or 1, and 1 only where each MMA thread "
+                                  f"owns 2, 4 or 8 S rows (whole m16 atoms), got {stat_vec!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs)
+                   split, lag, guard, accs, step, s_accs, sv)

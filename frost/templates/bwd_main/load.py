@@ -3,7 +3,8 @@
 Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
 
 1. if k > 0: wait ``q_empty[s]`` for phase (k - 1) & 1 (all MMA threads arrived);
-2. all 32 lanes write lse_log2 (+inf past S_q) and delta (0 past S_q) rows into sLSE/sDelta[s];
+2. all 32 lanes write lse_log2 (+inf past S_q) and delta (0 past S_q) rows into sLSE/sDelta[s]
+   (row r at slot r, or at ``pointwise.stat_slot(r)`` under the code choice ``stat_vec``);
 3. ``bar.warp.sync``, then lane 0 arrives on ``q_full[s]`` with expect-tx = Q + dO tile bytes and
    issues the two TMA loads; the phase completes when both tiles have landed.
 
@@ -19,6 +20,7 @@ import cutlass.cute as cute
 from frost.tile_dsl.copy import tma_box
 
 from . import masks
+from .pointwise import stat_slot
 
 
 def tma_tile(atom, m_t, s_tile, rows: int, cols: int, blk, h, b):
@@ -71,8 +73,11 @@ class ProducerRole:
                     if row < s_q:
                         lse = mLSE2[b, h, row]
                         dlt = mDelta[b, h, row]
-                    sm.sLSE[r, stage] = lse
-                    sm.sDelta[r, stage] = dlt
+                    slot = r
+                    if cutlass.const_expr(self.code.stat_vec):  # the MMA threads' vectors
+                        slot = stat_slot(r, t_m, kp.tile["s_wm"])
+                    sm.sLSE[slot, stage] = lse
+                    sm.sDelta[slot, stage] = dlt
             cute.arch.sync_warp()
             bar = sm.q_full + stage
             if cutlass.const_expr("q_loads" not in self.skip):

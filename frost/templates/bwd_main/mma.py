@@ -162,6 +162,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             tQsdQ = r2s_dq.partition_D(sm.sdQ)
 
         tScS = thr_sdp.partition_C(cute.make_identity_tensor((t_m, t_n)))
+        # thread 0's S coordinates: static (stat_vec picks each value's row statistic by them)
+        self.tScS0 = mma_sdp.get_slice(0).partition_C(cute.make_identity_tensor((t_m, t_n)))
         tdQcdQ = thr_dq.partition_C(cute.make_identity_tensor((t_m, d_c)))
         # thread 0's coordinates: static, so value i's offset from value 0 is a constant
         tdQcdQ0 = mma_dq.get_slice(0).partition_C(cute.make_identity_tensor((t_m, d_c)))

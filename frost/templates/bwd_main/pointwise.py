@@ -1,7 +1,13 @@
 """The softmax-gradient pointwise of ``bwd_main``'s MMA warps, on S/dP accumulator fragments
 (:mod:`.mma`): P = ex2(S·scale·log2e − lse_log2), masked to 0 where causal attention hides it,
 and dS = P ∘ (dP − delta). Only tiles that cut the causal diagonal or run past S_kv take the
-element mask (:func:`.masks.tile_needs_mask`)."""
+element mask (:func:`.masks.tile_needs_mask`).
+
+Row statistics (lse_log2, delta) come from sLSE / sDelta. With code choice ``stat_vec`` the
+producer stores row r at :func:`stat_slot` instead of r, so the V rows one MMA thread owns
+(``g + 16 w_m + 8 h + 16 wm a`` on a ``wm``-row S warp grid: h, a its m16 halves and atoms)
+are V consecutive slots: one vector load each for lse and delta a trip (2 shared-memory
+wavefronts a warp instead of 2 V)."""
 
 from __future__ import annotations
 
@@ -11,6 +17,19 @@ import cutlass.cute as cute
 from frost.tile_dsl.ptx import ex2, ex2_poly
 
 from . import masks
+
+
+def stat_vals(tile_m: int, s_wm: int) -> int:
+    """V: the S rows one MMA thread owns (two 8-row halves per m16 atom of its warp)."""
+    return tile_m // (8 * s_wm)
+
+
+def stat_slot(r, tile_m: int, s_wm: int):
+    """Slot of row r under ``stat_vec``: the thread's index (g + 8 w_m, g = r % 8, w_m the warp
+    row) times V, plus the row's place among the thread's rows (2 a + h). Plain integer
+    arithmetic: the model (ints) and the device form (Int32) are this one function."""
+    v = stat_vals(tile_m, s_wm)
+    return ((r // 16) % s_wm * 8 + r % 8) * v + (r // (16 * s_wm)) * 2 + (r // 8) % 2
 
 
 class SoftmaxGrad:
@@ -36,9 +55,10 @@ class SoftmaxGrad:
         and unless ``acc_dP`` is None, acc_dP ← dS = P ∘ (dP − delta). The ``softmax`` ablation
         (timing only) leaves both as they are."""
         if cutlass.const_expr("softmax" not in self.skip):
+            lse_of, delta_of = self.row_stats(tScS, sm, stage)
             for i in cutlass.range_constexpr(cute.size(acc_S)):
                 r, c = tScS[i]
-                x = acc_S[i] * scale_log2 - sm.sLSE[r, stage]
+                x = acc_S[i] * scale_log2 - lse_of(i)
                 if cutlass.const_expr(self.exp2_poly and (i // 2) % 2 == 1):
                     p = ex2_poly(x)  # every other value pair on the FMA pipe: MUFU does half
                 else:
@@ -48,13 +68,49 @@ class SoftmaxGrad:
                     p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
                 acc_S[i] = p
                 if cutlass.const_expr(acc_dP is not None):
-                    acc_dP[i] = p * (acc_dP[i] - sm.sDelta[r, stage])
+                    acc_dP[i] = p * (acc_dP[i] - delta_of(i))
 
     @cute.jit
     def softmax_ds(self, rP, acc_dP, tScS, sm, stage):
         """In place: acc_dP ← dS = P ∘ (dP − delta), P read back from its io-dtype registers
         (``serial_sdp``'s second half)."""
         if cutlass.const_expr("softmax" not in self.skip):
+            _, delta_of = self.row_stats(tScS, sm, stage)
             for i in cutlass.range_constexpr(cute.size(acc_dP)):
-                r, _ = tScS[i]
-                acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - sm.sDelta[r, stage])
+                acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - delta_of(i))
+
+    def row_stats(self, tScS, sm, stage):
+        """(lse_of, delta_of): value i's row statistic. Read per value from its row, or with
+        ``stat_vec`` loaded once as V-vectors from the thread's slots (:func:`stat_slot`) and
+        picked by the value's place, which thread 0's static coordinates give."""
+        if cutlass.const_expr(not self.code.stat_vec):
+            def lse_of(i):
+                return sm.sLSE[tScS[i][0], stage]
+
+            def delta_of(i):
+                return sm.sDelta[tScS[i][0], stage]
+            return lse_of, delta_of
+        tl = self.kp.tile
+        t_m, wm = tl["tile_m"], tl["s_wm"]
+        v = stat_vals(t_m, wm)
+        rows0 = [self.tScS0[i][0] for i in range(cute.size(self.tScS0))]
+        places = [(r // (16 * wm)) * 2 + (r // 8) % 2 for r in rows0]
+        assert sorted(set(places)) == list(range(v)) and rows0[0] == 0, (rows0, wm)
+        off = tScS[0][0]  # this thread's row offset g + 16 w_m (value 0 sits at row 0 of thread 0)
+        k = (off // 16) % wm * 8 + off % 8  # its slot block: slots k V .. k V + V - 1
+        n = sm.sLSE.shape[0]
+        out = []
+        for buf in (sm.sLSE, sm.sDelta):
+            blocks = cute.make_tensor(buf.iterator, cute.make_layout((v, n // v, buf.shape[1]),
+                                                                     stride=(1, v, n)))
+            vec = cute.make_rmem_tensor((v,), cutlass.Float32)
+            cute.autovec_copy(blocks[None, k, stage], vec)
+            out.append(vec)
+        lse_v, delta_v = out
+
+        def lse_of(i):
+            return lse_v[places[i]]
+
+        def delta_of(i):
+            return delta_v[places[i]]
+        return lse_of, delta_of
