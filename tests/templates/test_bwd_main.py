@@ -1058,6 +1058,12 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     # v58: the stepped trip walk where it measured faster only (d=64's 64x128 plan)
     assert code(64, False).trip_step == code(64, True).trip_step == 1
     assert all(code(d, c).trip_step == 0 for d in (32, 128, 256) for c in (False, True))
+    # v63: row-statistic vectors on the d=64 row only
+    from frost.templates.bwd_main.code import STAT_VEC_MEASURED
+
+    assert STAT_VEC_MEASURED == {(64, False): 1} and code(64, False).stat_vec == 1
+    assert all(code(d, c).stat_vec == 0 for d in (32, 128, 256) for c in (False, True))
+    assert code(64, True).stat_vec == 0
     # v59: one S/dP accumulator each everywhere (two measured 1.01-1.22x slower)
     assert all(code(d, c).sdp_accs == 1 for d in (32, 64, 128, 256) for c in (False, True))
     spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
@@ -1138,7 +1144,7 @@ def test_compile_stat_vec_loads_row_statistics_as_vectors(arch, d):
     copies) become one 4-wide load per statistic and copy; spill-free."""
     kp = default_plan(arch, d)
     assert kp.tile["tile_m"] // (8 * kp.tile["s_wm"]) == 4  # V = 4 on these plans
-    r0, r1 = BwdMainKernel(kp).compile(arch), BwdMainKernel(kp, stat_vec=1).compile(arch)
+    r0, r1 = (BwdMainKernel(kp, stat_vec=s).compile(arch) for s in (0, 1))
     scalar = [len(re.findall(r"ld\.shared\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
     vec = [len(re.findall(r"ld\.shared\.v4\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
     assert scalar[0] - scalar[1] == 4 * vec[1] and vec[1] - vec[0] == 4, (scalar, vec)
@@ -1149,9 +1155,10 @@ def test_compile_stat_vec_loads_row_statistics_as_vectors(arch, d):
 def test_stat_vec_needs_whole_vectors():
     """stat_vec=1 needs V = tile_m / (8 s_wm) rows a thread in {2, 4, 8} (one vector load):
     a 128-row S tile on one warp row (V = 16) is refused with the reason, the 16-row tile
-    (V = 2) is taken; the default is off (until measured)."""
+    (V = 2) is taken; the default is off (measured faster only at non-causal d=64, v63; a forced plan keeps it off)."""
     kp = default_plan("sm_120a", 128)
     assert BwdMainKernel(kp).code.stat_vec == 0
+    assert BwdMainKernel(default_plan("sm_120a", 64, tile={"q_stages": 1})).code.stat_vec == 0
     with pytest.raises(BwdMainError, match="stat_vec"):
         BwdMainKernel(kp, stat_vec=2)
     tall = default_plan("sm_120a", 64, tile={"tile_m": 128, "tile_n": 64, "q_stages": 1,
