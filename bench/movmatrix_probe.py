@@ -12,12 +12,14 @@ an SM (the kernel's occupancy):
 
 Each step xors the registers into a running value written out at the end (kept alive).
 Usage on the GPU: ``python3 bench/movmatrix_probe.py --out DIR`` (prints a table, writes JSON).
-``--compile-only ARCH`` compiles every mode and prints the SASS opcode counts (no GPU).
+``--compile-only ARCH`` compiles every mode and prints its PTX counts of ldmatrix and movmatrix
+(no GPU; ptxas turns them into ``LDSM.16.M88.4`` and ``MOVM.16.MT88``, bench/RESULTS.md v62).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -29,7 +31,7 @@ from cutlass.cutlass_dsl import T, dsl_user_op
 
 MODES = ("ld", "ld2", "movm")
 WARPS = 8
-SMEM = 120 * 1024  # one CTA an SM on the H200 (and the SM120 budget is 101,376 B: see --sm120)
+SMEM = 120 * 1024  # one CTA an SM on the H200 (over the SM120 budget: an H200-only probe)
 _LD = "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {r0, r1, r2, r3}, [$1];"
 _BODY = {
     "ld": "",
@@ -91,6 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=1 << 16)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--compile-only", metavar="ARCH")
+    ap.add_argument("--commit", default="", help="the commit measured (recorded in the JSON)")
     args = ap.parse_args(argv)
     if args.compile_only:
         print(json.dumps(compile_only(args.compile_only), indent=1))
@@ -127,7 +130,8 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "movmatrix_probe.json"), "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(0), "warps": WARPS, "iters": args.iters,
-                   "rows": rows}, f, indent=1)
+                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                   "commit": args.commit, "rows": rows}, f, indent=1)
     return 0
 
 

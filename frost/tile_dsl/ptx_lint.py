@@ -112,15 +112,17 @@ def _uniform_result(inst: Inst, varying: set[str], tid_like: set[str]) -> bool:
 
 
 def _local_pointers(insts: list[Inst]) -> set[str]:
-    """Registers holding an address in local memory: from ``__local_depot`` (the frame NVVM
-    spills and keeps local arrays in) through ``mov``, ``cvta.local`` and address arithmetic."""
+    """Registers that may hold an address in local memory: from ``__local_depot`` (the frame
+    NVVM spills and keeps local arrays in) through any instruction that computes with one
+    (``mov``, ``cvta.local``, ``add``, ``mad``, ``selp``, ``cvt``, ...), but not through a load,
+    which reads memory instead."""
     ptrs: set[str] = set()
     changed = True
     while changed:
         changed = False
         for inst in insts:
             dst = inst.dst
-            if not dst or dst[0] in ptrs or not inst.op.startswith(("mov", "cvta", "add", "sub")):
+            if not dst or dst[0] in ptrs or inst.op.startswith(("ld", "atom", "shfl", "vote")):
                 continue
             if "__local_depot" in inst.text or any(r in ptrs for r in inst.src):
                 ptrs.add(dst[0])

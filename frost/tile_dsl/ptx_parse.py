@@ -96,20 +96,36 @@ def _statements(text: str):
             i = j
 
 
+def _joined(lines: list[str], a: int, b: int) -> list[tuple[int, str]]:
+    """(line, cleaned text) of lines [a, b], a ``.branchtargets`` list that LLVM spreads over
+    several lines (one label a line up to the ``;``) joined onto its first line."""
+    out, i = [], a
+    while i <= b:
+        text, first = _clean(lines[i]), i
+        if ".branchtargets" in text:
+            while ";" not in text.split(".branchtargets", 1)[1] and i < b:
+                i += 1
+                text += " " + _clean(lines[i])
+        out.append((first, text))
+        i += 1
+    return out
+
+
 def parse(lines: list[str], a: int, b: int) -> tuple[list[Inst], list[tuple[int, ...] | None]]:
     """The instructions of lines [a, b] and, for each, the indices of the instructions its branch
     goes to (one for ``bra``, the table's for ``brx.idx``; ``len(insts)``: out of the function;
-    None: not a branch). A label is local to its
-    brace scope: inline asm blocks reuse names such as ``DONE``, and a branch resolves to the
-    innermost enclosing scope that defines its label. Registers a nested block declares
-    (``.reg .pred P1``, ``%p``) are renamed ``%P1__s<block>`` inside it, so that two blocks'
-    ``%p`` are two registers and a predicate without ``%`` is one."""
+    None: not a branch). A ``brx.idx`` whose table or one of its labels cannot be found may go
+    to every label of the function and out of it. A label is local to its brace scope: inline
+    asm blocks reuse names such as ``DONE``, and a branch resolves to the innermost enclosing
+    scope that defines its label. Registers a nested block declares (``.reg .pred P1``, ``%p``)
+    are renamed ``%P1__s<block>`` inside it, so that two blocks' ``%p`` are two registers and a
+    predicate without ``%`` is one."""
     insts, labels, scope, fresh = [], {}, [], 0
     tables: dict[tuple, list[str]] = {}  # (scope, label) -> its .branchtargets
     scopes = []  # the scope path of each instruction
     renames: list[list[tuple[re.Pattern, str]]] = []  # per open scope
-    for i in range(a, b + 1):
-        for st in _statements(_clean(lines[i])):
+    for i, text in _joined(lines, a, b):
+        for st in _statements(text):
             if st == "{":
                 fresh += 1
                 scope.append(fresh)
@@ -138,8 +154,9 @@ def parse(lines: list[str], a: int, b: int) -> tuple[list[Inst], list[tuple[int,
             body = st[g.end():] if g else st
             op, _, rest = body.partition(" ")
             insts.append(Inst(i, st, op, tuple(_split_operands(rest.strip())),
-                               g.group(2) if g else None))
+                              g.group(2) if g else None))
             scopes.append(tuple(scope))
+
     def resolve(path, label, where):  # the innermost enclosing scope's definition
         found = [where[(path[:d], label)] for d in range(len(path), -1, -1)
                  if (path[:d], label) in where]
@@ -151,15 +168,17 @@ def parse(lines: list[str], a: int, b: int) -> tuple[list[Inst], list[tuple[int,
             t = resolve(path, m.group(3), labels)
             targets.append((len(insts) if t is None else t,))
         elif m := BRX.match(inst.text):
-            table = resolve(path, m.group(4), tables) or []
-            found = (resolve(path, name, labels) for name in table)
-            targets.append(tuple(sorted({len(insts) if t is None else t for t in found}))
-                           or (len(insts),))
+            table = resolve(path, m.group(4), tables)
+            found = [resolve(path, name, labels) for name in table or ()]
+            if not found or None in found:  # unknown: anywhere in the function, or out of it
+                found = [*labels.values(), len(insts)]
+            targets.append(tuple(sorted(set(found))))
         else:
             targets.append(None)
     return insts, targets
 
 
 def functions(lines: list[str]) -> list[tuple[int, int]]:
+    """(first line, last line) of each ``.entry`` / ``.func`` (the whole text if none)."""
     starts = [i for i, raw in enumerate(lines) if _FUNC.match(raw)] or [0]
     return [(a, b - 1) for a, b in zip(starts, starts[1:] + [len(lines)])]

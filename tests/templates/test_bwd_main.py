@@ -1111,26 +1111,26 @@ def test_stat_slots_give_each_thread_its_own_vector(tile_m, s_wm, s_wn):
     """stat_vec (v63): the producer's slot of each S row (``pointwise.stat_slot``) is a
     permutation of the tile's rows, and every MMA thread's rows (CuTe's partition_C of the S
     grid, traced per thread) fill exactly its block of V slots, k V .. k V + V - 1, with k and
-    each value's place computed as ``SoftmaxGrad.row_stats`` does."""
-    from frost.templates.bwd_main.pointwise import stat_slot, stat_vals
+    each value's place computed by the functions ``SoftmaxGrad.row_stats`` uses."""
+    from frost.templates.bwd_main.pointwise import stat_block, stat_places, stat_slot, stat_vals
     from frost.tile_dsl.warp_grid import make_grid_mma
 
     v = stat_vals(tile_m, s_wm)
     assert sorted(stat_slot(r, tile_m, s_wm) for r in range(tile_m)) == list(range(tile_m))
-    rows = {}
+    rows, places = {}, []
 
     @cute.jit
     def probe():
         mma = make_grid_mma(cutlass.BFloat16, s_wm, s_wn, 16, 0)
+        places.extend(stat_places(mma, tile_m, 16 * s_wn, s_wm))
         for tid in cutlass.range_constexpr(32 * s_wm * s_wn):
             c = mma.get_slice(tid).partition_C(cute.make_identity_tensor((tile_m, 16 * s_wn)))
             rows[tid] = [int(c[i][0]) for i in range(cute.size(c))]
 
     cute.compile(probe)
-    places = [(r // (16 * s_wm)) * 2 + (r // 8) % 2 for r in rows[0]]
+    assert len(places) == len(rows[0])
     for tid, rs in rows.items():
-        off = rs[0]
-        k = (off // 16) % s_wm * 8 + off % 8
+        k = stat_block(rs[0], s_wm)
         for r, place in zip(rs, places):
             assert stat_slot(r, tile_m, s_wm) == k * v + place, (tid, r)
         assert {stat_slot(r, tile_m, s_wm) for r in rs} == set(range(k * v, k * v + v))
@@ -1147,7 +1147,8 @@ def test_compile_stat_vec_loads_row_statistics_as_vectors(arch, d):
     r0, r1 = (BwdMainKernel(kp, stat_vec=s).compile(arch) for s in (0, 1))
     scalar = [len(re.findall(r"ld\.shared\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
     vec = [len(re.findall(r"ld\.shared\.v4\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
-    assert scalar[0] - scalar[1] == 4 * vec[1] and vec[1] - vec[0] == 4, (scalar, vec)
+    assert vec[0] == 0  # the scalar build has no vector shared loads of its own
+    assert scalar[0] - scalar[1] == 4 * vec[1] and vec[1] == 4, (scalar, vec)
     assert _resources(r1)[1] == 0
     assert r0.count("mma.sync.aligned.m16n8k16") == r1.count("mma.sync.aligned.m16n8k16")
 
@@ -1155,7 +1156,8 @@ def test_compile_stat_vec_loads_row_statistics_as_vectors(arch, d):
 def test_stat_vec_needs_whole_vectors():
     """stat_vec=1 needs V = tile_m / (8 s_wm) rows a thread in {2, 4, 8} (one vector load):
     a 128-row S tile on one warp row (V = 16) is refused with the reason, the 16-row tile
-    (V = 2) is taken; the default is off (measured faster only at non-causal d=64, v63; a forced plan keeps it off)."""
+    (V = 2) is taken. Off by default except at non-causal d=64 (v63); a forced plan keeps it
+    off."""
     kp = default_plan("sm_120a", 128)
     assert BwdMainKernel(kp).code.stat_vec == 0
     assert BwdMainKernel(default_plan("sm_120a", 64, tile={"q_stages": 1})).code.stat_vec == 0
@@ -1167,4 +1169,7 @@ def test_stat_vec_needs_whole_vectors():
     with pytest.raises(BwdMainError, match="stat_vec"):
         BwdMainKernel(tall, stat_vec=1)
     short = default_plan("sm_120a", 64, tile={"tile_m": 16, "tile_n": 128, "q_stages": 2})
-    assert BwdMainKernel(short, stat_vec=1).code.stat_vec == 1
+    kern = BwdMainKernel(short, stat_vec=1)  # V = 2; the producer's rows r < 16 of 32 lanes
+    assert kern.code.stat_vec == 1
+    rep = kern.compile("sm_120a")
+    assert _resources(rep)[1] == 0 and len(re.findall(r"ld\.shared\.v2\.(?:b32|f32)", rep.ptx))

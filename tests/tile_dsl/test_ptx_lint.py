@@ -309,18 +309,20 @@ def test_registers_an_asm_block_declares_are_its_own():
     ("st.local.u32 [%rd1], %r2;", True),     # the lane's tid: every lane reads its own back
     ("st.local.u32 [%rd1], %r1;", False),    # the block index: the same on every lane
     ("st.u32 [%rd2], %r2;", True),           # generic store through the depot's address
+    ("st.u32 [%rd3], %r2;", True),           # ... through a pointer selected from it
     ("st.shared.u32 [%r1], %r2;", False),    # not local: a uniform-address load reads one word
 ])
 def test_lane_dependence_through_local_memory(store, flagged):
     """Each lane has its own local memory, so a lane-varying value stored there comes back
     lane-varying; shared memory read at a uniform address does not."""
     load = "ld.shared.u32 %r3, [%r1];" if ".shared" in store else (
-        "ld.u32 %r3, [%rd2];" if store.startswith("st.u32") else "ld.local.u32 %r3, [%rd1];")
+        "ld.u32 %r3, [%rd3];" if store.startswith("st.u32") else "ld.local.u32 %r3, [%rd1];")
     ptx = _fn("k", f"""
     mov.u32 %r1, %ctaid.x;
     mov.u32 %r2, %tid.x;
     mov.u64 %rd1, __local_depot0;
     cvta.local.u64 %rd2, %rd1;
+    selp.b64 %rd3, %rd2, %rd2, %p8;
     {store}
     {load}
     setp.ne.b32 %p1, %r3, 0;
@@ -332,15 +334,20 @@ $L1:
     assert ("0:%r3" in lane_varying_registers(ptx)) == flagged
 
 
+ONE_LINE_TABLE = "$L_tab: .branchtargets $L_a, $L_b;"
+LLVM_TABLE = "$L_tab: .branchtargets\n    $L_a,\n    $L_b;"  # how NVVM lays them out
+
+
+@pytest.mark.parametrize("table", [ONE_LINE_TABLE, LLVM_TABLE], ids=["one-line", "llvm"])
 @pytest.mark.parametrize("index,flagged", [("%r7", True), ("%r5", False)])
-def test_indirect_branch_targets_are_followed(index, flagged):
+def test_indirect_branch_targets_are_followed(index, flagged, table):
     """brx.idx on the lane index splits the warp between its .branchtargets until they meet
-    again; on the warp index it does not."""
+    again; on the warp index it does not. The table may be on one line or one label a line."""
     ptx = _fn("k", f"""
     mov.u32 %r2, %tid.x;
     shr.u32 %r5, %r2, 5;
     and.b32 %r7, %r2, 1;
-$L_tab: .branchtargets $L_a, $L_b;
+{table}
     brx.idx {index}, $L_tab;
 $L_a:
     bar.warp.sync -1;
@@ -354,3 +361,18 @@ $L_end:
     assert [f.instruction.split()[0] for f in found] == (["bar.warp.sync"] if flagged else [])
     if flagged:
         assert found[0].branch.startswith("brx.idx")
+
+
+def test_an_unknown_branch_table_may_go_anywhere():
+    """A brx.idx whose table the reader cannot find is taken to reach every label: a collective
+    after any of them is flagged when the index is lane-varying."""
+    ptx = _fn("k", """
+    mov.u32 %r2, %tid.x;
+    and.b32 %r7, %r2, 1;
+    brx.idx %r7, $L_missing;
+$L_a:
+    bar.warp.sync -1;
+$L_b:
+    ret;
+""")
+    assert [f.instruction.split()[0] for f in divergent_collectives(ptx)] == ["bar.warp.sync"]

@@ -24,7 +24,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   slower on the H200, v59: opt-in)
 ``stat_vec``      1: each MMA thread's lse_log2 / delta rows sit in consecutive smem slots
                   (the producer permutes them, ``pointwise.stat_slot``): two vector loads a
-                  trip instead of 2 V scalar ones (V = rows a thread owns, 4 at d=128)
+                  trip instead of 2 V scalar ones (V = rows a thread owns, 4 at d=128);
+                  on for the non-causal d=64 default only (v63, :data:`STAT_VEC_MEASURED`)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
                   :data:`TRIP_STEP_MEASURED`); 0: divide

@@ -62,8 +62,8 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
-(v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in) and ``stat_vec`` (v63)
-to their measured defaults; ``self.code`` holds them.
+(v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in) and
+``stat_vec`` (v63) to their measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)

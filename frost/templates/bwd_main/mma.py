@@ -51,7 +51,7 @@ from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 
 from . import masks
 from .dq_add import DqAtomics
-from .pointwise import SoftmaxGrad
+from .pointwise import SoftmaxGrad, stat_places
 
 
 def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
@@ -162,8 +162,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             tQsdQ = r2s_dq.partition_D(sm.sdQ)
 
         tScS = thr_sdp.partition_C(cute.make_identity_tensor((t_m, t_n)))
-        # thread 0's S coordinates: static (stat_vec picks each value's row statistic by them)
-        self.tScS0 = mma_sdp.get_slice(0).partition_C(cute.make_identity_tensor((t_m, t_n)))
+        # stat_vec: each S value's place among its thread's row statistics (static)
+        places = stat_places(mma_sdp, t_m, t_n, tl["s_wm"]) if self.code.stat_vec else None
         tdQcdQ = thr_dq.partition_C(cute.make_identity_tensor((t_m, d_c)))
         # thread 0's coordinates: static, so value i's offset from value 0 is a constant
         tdQcdQ0 = mma_dq.get_slice(0).partition_C(cute.make_identity_tensor((t_m, d_c)))
@@ -214,7 +214,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 gemm_interleaved(self.job(mma_sdp, acc_S, tSrQ, tSrK,
                                           tSsQ[None, None, None, stage], c_Q, tSsK, c_K),
                                  lookahead=self.lookahead)
-                self.pointwise(acc_S, None, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv)
+                self.pointwise(acc_S, None, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
+                               s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)),
@@ -224,7 +225,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                                           tdPsdO[None, None, None, stage], c_Q,
                                           None if v_in_regs else tdPsV, c_K),
                                  lookahead=self.lookahead)
-                self.softmax_ds(rP, acc_dP, tScS, sm, stage)
+                self.softmax_ds(rP, acc_dP, tScS, places, sm, stage)
                 rdS = cute.make_fragment_like(acc_dP, dtype)
                 rdS.store(acc_dP.load().to(dtype))
             else:
@@ -254,7 +255,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
 
                 row0 = m_block * t_m
                 col0 = n_block * t_n
-                self.pointwise(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv)
+                self.pointwise(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
+                               s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 rdS = cute.make_fragment_like(acc_dP, dtype)

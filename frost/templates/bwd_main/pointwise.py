@@ -24,12 +24,34 @@ def stat_vals(tile_m: int, s_wm: int) -> int:
     return tile_m // (8 * s_wm)
 
 
+def stat_block(r, s_wm: int):
+    """The owning thread's slot block, g + 8 w_m (g = r % 8, w_m the warp row), of S row r."""
+    return (r // 16) % s_wm * 8 + r % 8
+
+
+def stat_place(r, s_wm: int):
+    """Row r's place among its thread's V rows: 2 a + h (m16 atom a of the warp, half h)."""
+    return (r // (16 * s_wm)) * 2 + (r // 8) % 2
+
+
 def stat_slot(r, tile_m: int, s_wm: int):
-    """Slot of row r under ``stat_vec``: the thread's index (g + 8 w_m, g = r % 8, w_m the warp
-    row) times V, plus the row's place among the thread's rows (2 a + h). Plain integer
-    arithmetic: the model (ints) and the device form (Int32) are this one function."""
-    v = stat_vals(tile_m, s_wm)
-    return ((r // 16) % s_wm * 8 + r % 8) * v + (r // (16 * s_wm)) * 2 + (r // 8) % 2
+    """Slot of row r under ``stat_vec``: its thread's block times V plus its place there. Plain
+    integer arithmetic: the model (ints) and the device form (Int32) are these functions."""
+    return stat_block(r, s_wm) * stat_vals(tile_m, s_wm) + stat_place(r, s_wm)
+
+
+def stat_places(mma_sdp, tile_m: int, tile_n: int, s_wm: int) -> tuple[int, ...]:
+    """Each S accumulator value's place (:func:`stat_place`) among its thread's rows, from
+    thread 0's static coordinates (every thread's rows are thread 0's plus its offset, which is
+    below 16 s_wm, so the places are the same); checked to be 0 .. V-1."""
+    import cutlass.cute as cute
+
+    c0 = mma_sdp.get_slice(0).partition_C(cute.make_identity_tensor((tile_m, tile_n)))
+    rows0 = [int(c0[i][0]) for i in range(cute.size(c0))]
+    places = tuple(stat_place(r, s_wm) for r in rows0)
+    assert rows0[0] == 0 and sorted(set(places)) == list(range(stat_vals(tile_m, s_wm))), \
+        (rows0, s_wm)
+    return places
 
 
 class SoftmaxGrad:
@@ -37,25 +59,26 @@ class SoftmaxGrad:
     (dS from P kept in registers, ``serial_sdp``)."""
 
     @cute.jit
-    def pointwise(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv):
+    def pointwise(self, acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
+                  s_kv):
         """P (and dS, unless ``acc_dP`` is None: ``serial_sdp``'s first half) in place, with the
         element mask only on a tile that needs one."""
         tl = self.kp.tile
         if masks.tile_needs_mask(self.align, row0, col0, tl["tile_m"], tl["tile_n"], s_q, s_kv):
-            self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                              True)
+            self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0,
+                              s_q, s_kv, True)
         else:
-            self.softmax_grad(acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                              False)
+            self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0,
+                              s_q, s_kv, False)
 
     @cute.jit
-    def softmax_grad(self, acc_S, acc_dP, tScS, sm, stage, scale_log2, row0, col0, s_q, s_kv,
-                     masked: cutlass.Constexpr):
+    def softmax_grad(self, acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
+                     s_kv, masked: cutlass.Constexpr):
         """In place: acc_S ← P = ex2(S·scale·log2e − lse_log2) (0 where hidden, if ``masked``),
         and unless ``acc_dP`` is None, acc_dP ← dS = P ∘ (dP − delta). The ``softmax`` ablation
         (timing only) leaves both as they are."""
         if cutlass.const_expr("softmax" not in self.skip):
-            lse_of, delta_of = self.row_stats(tScS, sm, stage)
+            lse_of, delta_of = self.row_stats(tScS, places, sm, stage)
             for i in cutlass.range_constexpr(cute.size(acc_S)):
                 r, c = tScS[i]
                 x = acc_S[i] * scale_log2 - lse_of(i)
@@ -71,18 +94,18 @@ class SoftmaxGrad:
                     acc_dP[i] = p * (acc_dP[i] - delta_of(i))
 
     @cute.jit
-    def softmax_ds(self, rP, acc_dP, tScS, sm, stage):
+    def softmax_ds(self, rP, acc_dP, tScS, places, sm, stage):
         """In place: acc_dP ← dS = P ∘ (dP − delta), P read back from its io-dtype registers
         (``serial_sdp``'s second half)."""
         if cutlass.const_expr("softmax" not in self.skip):
-            _, delta_of = self.row_stats(tScS, sm, stage)
+            _, delta_of = self.row_stats(tScS, places, sm, stage)
             for i in cutlass.range_constexpr(cute.size(acc_dP)):
                 acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - delta_of(i))
 
-    def row_stats(self, tScS, sm, stage):
+    def row_stats(self, tScS, places, sm, stage):
         """(lse_of, delta_of): value i's row statistic. Read per value from its row, or with
-        ``stat_vec`` loaded once as V-vectors from the thread's slots (:func:`stat_slot`) and
-        picked by the value's place, which thread 0's static coordinates give."""
+        ``stat_vec`` (``places``: :func:`stat_places`) loaded once as V-vectors from the
+        thread's slot block (:func:`stat_block` of its first row) and picked by place."""
         if cutlass.const_expr(not self.code.stat_vec):
             def lse_of(i):
                 return sm.sLSE[tScS[i][0], stage]
@@ -91,13 +114,8 @@ class SoftmaxGrad:
                 return sm.sDelta[tScS[i][0], stage]
             return lse_of, delta_of
         tl = self.kp.tile
-        t_m, wm = tl["tile_m"], tl["s_wm"]
-        v = stat_vals(t_m, wm)
-        rows0 = [self.tScS0[i][0] for i in range(cute.size(self.tScS0))]
-        places = [(r // (16 * wm)) * 2 + (r // 8) % 2 for r in rows0]
-        assert sorted(set(places)) == list(range(v)) and rows0[0] == 0, (rows0, wm)
-        off = tScS[0][0]  # this thread's row offset g + 16 w_m (value 0 sits at row 0 of thread 0)
-        k = (off // 16) % wm * 8 + off % 8  # its slot block: slots k V .. k V + V - 1
+        v = stat_vals(tl["tile_m"], tl["s_wm"])
+        k = stat_block(tScS[0][0], tl["s_wm"])  # slots k V .. k V + V - 1
         n = sm.sLSE.shape[0]
         out = []
         for buf in (sm.sLSE, sm.sDelta):
