@@ -44,8 +44,6 @@ def stat_places(mma_sdp, tile_m: int, tile_n: int, s_wm: int) -> tuple[int, ...]
     """Each S accumulator value's place (:func:`stat_place`) among its thread's rows, from
     thread 0's static coordinates (every thread's rows are thread 0's plus its offset, which is
     below 16 s_wm, so the places are the same); checked to be 0 .. V-1."""
-    import cutlass.cute as cute
-
     c0 = mma_sdp.get_slice(0).partition_C(cute.make_identity_tensor((tile_m, tile_n)))
     rows0 = [int(c0[i][0]) for i in range(cute.size(c0))]
     places = tuple(stat_place(r, s_wm) for r in rows0)
