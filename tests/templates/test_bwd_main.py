@@ -382,7 +382,8 @@ def test_gpu_pdl_on_off_identical():
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
               (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
-              (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_accs", 2),),
+              (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_guard", "tile"),),
+              (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
               (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2)), (("stat_vec", 1),),
               (("stat_vec", 1), ("serial_sdp", 1))]
@@ -401,11 +402,13 @@ def test_gpu_code_knobs(d, knobs):
 @pytest.mark.parametrize("knobs", [(("dq_chunks", 1), ("interleave", 1)),
                                    (("dq_chunks", 1), ("interleave", 0)),
                                    (("dq_chunks", 4), ("interleave", 0)),
-                                   (("dq_accs", 2),), (("dq_guard", "pad"),)],
+                                   (("dq_accs", 2),), (("dq_guard", "pad"),),
+                                   (("dq_guard", "tile"),)],
                          ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
 def test_gpu_d256_dq_chunks(knobs):
     """d=256 (32x64 tile, one Q stage, V held): dQ = dS·K whole or in 64-column chunks; the
-    default 4 chunks with two accumulators, and without the row check (v54/v56 alternatives)."""
+    default 4 chunks with two accumulators, and without the row check (v54/v56 alternatives)
+    or with it on the edge q tile only (v64)."""
     run_case(1, 333, 300, 4, 2, 256, causal=True, knobs=knobs, seed=23)
 
 
@@ -1028,6 +1031,36 @@ def test_dq_guard_pad_drops_the_branch_around_each_atomic(d):
     assert between(pad.ptx) == 0
     assert between(rows.ptx) >= n_red - 1
     assert pad.total_spill_bytes == 0 and rows.total_spill_bytes == 0
+
+
+def _atomic_runs(ptx):
+    """Lengths of the runs of dQ atomics with no branch between them, in PTX order."""
+    body = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith("//")]
+    out, cur = [], 0
+    for ln in body:
+        if "red.global.add" in ln:
+            cur += 1
+        elif re.search(r"\bbra(\.uni)?\b", ln):
+            out, cur = out + [cur] * (cur > 0), 0
+    return out + [cur] * (cur > 0)
+
+
+@pytest.mark.parametrize("d", [64, 256])
+def test_dq_guard_tile_checks_rows_on_the_edge_tile_only(d):
+    """dq_guard="tile": each dQ chunk's atomics come twice, once back to back (the q tile lies
+    wholly inside S_q: one warp-uniform test a trip) and once each behind its own row check
+    (the edge tile), where "rows" has only the checked copy; spill-free on sm_120a, where the
+    d=256 pad build spills."""
+    kp = default_plan("sm_120a", d)
+    rows = BwdMainKernel(kp, dq_guard="rows").compile("sm_120a")
+    tile = BwdMainKernel(kp, dq_guard="tile").compile("sm_120a")
+    n = rows.ptx.count("red.global.add")
+    chunks = BwdMainKernel(kp).code.dq_chunks
+    assert _atomic_runs(rows.ptx) == [1] * n
+    got = _atomic_runs(tile.ptx)
+    assert tile.ptx.count("red.global.add") == 2 * n
+    assert sorted(got) == [1] * n + [n // chunks] * chunks, got
+    assert tile.total_spill_bytes == 0
 
 
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():

@@ -19,7 +19,24 @@ class DqAtomics:
                    col0: cutlass.Constexpr):
         """Add this tile's dQ partial into dq_accum (fp32, un-scaled): ``dq_vec`` columns per
         atomic (4: lane pairs first trade values, ``regs.pair_to_v4``, so each lane holds four
-        consecutive columns of one row; 2: each lane's own pairs)."""
+        consecutive columns of one row; 2: each lane's own pairs). Under ``dq_guard="tile"``
+        one warp-uniform test a trip picks the unchecked atomics for a q tile wholly inside
+        S_q and the row-checked ones for the edge tile."""
+        if cutlass.const_expr(self.code.dq_guard == "tile"):
+            if (m_block + 1) * self.kp.tile["tile_m"] <= s_q:
+                self.dq_add_tile(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0,
+                                 False)
+            else:
+                self.dq_add_tile(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0,
+                                 True)
+        else:
+            self.dq_add_tile(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0,
+                             self.code.dq_guard == "rows")
+
+    @cute.jit
+    def dq_add_tile(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
+                    col0: cutlass.Constexpr, checked: cutlass.Constexpr):
+        """:meth:`dq_atomics`' adds, each under the row check if ``checked``."""
         tl = self.kp.tile
         t_m, d = tl["tile_m"], tl["d"]
         # the plan's workspace layout: row-major, or reduce_block x reduce_block tiles
@@ -35,7 +52,7 @@ class DqAtomics:
                 rr = r + cutlass.select_(odd, 8, 0)
                 cc = c - cutlass.select_(odd, 2, 0)
                 ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
-                self.red_add(row0 + rr < s_q, ptr, v0, v1, v2, v3)
+                self.red_add(checked, row0 + rr < s_q, ptr, v0, v1, v2, v3)
         elif cutlass.const_expr(block != ROWS):
             # one base address per thread; every pair's offset from it is a constant: pairs
             # sit 8 rows (row halves) or whole atoms (16 rows, 8 columns) apart, and whole
@@ -46,24 +63,24 @@ class DqAtomics:
                 r, _ = tdQcdQ[i]
                 dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
                 assert dr % block == 0 and dc % block == 0, (dr, dc, block)
-                self.red_add(row0 + r < s_q, base + cute.crd2idx((dr, dc), g.layout),
-                             acc_dQ[i], acc_dQ[i + 1])
+                self.red_add(checked, row0 + r < s_q,
+                             base + cute.crd2idx((dr, dc), g.layout), acc_dQ[i], acc_dQ[i + 1])
         else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
                 r, c = tdQcdQ[i]
                 ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
-                self.red_add(row0 + r < s_q, ptr, acc_dQ[i], acc_dQ[i + 1])
+                self.red_add(checked, row0 + r < s_q, ptr, acc_dQ[i], acc_dQ[i + 1])
 
     @cute.jit
-    def red_add(self, ok, ptr, *vals):
-        """``ptr[0..n) += vals`` (2 or 4 fp32, one vector atomic). Code choice ``dq_guard``:
-        ``"rows"`` adds only where ``ok`` (the row is inside S_q); ptxas compiles each such
-        atomic to a branch inside its own convergence barrier (BSSY/BSYNC; a predicate written
-        inside the asm gets the same, v54). ``"pad"`` adds unconditionally: the workspace's
-        S_q_pad is a multiple of tile_m (checked at launch), so a row past S_q lands in the pad,
-        which dq_convert never reads."""
+    def red_add(self, checked: cutlass.Constexpr, ok, ptr, *vals):
+        """``ptr[0..n) += vals`` (2 or 4 fp32, one vector atomic), only where ``ok`` (the row is
+        inside S_q) if ``checked``: ptxas compiles each such atomic to a branch inside its own
+        convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
+        v54). Unchecked adds are safe for ``dq_guard="pad"`` (the workspace's S_q_pad is a
+        multiple of tile_m, checked at launch: a row past S_q lands in the pad, which
+        dq_convert never reads) and for ``"tile"``'s tiles wholly inside S_q."""
         add = red_add_v4_f32 if len(vals) == 4 else red_add_v2_f32
-        if cutlass.const_expr(self.code.dq_guard == "pad"):
+        if cutlass.const_expr(not checked):
             add(ptr, *vals)
         elif ok:
             add(ptr, *vals)
