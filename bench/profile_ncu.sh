@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Nsight Compute stall samples of bwd_main (default d=128 at (4,16,4096)), one report per
 # variant, as text under $OUT/TAG for bench/ncu_stalls.py (the .ncu-rep itself is too large to
-# bring back). DIM, SHAPE (B,H,S) and CAUSAL=1 in the environment pick another row.
+# bring back). DIM, SHAPE (B,H,S) and CAUSAL (any non-empty value: causal) in the environment
+# pick another row.
 #   usage: [DIM=64] [SHAPE=2,8,4096] [CAUSAL=1] bash bench/profile_ncu.sh TAG VARIANT...
 #   (a variant as bench/bwd_main_ab.py takes)
 set -u

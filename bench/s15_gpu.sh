@@ -4,7 +4,6 @@
 set -u
 . /tmp/frost-gpu/env.sh
 mkdir -p "$OUT/s15"
-sha=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 timeout 330 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider > "$OUT/s15/gpu_suite.log" 2>&1
 tail -3 "$OUT/s15/gpu_suite.log"
 DIM=64 SHAPE=4,16,4096 bash bench/profile_ncu.sh s15/ncu_d64 default

@@ -280,6 +280,9 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     lse2[..., :Sq][torch.isinf(lse.float())] = float("inf")
     dlt = torch.zeros((B, Hq, sq_pad), device=dev, dtype=torch.float32)
     dlt[..., :Sq] = delta.float()
+    checked = kern.code.dq_guard in ("rows", "tile")
+    if checked:  # pad rows with a non-zero dQ partial (P = 1, dS = -1): unless the row check
+        lse2[..., Sq:], dlt[..., Sq:] = 0.0, 1.0  # skips them, they land in the pad
     n_splits = -(-Skv // kern.kp.tile["tile_n"]) if splits else 0
     dq_acc = torch.zeros(((n_splits,) if splits else ()) + (B, Hq, sq_pad, d_pad), device=dev,
                          dtype=torch.float32)
@@ -304,6 +307,8 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
         assert not split[1].any(), "every launch must leave the split counters zero"
     acc = dq_acc.sum(0) if splits else dq_acc  # split order is fixed: deterministic
     acc = to_rows_model(acc, kern.kp.tile.get("reduce_block", 0))  # the plan's storage
+    if checked:
+        assert acc[:, :, Sq:].eq(0).all(), "a row-checked dQ atomic added a row past S_q"
     dq = (acc[:, :, :Sq, :D] * scale).transpose(1, 2)
     tol = 1e-2 if dtype == "bf16" else 5e-3
     errs = {}
@@ -408,7 +413,7 @@ def test_gpu_code_knobs(d, knobs):
 def test_gpu_d256_dq_chunks(knobs):
     """d=256 (32x64 tile, one Q stage, V held): dQ = dS·K whole or in 64-column chunks; the
     default 4 chunks with two accumulators, and without the row check (v54/v56 alternatives)
-    or with it on the edge q tile only (v64)."""
+    or with it on the edge q tile only (v65)."""
     run_case(1, 333, 300, 4, 2, 256, causal=True, knobs=knobs, seed=23)
 
 
@@ -1014,25 +1019,6 @@ def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
     rows._check(*_check_args(torch, 12, 16))  # whole blocks: accepted where atomics check rows
 
 
-@pytest.mark.parametrize("d", [64, 128])
-def test_dq_guard_pad_drops_the_branch_around_each_atomic(d):
-    """dq_guard="pad" (default): the dQ atomics of a trip run back to back, no branch between
-    them; "rows" puts a row check, a branch, before each (v54: in SASS each became a BSSY /
-    BRA / BSYNC triple)."""
-    def between(ptx):
-        body = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith("//")]
-        at = [i for i, ln in enumerate(body) if "red.global.add" in ln]
-        assert len(at) >= 4, "expected the trip's dQ atomics"
-        return sum(1 for ln in body[at[0]:at[-1]] if re.search(r"\bbra(\.uni)?\b", ln))
-
-    pad = BwdMainKernel(default_plan("sm_120a", d)).compile("sm_120a")
-    rows = BwdMainKernel(default_plan("sm_120a", d), dq_guard="rows").compile("sm_120a")
-    n_red = pad.ptx.count("red.global.add")
-    assert between(pad.ptx) == 0
-    assert between(rows.ptx) >= n_red - 1
-    assert pad.total_spill_bytes == 0 and rows.total_spill_bytes == 0
-
-
 def _atomic_runs(ptx):
     """Lengths of the runs of dQ atomics with no branch between them, in PTX order."""
     body = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith("//")]
@@ -1045,6 +1031,20 @@ def _atomic_runs(ptx):
     return out + [cur] * (cur > 0)
 
 
+@pytest.mark.parametrize("d", [64, 128])
+def test_dq_guard_pad_drops_the_branch_around_each_atomic(d):
+    """dq_guard="pad" (default): the dQ atomics of a trip run back to back, no branch between
+    them; "rows" puts a row check, a branch, before each (v54: in SASS each became a BSSY /
+    BRA / BSYNC triple)."""
+    pad = BwdMainKernel(default_plan("sm_120a", d)).compile("sm_120a")
+    rows = BwdMainKernel(default_plan("sm_120a", d), dq_guard="rows").compile("sm_120a")
+    n_red = pad.ptx.count("red.global.add")
+    assert n_red >= 4, "expected the trip's dQ atomics"
+    assert _atomic_runs(pad.ptx) == [n_red]
+    assert _atomic_runs(rows.ptx) == [1] * n_red
+    assert pad.total_spill_bytes == 0 and rows.total_spill_bytes == 0
+
+
 @pytest.mark.parametrize("d", [64, 256])
 def test_dq_guard_tile_checks_rows_on_the_edge_tile_only(d):
     """dq_guard="tile": each dQ chunk's atomics come twice, once back to back (the q tile lies
@@ -1053,9 +1053,10 @@ def test_dq_guard_tile_checks_rows_on_the_edge_tile_only(d):
     d=256 pad build spills."""
     kp = default_plan("sm_120a", d)
     rows = BwdMainKernel(kp, dq_guard="rows").compile("sm_120a")
-    tile = BwdMainKernel(kp, dq_guard="tile").compile("sm_120a")
+    kern = BwdMainKernel(kp, dq_guard="tile")
+    tile = kern.compile("sm_120a")
     n = rows.ptx.count("red.global.add")
-    chunks = BwdMainKernel(kp).code.dq_chunks
+    chunks = kern.code.dq_chunks
     assert _atomic_runs(rows.ptx) == [1] * n
     got = _atomic_runs(tile.ptx)
     assert tile.ptx.count("red.global.add") == 2 * n

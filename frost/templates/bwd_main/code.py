@@ -15,7 +15,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   branch and a convergence barrier), ``pad`` adds them into the workspace's
                   padding (S_q_pad a multiple of tile_m, checked at launch; v54,
                   :func:`pick_dq_guard`), ``tile`` tests once a trip whether the q tile
-                  lies wholly inside S_q and checks rows only on the edge tile (v64)
+                  lies wholly inside S_q and checks rows only on the edge tile (v65)
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
                   :data:`DQ_ACCS_MEASURED`)

@@ -25,13 +25,13 @@ class DqAtomics:
         if cutlass.const_expr(self.code.dq_guard == "tile"):
             if (m_block + 1) * self.kp.tile["tile_m"] <= s_q:
                 self.dq_add_tile(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0,
-                                 False)
+                                 checked=False)
             else:
                 self.dq_add_tile(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0,
-                                 True)
+                                 checked=True)
         else:
             self.dq_add_tile(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0,
-                             self.code.dq_guard == "rows")
+                             checked=self.code.dq_guard == "rows")
 
     @cute.jit
     def dq_add_tile(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,

@@ -21,8 +21,9 @@ Per iteration t (ring stage s = t % q_stages)::
                         (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
                         dV with dK, then dQ; 0: one GEMM at a time; code.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
-    red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, or all into
-                        the pad; dq_accs=2: two accumulators; dq_vec=4: 4 columns, .v4)
+    red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, all into
+                        the pad, or checked on the edge q tile only; dq_accs=2: two
+                        accumulators; dq_vec=4: 4 columns, .v4)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. With the plan's ``exchange_stages = 2`` (``tile={"exchange_stages":
