@@ -4,8 +4,9 @@ compiled two ways, for comparison with ``cuobjdump -sass`` (no timing)::
     CUTE_DSL_KEEP=ptx,cubin CUTE_DSL_DUMP_DIR=$OUT/dump python3 bench/build_check.py \\
         --dims 64,256 --out $OUT/build   # on the GPU host: also the launch path's build
 
-1. ``fake``: ``BwdMainKernel.compile`` on :meth:`fake_args` (what the compile-only tests and
-   ``frost compile`` report), for the device's arch (sm_90a on the H200) or ``--arch``;
+1. ``fake``: ``BwdMainKernel.compile`` (what the compile-only tests and ``frost compile``
+   report; on :meth:`fake_args` until v67, the product build since), for the device's arch
+   (sm_90a on the H200) or ``--arch``;
 2. ``launch`` (GPU only): ``BwdMainKernel.launch`` on torch tensors, the A/B harness's and the
    profiles' build (``bench/bwd_main_ab.py``); its PTX and cubin are what CuTe DSL dumps under
    ``CUTE_DSL_DUMP_DIR`` when ``CUTE_DSL_KEEP`` asks for them.

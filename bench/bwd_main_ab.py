@@ -15,7 +15,10 @@ A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywo
 (``interleave``, ``dq_vec``, ``dq_chunks``, ``lookahead``: ints; ``p_store``: stmatrix or
 st32), ``skip=<stage>[+<stage>]``: a timing-only ablation (``BwdMainKernel(skip=...)``, the
 results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
-``tile.exchange_stages=2``), which makes the A/B plan against plan. Writes ``bwd_main_ab.json``
+``tile.exchange_stages=2``), which makes the A/B plan against plan. Every variant is timed as
+``frost.sdpa`` builds and launches bwd_main (``frost.sdpa.api.build_main_only``, precomputed
+launch values) unless it says ``build=launch`` (``BwdMainKernel.launch``: another build, with
+nine tensors marshalled inside each timed call; bench/RESULTS.md v67/v68). Writes ``bwd_main_ab.json``
 and a bar plot ``bwd_main_ab.png`` to ``--out`` (default ``$OUT``); ``--replot JSON...`` draws
 stored files on any machine::
 
@@ -45,6 +48,9 @@ KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly
          "dq_guard", "dq_accs", "trip_step", "sdp_accs", "stat_vec")  # BwdMainKernel keywords
 SPLIT_SMS = "split_sms"  # not a keyword: the SM count a tail_split kernel's cut is planned for
                          # (frost.sdpa.grid.pick_tail_split; default: this GPU's; 0: no cut)
+BUILD = "build"  # not a keyword: "chain" (default) times the build frost.sdpa runs, launched as
+                 # the API launches it (frost.sdpa.api.build_main_only); "launch" times
+                 # BwdMainKernel.launch (torch tensors marked fully dynamic, marshalled a call)
 
 
 def parse_variant(text: str) -> dict:
@@ -64,6 +70,9 @@ def parse_variant(text: str) -> dict:
             continue
         if key == SPLIT_SMS and val.isdigit():
             out[key] = int(val)
+            continue
+        if key == BUILD and val in ("chain", "launch"):
+            out[key] = val
             continue
         if key not in KNOBS or not val:
             raise ValueError(f"bad variant {text!r}: want 'default' or key=value among "
@@ -85,11 +94,12 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None):
     if forced:
         kp = plan_variant(ARCH, d, None, causal, "bf16", forced).kernel("bwd_main")
     kp = kp or default_plan(ARCH, d, causal=causal)
-    kw = {k: x for k, x in v.items() if not k.startswith("tile.") and k != SPLIT_SMS}
+    kw = {k: x for k, x in v.items() if not k.startswith("tile.") and k not in (SPLIT_SMS, BUILD)}
     if "skip" in kw:
         kw["skip"] = frozenset(kw["skip"].split("+"))
     kern = BwdMainKernel(kp, "bf16", causal=causal, **kw)
     kern.ab_split_sms = v.get(SPLIT_SMS)
+    kern.ab_build = v.get(BUILD, "chain")
     return kern
 
 
@@ -199,7 +209,21 @@ def main(argv=None):
 
         splits = {id(k): tail_split_args(torch, k, b, h, s) for k in kerns if k.code.tail_split}
 
+        from frost.sdpa import api
+
+        chains = {}
+        for k in kerns:
+            if k.ab_build == "chain":
+                ch = api.build_main_only(k, api.device_arch(0))
+                chains[id(k)] = (ch, api.main_only_values(
+                    ch.cfg, t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"],
+                    acc[k.kp.tile["d"]], t["dk"], t["dv"], t["scale"], split=splits.get(id(k))))
+
         def call(k):
+            if id(k) in chains:
+                ch, values = chains[id(k)]
+                ch.launch(values)
+                return
             k.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"],
                      acc[k.kp.tile["d"]], t["dk"], t["dv"], t["scale"], split=splits.get(id(k)))
 
@@ -233,7 +257,7 @@ def main(argv=None):
                                 tflops=f / (ms * 1e-3) / 1e12,
                                 ratio=ms / statistics.median(samples[0]),
                                 round_ratio_min=min(rr), round_ratio_max=max(rr),
-                                **dataclasses.asdict(kerns[i].code)))
+                                build=kerns[i].ab_build, **dataclasses.asdict(kerns[i].code)))
         del t, acc
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 
 from frost.sdpa import chain as _chain
 from frost.sdpa.validation import (  # noqa: F401  (re-exported: the API's names)
@@ -185,6 +186,52 @@ def build(key: VariantKey, *, with_main: bool = True,
         compiled = cute.compile(fn, *args, options=f"--gpu-arch {key.arch}")
     _STATS["compiles"] += 1
     return CompiledChain(key, cfg, compiled, fn.main)
+
+
+def build_main_only(main, arch: str) -> CompiledChain:
+    """A chain that launches ``main`` (a ``BwdMainKernel``) and nothing else
+    (:func:`frost.templates.chain.main_only`, the build every variant's chain makes of bwd_main):
+    what a benchmark of bwd_main alone should time. ``BwdMainKernel.launch`` compiles from
+    torch tensors marked fully dynamic (head dim included) instead, and marshals nine tensors
+    a call (bench/RESULTS.md v67). Launch it with :func:`main_only_values`."""
+    import cutlass.cute as cute
+
+    from frost.tile_dsl.nvvm import for_arch
+
+    fn, args = _chain.main_only(main)
+    with for_arch(arch):
+        compiled = cute.compile(fn, *args, options=f"--gpu-arch {arch}")
+    return CompiledChain(None, fn.cfg, compiled, main)
+
+
+def main_only_values(cfg, q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale: float,
+                     split=None) -> list:
+    """The launch values of a :func:`build_main_only` chain, in the arguments of
+    ``BwdMainKernel.launch``: q, k, v, dO (B, S, H, D) with 16-byte strides; lse_log2, delta
+    (B, H_q, S_q_pad) and dq_accum ([n_splits,] B, H_q, S_q_pad, d_pad) contiguous fp32 with
+    S_q_pad a multiple of tile_m; dk, dv contiguous; ``split`` as ``launch`` takes it."""
+    torch = _torch()
+    b, s_q, h_q, d = q.shape
+    s_kv, h_kv = k.shape[1], k.shape[2]
+    s_pad = lse_log2.shape[-1]
+    n_splits = dq_accum.shape[0] if dq_accum.dim() == 5 else 1
+    for name, t in (("lse_log2", lse_log2), ("delta", delta), ("dq_accum", dq_accum),
+                    ("dk", dk), ("dv", dv)):
+        if not t.is_contiguous():
+            raise ValueError(f"main_only_values: {name} must be contiguous")
+    if s_pad % cfg.tile_m or dq_accum.shape[-2:] != (s_pad, cfg.d_pad):
+        raise ValueError(f"main_only_values: S_q_pad={s_pad} must be whole {cfg.tile_m}-row "
+                         f"tiles and dq_accum end in ({s_pad}, {cfg.d_pad})")
+    slots, counters, n_whole, parts = split if split is not None else (None, None, 0, 1)
+    p = Problem(b, s_q, s_kv, h_q, h_kv, d, "")
+    tail = types.SimpleNamespace(n_whole=n_whole, parts=parts) if split is not None else None
+    return [q.data_ptr(), k.data_ptr(), v.data_ptr(), q.data_ptr(), do.data_ptr(),
+            lse_log2.data_ptr(), 0, dk.data_ptr(), dv.data_ptr(), delta.data_ptr(),
+            lse_log2.data_ptr(), dq_accum.data_ptr(),
+            slots.data_ptr() if slots is not None else 0,
+            counters.data_ptr() if counters is not None else 0,
+            *_scalars(p, s_pad, n_splits, _io_strides(q, k, v, q, do, lse_log2), scale, tail),
+            _stream(torch, q.get_device())]
 
 
 def get_chain(key: VariantKey) -> CompiledChain:

@@ -1,6 +1,6 @@
 """frost.templates: CuTe DSL kernels that take every structural decision from a Plan.
 
-The SDPA backward chain (``frost.sdpa.chain`` launches them in this order, PDL-linked):
+The SDPA backward chain (:mod:`frost.templates.chain` launches them in this order, PDL-linked):
 
 * :mod:`frost.templates.rowdot`     delta = rowsum(dO * O), lse_log2, zeroes the dQ workspace;
 * :mod:`frost.templates.bwd_main`   the KV-stationary fused backward (dK, dV, dQ partials);

@@ -253,12 +253,13 @@ def reference(q, k, v, do, scale, causal, align):
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
              use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=(), tile=(), tail=None,
-             timed=None):
+             timed=None, via="launch"):
     """One bwd_main launch against the float64 reference. ``tail`` = (tiles to split, parts):
     a tail-split launch of the last tiles (the kernel must have ``tail_split``); its slots are
     poisoned with NaN and its counters must come back zero. ``timed``: a list that gets the
     launch's device time in ms appended (run the case once before: a first launch compiles
-    between the two events)."""
+    between the two events). ``via="chain"`` launches the kernel as ``frost.sdpa`` builds it
+    (``api.build_main_only``) instead of ``BwdMainKernel.launch``."""
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -297,7 +298,14 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     if timed is not None:
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         ev[0].record()
-    kern.launch(q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale, split=split)
+    if via == "chain":
+        from frost.sdpa import api
+
+        ch = api.build_main_only(kern, api.device_arch(0))
+        ch.launch(api.main_only_values(ch.cfg, q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale,
+                                       split=split))
+    else:
+        kern.launch(q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale, split=split)
     if timed is not None:
         ev[1].record()
     torch.cuda.synchronize()
@@ -382,6 +390,18 @@ def test_gpu_pdl_on_off_identical():
     for x, y in zip(a[1:], b[1:]):  # dK, dV are deterministic; dQ uses atomics
         assert torch.equal(x, y)
     assert torch.allclose(a[0], b[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 256])
+def test_gpu_main_only_chain(d):
+    """bwd_main built and launched as frost.sdpa does (``api.build_main_only``, the A/B
+    harness's default since v67), causal with GQA 2:1 and a ragged tail: against the float64
+    reference, and the same gradients as ``BwdMainKernel.launch``'s build."""
+    _, (dq, dk, dv) = run_case(1, 333, 300, 4, 2, d, causal=True, seed=5, via="chain")
+    _, (dq2, dk2, dv2) = run_case(1, 333, 300, 4, 2, d, causal=True, seed=5)
+    for a, b in ((dq, dq2), (dk, dk2), (dv, dv2)):
+        assert (a.double() - b.double()).norm() <= 1e-3 * b.double().norm()
 
 
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
@@ -573,7 +593,8 @@ def test_compile_dq_k_held_reads_less(arch, d, tile):
 def test_compile_sdp_accs_splits_the_s_dp_chains(arch):
     """sdp_accs=2 (v59): the same MMAs, the odd k-blocks of S and dP into second accumulators
     that are added back before the pointwise (one f32 add per S and dP value a thread: 2 x 16
-    at d=128), spill-free at non-causal d=128; the default is one (measured slower)."""
+    at d=128); the default is one (measured slower, v59). The product build (v67) of two
+    spills at non-causal d=128 where the default does not: a reason more to keep it opt-in."""
     kp = default_plan(arch, 128)
     base, two = BwdMainKernel(kp), BwdMainKernel(kp, sdp_accs=2)
     assert base.code.sdp_accs == 1 and two.code.sdp_accs == 2
@@ -583,7 +604,7 @@ def test_compile_sdp_accs_splits_the_s_dp_chains(arch):
     adds = [len(re.findall(r"\badd(\.rn)?\.f32\b", r.ptx)) for r in (r1, r2)]
     per_thread = 2 * (kp.tile["tile_m"] * kp.tile["tile_n"]) // (32 * kp.tile["num_mma_warps"])
     assert adds[1] - adds[0] == per_thread, adds
-    assert _resources(r2)[1] == 0
+    assert _resources(r1)[1] == 0 and _resources(r2)[1] > 0, "two S/dP accs fit: re-measure v59"
     with pytest.raises(BwdMainError, match="sdp_accs"):
         BwdMainKernel(kp, sdp_accs=3)
     with pytest.raises(BwdMainError, match="serial_sdp"):
@@ -757,15 +778,16 @@ def test_can_implement_rechecks_mbarrier_counts():
 
 @pytest.mark.compile
 def test_interleave_reorders_but_keeps_every_mma():
-    """interleave=0 is the one-GEMM-at-a-time order; both have the same MMAs and no spills (on
-    d=128's tile with the per-trip barrier: under exchange_sync the default is level 1)."""
+    """interleave=0 is the one-GEMM-at-a-time order; both have the same MMAs (on d=128's tile
+    with the per-trip barrier: under exchange_sync the default is level 1), and the interleaved
+    default does not spill (the product build of interleave=0 spills 16 B there, v67)."""
     kp = default_plan("sm_120a", 128, tile=dict(EXCHANGE2))
     on = BwdMainKernel(kp).compile("sm_120a")
     off = BwdMainKernel(kp, interleave=0).compile("sm_120a")
     assert BwdMainKernel(kp).interleave == 2
     assert on.count("mma.sync.aligned.m16n8k16") == off.count("mma.sync.aligned.m16n8k16") > 0
     assert on.ptx != off.ptx
-    assert on.total_spill_bytes == off.total_spill_bytes == 0
+    assert on.total_spill_bytes == 0
 
 
 @pytest.mark.parametrize("d,want,want_causal,tile", [

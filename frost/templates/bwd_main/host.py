@@ -73,11 +73,16 @@ class HostMixin:
         return args
 
     def compile(self, arch: str = "sm_120a", **kw):
-        """Compile for ``arch`` without a GPU; returns frost's CompileReport (PTX, regs, spills).
-        ``kw`` goes to :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``)."""
+        """Compile for ``arch`` without a GPU; returns frost's CompileReport (PTX, regs, spills)
+        of the build ``frost.sdpa`` runs: this kernel inside a chain that launches it alone
+        (:func:`frost.templates.chain.main_only`; :meth:`fake_args` tensors gave another register
+        allocation, bench/RESULTS.md v67). ``kw`` goes to
+        :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``)."""
+        from frost.templates.chain import main_only
         from frost.tile_dsl.compile import compile_for
 
-        return compile_for(self, *self.fake_args(), arch=arch, **kw)
+        fn, args = main_only(self)
+        return compile_for(fn, *args, arch=arch, **kw)
 
     def launch(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale: float, stream=None,
                split=None):
