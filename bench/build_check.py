@@ -1,14 +1,16 @@
 """Which ``bwd_main`` build does a GPU run? Writes the PTX and cubin of the default kernel as
-compiled two ways, for comparison with ``cuobjdump -sass`` (no timing)::
+compiled two or three ways, for comparison with ``cuobjdump -sass`` (no timing)::
 
     CUTE_DSL_KEEP=ptx,cubin CUTE_DSL_DUMP_DIR=$OUT/dump python3 bench/build_check.py \\
         --dims 64,256 --out $OUT/build   # on the GPU host: also the launch path's build
 
-1. ``fake``: ``BwdMainKernel.compile`` (what the compile-only tests and ``frost compile``
-   report; on :meth:`fake_args` until v67, the product build since), for the device's arch
-   (sm_90a on the H200) or ``--arch``;
-2. ``launch`` (GPU only): ``BwdMainKernel.launch`` on torch tensors, the A/B harness's and the
-   profiles' build (``bench/bwd_main_ab.py``); its PTX and cubin are what CuTe DSL dumps under
+1. ``compile``: ``BwdMainKernel.compile``, the build ``frost.sdpa`` runs (what the
+   compile-only tests and ``frost compile`` report since v67), for the device's arch (sm_90a
+   on the H200) or ``--arch``;
+2. ``fake``: the same kernel on :meth:`fake_args` (32-bit strides), what those reports read
+   until v67;
+3. ``launch`` (GPU only): ``BwdMainKernel.launch`` on torch tensors (the A/B harness's build
+   until v68, ``build=launch`` since); its PTX and cubin are what CuTe DSL dumps under
    ``CUTE_DSL_DUMP_DIR`` when ``CUTE_DSL_KEEP`` asks for them.
 
 Prints one line a build: sha256[:12] of the PTX without comment lines, of the cubin, and
@@ -41,6 +43,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
 
     from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.tile_dsl.compile import compile_for
 
     gpu = False
     try:
@@ -51,13 +54,17 @@ def main(argv=None):
     arch = args.arch or ("sm_%d%da" % torch.cuda.get_device_capability() if gpu else "sm_90a")
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan("sm_120a", d)
-        rep = BwdMainKernel(kp, "bf16").compile(arch)
-        base = f"{args.out}/d{d}_{arch}"
-        open(f"{base}_fake.ptx", "w").write(rep.ptx)
-        cub = rep.cubin if isinstance(rep.cubin, (bytes, bytearray)) else open(rep.cubin, "rb").read()
-        open(f"{base}_fake.cubin", "wb").write(cub)
-        print(f"d={d} {arch} fake   ptx {ptx_sha(rep.ptx)} cubin "
-              f"{hashlib.sha256(cub).hexdigest()[:12]} spill {rep.total_spill_bytes} B", flush=True)
+        kern = BwdMainKernel(kp, "bf16")
+        for name, rep in (("compile", kern.compile(arch)),
+                          ("fake", compile_for(kern, *kern.fake_args(), arch=arch))):
+            base = f"{args.out}/d{d}_{arch}_{name}"
+            open(f"{base}.ptx", "w").write(rep.ptx)
+            cub = rep.cubin if isinstance(rep.cubin, (bytes, bytearray)) else \
+                open(rep.cubin, "rb").read()
+            open(f"{base}.cubin", "wb").write(cub)
+            print(f"d={d} {arch} {name:<8} ptx {ptx_sha(rep.ptx)} cubin "
+                  f"{hashlib.sha256(cub).hexdigest()[:12]} spill {rep.total_spill_bytes} B",
+                  flush=True)
         if gpu:
             from bench.bwd_main_ab import build_kernel
             from bench.bwd_main_sweep import make_inputs

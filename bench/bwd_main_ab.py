@@ -214,9 +214,9 @@ def main(argv=None):
         chains = {}
         for k in kerns:
             if k.ab_build == "chain":
-                ch = api.build_main_only(k, api.device_arch(0))
-                chains[id(k)] = (ch, api.main_only_values(
-                    ch.cfg, t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"],
+                ch = api.build_main_only(k, api.device_arch(0), head_dim=d)
+                chains[id(k)] = (ch, api.main_only_values(  # the stream: torch's current
+                    ch, t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"],
                     acc[k.kp.tile["d"]], t["dk"], t["dv"], t["scale"], split=splits.get(id(k))))
 
         def call(k):

@@ -210,7 +210,7 @@ def run_plan(args: argparse.Namespace) -> int:
 @command
 def register_compile(sub) -> None:
     p = sub.add_parser("compile", help="compile a chain for an arch (no GPU) and report resources",
-                       description="Compile every kernel of the chain with fake tensors for an arch "
+                       description="Compile every kernel of the chain for an arch "
                                    "and print registers, spills, shared memory and PTX instruction "
                                    "counts. Needs no GPU.")
     p.add_argument("program", choices=("sdpa-bwd",))

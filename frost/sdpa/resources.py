@@ -1,7 +1,8 @@
 """Compile the SDPA-backward chain for an arch without a GPU and report each kernel's resources.
 
 ``chain_resources(arch, head_dim, ...)`` plans the chain with the scheduler, compiles ``rowdot``,
-``bwd_main`` and ``dq_convert`` with fake tensors and symbolic extents (as the tests do), and
+``bwd_main`` and ``dq_convert`` (rowdot and dq_convert on fake tensors with symbolic extents,
+bwd_main as the chain builds it: ``BwdMainKernel.compile``), and
 returns one :class:`KernelResources` row per kernel: threads, dynamic shared memory, registers,
 spill bytes, and the count of the instructions that matter on SM120 (mma.sync, ldmatrix, TMA,
 mbarrier waits, PDL, vector atomics). ``frost compile sdpa-bwd`` prints it.

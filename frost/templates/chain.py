@@ -159,17 +159,25 @@ class BwdChain:
             self.cvt(mAcc, mdQ, scale, stream)
 
 
-def main_only(main) -> tuple:
+def main_only(main, head_dim: int | None = None) -> tuple:
     """(the chain function, its compile args) of a chain that launches ``main`` (a
     ``BwdMainKernel``) and nothing else: bwd_main built exactly as every variant's chain builds
     it (tensors made from raw addresses, the head dim static, io strides in 16-byte units, the
     workspace's strides 64-bit and divisible by tile_m). ``BwdMainKernel.compile`` compiles
     this, so the compile-only reports describe the kernel ``frost.sdpa`` runs (bench/RESULTS.md
-    v67: fake tensors with 32-bit strides gave another register allocation)."""
+    v67: fake tensors with 32-bit strides gave another register allocation). ``head_dim``: the
+    io tensors' head dim (default: the plan's padded d, which compiles to the same PTX; a
+    launch must give the real one, as the variant chains do)."""
     from frost.templates.bwd_main.host import split_slot_floats
 
     kp = main.kp
-    cfg = ChainConfig(dtype=main.dtype, head_dim=int(kp.params.get("head_dim", kp.tile["d"])),
+    if kp.tile["d_v"] != kp.tile["d"]:
+        raise ValueError(f"main_only: the chain takes d_v = d_qk; this plan has d_v="
+                         f"{kp.tile['d_v']}, d={kp.tile['d']} (d_v != d_qk is planning-only)")
+    d = int(head_dim) if head_dim is not None else int(kp.tile["d"])
+    if not 0 < d <= kp.tile["d"]:
+        raise ValueError(f"main_only: head_dim={d} must be in 1..{kp.tile['d']} (the plan's d)")
+    cfg = ChainConfig(dtype=main.dtype, head_dim=d,
                       d_pad=int(kp.tile["d"]), tile_m=int(kp.tile["tile_m"]),
                       tile_n=int(kp.tile["tile_n"]), rowdot=None, dq_convert=None,
                       split_slot_floats=split_slot_floats(kp))

@@ -159,3 +159,46 @@ def test_unsupported_device_arch_is_refused_before_compiling(arch):
 
 def test_sm90_device_runs_the_sm120_plan():
     assert api.make_plan(_key(arch="sm_90a")).arch == "sm_120a"
+
+
+def test_main_only_values_follow_the_chain_arguments(monkeypatch):
+    """api.main_only_values (the A/B harness's launch of bwd_main alone, v68): each value lands
+    in its ARG_NAMES slot with the chain's units (io strides in 16-byte vectors), and what the
+    chain would misread is refused before any launch (CPU tensors, no compile)."""
+    import types
+
+    torch = pytest.importorskip("torch")
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    fn, _ = chain.main_only(kern, head_dim=64)
+    ch = types.SimpleNamespace(cfg=fn.cfg, main=kern)
+    monkeypatch.setattr(api, "_stream", lambda torch, idx: 7)
+    b, s, h, d = 2, 200, 4, 64
+    s_pad = 256  # whole 128-row blocks and q tiles
+    q, k, v, do = (torch.randn(b, s, h, d).to(torch.bfloat16) for _ in range(4))
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    lse2, delta = torch.zeros(b, h, s_pad), torch.zeros(b, h, s_pad)
+    acc = torch.zeros(b, h, s_pad, d)
+    got = api.main_only_values(ch, q, k, v, do, lse2, delta, acc, dk, dv, 0.125)
+    assert len(got) == len(chain.ARG_NAMES)
+    val = dict(zip(chain.ARG_NAMES, got))
+    assert (val["q"], val["dk"], val["lse_log2"], val["delta"], val["dq_accum"]) == \
+        (q.data_ptr(), dk.data_ptr(), lse2.data_ptr(), delta.data_ptr(), acc.data_ptr())
+    assert [val[x] for x in ("b", "s_q", "s_kv", "h_q", "h_kv", "s_q_pad", "n_splits")] == \
+        [b, s, s, h, h, s_pad, 1]
+    assert (val["k_sb"], val["k_ss"], val["k_sh"]) == (s * h * d // 8, h * d // 8, d // 8)
+    assert (val["n_whole"], val["parts"], val["scale"], val["stream"]) == (0, 1, 0.125, 7)
+
+    def refused(match, **over):
+        args = dict(q=q, k=k, v=v, do=do, lse_log2=lse2, delta=delta, dq_accum=acc, dk=dk,
+                    dv=dv)
+        args.update(over)
+        with pytest.raises(ValueError, match=match):
+            api.main_only_values(ch, *args.values(), 0.125)
+
+    refused("q must be torch.bfloat16 with head dim 64", q=torch.randn(b, s, h, 56).to(torch.bfloat16))
+    refused("do must be torch.bfloat16", do=do.to(torch.float16))
+    refused("dk must be contiguous", dk=torch.empty(b, h, s, d, dtype=torch.bfloat16).transpose(1, 2))
+    refused("dq_accum", dq_accum=torch.zeros(1, h, s_pad, d))
+    refused("lse_log2/delta", delta=torch.zeros(b, h, 64))

@@ -32,6 +32,6 @@ def test_bwd_main_exp2_poly_moves_half_the_exponentials():
     poly = BwdMainKernel(kp, exp2_poly=1).compile("sm_120a")
     assert poly.count("ex2.approx") * 2 == base.count("ex2.approx") > 0
     assert poly.count("cvt.rmi.f32.f32") == base.count("ex2.approx") // 2
-    assert base.total_spill_bytes == 0  # the opt-in poly build spills 8 B (product build, v67)
+    assert base.total_spill_bytes == 0 and poly.total_spill_bytes <= 8  # opt-in: 8 B (v67)
     with pytest.raises(ValueError, match="exp2_poly"):
         BwdMainKernel(kp, exp2_poly=2)

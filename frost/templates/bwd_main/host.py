@@ -1,5 +1,5 @@
-"""Host side of ``bwd_main`` (Python, no tracing): fake arguments for a GPU-less compile, the
-torch launch path and its checks. A mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`.
+"""Host side of ``bwd_main`` (Python, no tracing): the GPU-less compile (of the build
+``frost.sdpa`` runs), fake arguments for comparison, the torch launch path and its checks. A mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`.
 
 Tail splits (``tail_split=1``) take one more launch argument, ``split`` = (slots, counters,
 n_whole, parts): ``slots`` fp32 with room for :func:`split_slot_floats` floats per part of every
@@ -36,10 +36,12 @@ def make_split(torch, kp: KernelPlan, tiles: int, n_split: int, parts: int, devi
 
 
 class HostMixin:
-    """Fake arguments, ``compile`` and the torch ``launch`` of ``BwdMainKernel``."""
+    """``compile``, fake arguments and the torch ``launch`` of ``BwdMainKernel``."""
 
     def fake_args(self):
-        """Fake tensors with symbolic B, H, S (and strides) for a GPU-less compile."""
+        """Fake tensors with symbolic B, H, S (and 32-bit strides) for a GPU-less compile.
+        Not what :meth:`compile` uses: this build allocates registers differently from the one
+        ``frost.sdpa`` runs (bench/RESULTS.md v67; ``bench/build_check.py`` compares them)."""
         from cutlass.cute.runtime import make_fake_tensor
         import cutlass.runtime as crt
 
