@@ -16,7 +16,7 @@ A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywo
 st32), ``skip=<stage>[+<stage>]``: a timing-only ablation (``BwdMainKernel(skip=...)``, the
 results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
 ``tile.exchange_stages=2``), which makes the A/B plan against plan. Every variant is timed as
-``frost.sdpa`` builds and launches bwd_main (``frost.sdpa.api.build_main_only``, precomputed
+``frost.sdpa`` builds and launches bwd_main (``frost.sdpa.main_only``, precomputed
 launch values) unless it says ``build=launch`` (``BwdMainKernel.launch``: another build, with
 nine tensors marshalled inside each timed call; bench/RESULTS.md v67/v68). Writes ``bwd_main_ab.json``
 and a bar plot ``bwd_main_ab.png`` to ``--out`` (default ``$OUT``); ``--replot JSON...`` draws
@@ -49,7 +49,7 @@ KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly
 SPLIT_SMS = "split_sms"  # not a keyword: the SM count a tail_split kernel's cut is planned for
                          # (frost.sdpa.grid.pick_tail_split; default: this GPU's; 0: no cut)
 BUILD = "build"  # not a keyword: "chain" (default) times the build frost.sdpa runs, launched as
-                 # the API launches it (frost.sdpa.api.build_main_only); "launch" times
+                 # the API launches it (frost.sdpa.main_only); "launch" times
                  # BwdMainKernel.launch (torch tensors marked fully dynamic, marshalled a call)
 
 
@@ -210,12 +210,13 @@ def main(argv=None):
         splits = {id(k): tail_split_args(torch, k, b, h, s) for k in kerns if k.code.tail_split}
 
         from frost.sdpa import api
+        from frost.sdpa.main_only import build_main_only, main_only_values
 
         chains = {}
         for k in kerns:
             if k.ab_build == "chain":
-                ch = api.build_main_only(k, api.device_arch(0), head_dim=d)
-                chains[id(k)] = (ch, api.main_only_values(  # the stream: torch's current
+                ch = build_main_only(k, api.device_arch(0), head_dim=d)
+                chains[id(k)] = (ch, main_only_values(  # the stream: torch's current
                     ch, t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"],
                     acc[k.kp.tile["d"]], t["dk"], t["dv"], t["scale"], split=splits.get(id(k))))
 

@@ -162,12 +162,13 @@ def test_sm90_device_runs_the_sm120_plan():
 
 
 def test_main_only_values_follow_the_chain_arguments(monkeypatch):
-    """api.main_only_values (the A/B harness's launch of bwd_main alone, v68): each value lands
+    """main_only_values (the A/B harness's launch of bwd_main alone, v68): each value lands
     in its ARG_NAMES slot with the chain's units (io strides in 16-byte vectors), and what the
     chain would misread is refused before any launch (CPU tensors, no compile)."""
     import types
 
     torch = pytest.importorskip("torch")
+    from frost.sdpa.main_only import main_only_values
     from frost.templates.bwd_main import BwdMainKernel, default_plan
 
     kern = BwdMainKernel(default_plan("sm_120a", 64))
@@ -180,7 +181,7 @@ def test_main_only_values_follow_the_chain_arguments(monkeypatch):
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     lse2, delta = torch.zeros(b, h, s_pad), torch.zeros(b, h, s_pad)
     acc = torch.zeros(b, h, s_pad, d)
-    got = api.main_only_values(ch, q, k, v, do, lse2, delta, acc, dk, dv, 0.125)
+    got = main_only_values(ch, q, k, v, do, lse2, delta, acc, dk, dv, 0.125)
     assert len(got) == len(chain.ARG_NAMES)
     val = dict(zip(chain.ARG_NAMES, got))
     assert (val["q"], val["dk"], val["lse_log2"], val["delta"], val["dq_accum"]) == \
@@ -195,7 +196,7 @@ def test_main_only_values_follow_the_chain_arguments(monkeypatch):
                     dv=dv)
         args.update(over)
         with pytest.raises(ValueError, match=match):
-            api.main_only_values(ch, *args.values(), 0.125)
+            main_only_values(ch, *args.values(), 0.125)
 
     refused("q must be torch.bfloat16 with head dim 64", q=torch.randn(b, s, h, 56).to(torch.bfloat16))
     refused("do must be torch.bfloat16", do=do.to(torch.float16))

@@ -259,7 +259,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     poisoned with NaN and its counters must come back zero. ``timed``: a list that gets the
     launch's device time in ms appended (run the case once before: a first launch compiles
     between the two events). ``via="chain"`` launches the kernel as ``frost.sdpa`` builds it
-    (``api.build_main_only``) instead of ``BwdMainKernel.launch``."""
+    (``frost.sdpa.main_only``) instead of ``BwdMainKernel.launch``."""
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -297,10 +297,10 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
         split = make_split(torch, kern.kp, n_tiles(kern.kp, B, Hkv, Skv), *tail, dev, poison=True)
     if via == "chain":  # built before any timing starts
         from frost.sdpa import api
+        from frost.sdpa.main_only import build_main_only, main_only_values
 
-        ch = api.build_main_only(kern, api.device_arch(0), head_dim=D)
-        values = api.main_only_values(ch, q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale,
-                                      split=split)
+        ch = build_main_only(kern, api.device_arch(0), head_dim=D)
+        values = main_only_values(ch, q, k, v, do, lse2, dlt, dq_acc, dk, dv, scale, split=split)
     if timed is not None:
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         ev[0].record()
@@ -397,7 +397,7 @@ def test_gpu_pdl_on_off_identical():
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,splits", [(64, False), (80, False), (256, False), (64, True)])
 def test_gpu_main_only_chain(d, splits):
-    """bwd_main built and launched as frost.sdpa does (``api.build_main_only``, the A/B
+    """bwd_main built and launched as frost.sdpa does (``frost.sdpa.main_only``, the A/B
     harness's default since v68), causal with GQA 2:1 and a ragged tail, also at a padded head
     dim (80 in a 96-wide plan) and with per-KV-tile dQ splits: against the float64 reference,
     and the same gradients as ``BwdMainKernel.launch``'s build."""
