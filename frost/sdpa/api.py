@@ -160,15 +160,10 @@ def chain_program(key: VariantKey, *, with_main: bool = True,
 
     plan = make_plan(key)
     dtype = cutlass.BFloat16 if key.dtype == "bf16" else cutlass.Float16
-    main = plan.kernel("bwd_main")
-    from frost.templates.bwd_main.host import split_slot_floats
-
-    cfg = _chain.ChainConfig(
-        dtype=dtype, head_dim=key.head_dim, d_pad=int(main.tile["d"]),
-        tile_m=int(main.tile["tile_m"]), tile_n=int(main.tile["tile_n"]),
+    cfg = _chain.ChainConfig.of(
+        plan.kernel("bwd_main"), dtype, key.head_dim,
         rowdot=RowDotConfig.from_plan(plan, 16, key.head_dim, key.use_pdl),
-        dq_convert=DqConvertConfig.from_plan(plan, 16, key.head_dim, key.use_pdl),
-        split_slot_floats=split_slot_floats(main))
+        dq_convert=DqConvertConfig.from_plan(plan, 16, key.head_dim, key.use_pdl))
     mk = _main_kernel(key, plan) if with_main else None
     return cfg, _chain.BwdChain(cfg, mk, stages), _chain.compile_args(dtype)
 

@@ -64,6 +64,15 @@ class ChainConfig:
     dq_convert: DqConvertConfig | None  # None: a chain that never launches dq_convert
     split_slot_floats: int = 0  # fp32 values one part of a tail-split tile stores (bwd_main.host)
 
+    @classmethod
+    def of(cls, kp, dtype, head_dim: int, rowdot=None, dq_convert=None) -> "ChainConfig":
+        """The config of a chain around bwd_main plan ``kp`` for io tensors of ``head_dim``."""
+        from frost.templates.bwd_main.host import split_slot_floats
+
+        return cls(dtype=dtype, head_dim=int(head_dim), d_pad=int(kp.tile["d"]),
+                   tile_m=int(kp.tile["tile_m"]), tile_n=int(kp.tile["tile_n"]), rowdot=rowdot,
+                   dq_convert=dq_convert, split_slot_floats=split_slot_floats(kp))
+
 
 class BwdChain:
     """``BwdChain(cfg, main)(*scalars)``: the three launches of one variant (see module docstring).
@@ -168,8 +177,6 @@ def main_only(main, head_dim: int | None = None) -> tuple:
     v67: fake tensors with 32-bit strides gave another register allocation). ``head_dim``: the
     io tensors' head dim (default: the plan's padded d, which compiles to the same PTX; a
     launch must give the real one, as the variant chains do)."""
-    from frost.templates.bwd_main.host import split_slot_floats
-
     kp = main.kp
     if kp.tile["d_v"] != kp.tile["d"]:
         raise ValueError(f"main_only: the chain takes d_v = d_qk; this plan has d_v="
@@ -177,10 +184,7 @@ def main_only(main, head_dim: int | None = None) -> tuple:
     d = int(head_dim) if head_dim is not None else int(kp.tile["d"])
     if not 0 < d <= kp.tile["d"]:
         raise ValueError(f"main_only: head_dim={d} must be in 1..{kp.tile['d']} (the plan's d)")
-    cfg = ChainConfig(dtype=main.dtype, head_dim=d,
-                      d_pad=int(kp.tile["d"]), tile_m=int(kp.tile["tile_m"]),
-                      tile_n=int(kp.tile["tile_n"]), rowdot=None, dq_convert=None,
-                      split_slot_floats=split_slot_floats(kp))
+    cfg = ChainConfig.of(kp, main.dtype, d)
     return BwdChain(cfg, main, stages=("bwd_main",)), compile_args(main.dtype)
 
 
