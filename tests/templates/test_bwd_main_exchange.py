@@ -141,14 +141,19 @@ def test_compile_dq_lag(arch):
     (128, False, ()), (128, True, ()), (128, False, (("dq_lag", 1),)),
     (128, True, (("dq_lag", 1),)), (64, False, ()), (64, True, ()), (32, False, ()),
     (96, True, ()), (160, False, ()), (256, False, ()),
-    (64, False, "rule2"), (64, True, "rule2"), (32, False, "rule2"), (96, True, "rule2")])
+    (64, False, "rule2"), (64, True, "rule2"), (32, False, "rule2"), (96, True, "rule2"),
+    (256, False, "copies2"), (256, True, "copies2")])
 def test_gpu_exchange_sync(d, causal, knobs):
     """Against the float64 reference with many trips per CTA (700 q rows: both copies and both
     parities of x_full / x_empty come round), GQA 2:1 and ragged tails; "rule2": the plan's
-    rule 2 split (bit-permuted dK/dV warp order)."""
+    rule 2 split (bit-permuted dK/dV warp order); "copies2": two P/dS copies forced on a plan
+    whose default has one (d=256, v69)."""
     rule = 2 if knobs == "rule2" else 1
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=x_tile(d, causal, rule),
-             knobs=() if rule == 2 else knobs, seed=41)
+    tile = x_tile(d, causal, rule)
+    if knobs == "copies2":
+        tile = tuple(sorted({**dict(tile), "exchange_stages": 2}.items()))
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile,
+             knobs=() if isinstance(knobs, str) else knobs, seed=41)
 
 
 @pytest.mark.gpu
