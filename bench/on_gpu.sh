@@ -19,36 +19,13 @@ if [[ $what == tests || $what == all ]]; then
   timeout 480 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.log" | tail -3
 fi
 if [[ $what == ab || $what == all ]]; then
-  # the measured defaults against their runner-up, same host (bench/RESULTS.md v7-v17): each
-  # ratio should stay > 1; one that drops below 1 means a default is stale
-  mkdir -p "$out/ab" "$out/ab_causal"
-  timeout 120 python3 bench/bwd_main_ab.py --dims 32,128,256 --rounds 6 --iters 5 --out "$out/ab" \
-    --variants "default;tile.exchange_stages=1" 2>&1 | grep -v Warn | tail -8
-  timeout 90 python3 bench/bwd_main_ab.py --dims 128 --causal --rounds 6 --iters 5 \
-    --out "$out/ab_causal" --variants "default;tile.exchange_stages=1;interleave=1" 2>&1 \
-    | grep -v Warn | tail -5
-  mkdir -p "$out/ab_grids" "$out/ab_grids_causal" "$out/ab_v64"  # v16/v17 defaults, runner-ups
-  timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_grids" \
-    --variants "default;tile.s_rows=1;tile.reduce_block=0" 2>&1 | grep -v Warn | tail -4
-  timeout 90 python3 bench/bwd_main_ab.py --dims 256 --causal --rounds 6 --iters 5 \
-    --out "$out/ab_grids_causal" --variants "default;tile.dq_rows=0;tile.s_rows=1" 2>&1 \
-    | grep -v Warn | tail -4
-  timeout 90 python3 bench/bwd_main_ab.py --dims 64 --rounds 6 --iters 5 --out "$out/ab_v64" \
-    --variants "default;tile.v_in_regs=1" 2>&1 | grep -v Warn | tail -3
-  mkdir -p "$out/ab_held"  # v21: K's dQ fragments held at d <= 64
-  timeout 90 python3 bench/bwd_main_ab.py --dims 32,64 --rounds 6 --iters 5 --out "$out/ab_held" \
-    --variants "default;dq_k_held=0" 2>&1 | grep -v Warn | tail -4
-  mkdir -p "$out/ab_il256" "$out/ab_il224"  # v28: interleave level 1 on the d > 192 tiles
-  timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_il256" \
-    --variants "default;interleave=0" 2>&1 | grep -v Warn | tail -3
-  timeout 90 python3 bench/bwd_main_ab.py --dims 224 --rounds 6 --iters 5 --out "$out/ab_il224" \
-    --variants "default;tile.head_pad=32" 2>&1 | grep -v Warn | tail -3  # v31: 224 runs as 256
-  mkdir -p "$out/ab_xsync"  # v48/v49: exchange_sync at d=64/128
-  timeout 90 python3 bench/bwd_main_ab.py --dims 64,128 --rounds 6 --iters 5 --out "$out/ab_xsync" \
-    --variants "default;tile.exchange_sync=0" 2>&1 | grep -v Warn | tail -4
-  mkdir -p "$out/ab_rotate"  # v14: the rotated q walk at d > 192
-  timeout 90 python3 bench/bwd_main_ab.py --dims 256 --rounds 6 --iters 5 --out "$out/ab_rotate" \
-    --variants "default;q_rotate=0" 2>&1 | grep -v Warn | tail -3
+  # the measured defaults against their runners-up, same host: each ratio should stay > 1; one
+  # that drops below 1 in every round means a default is stale. The bench rows' head dims are
+  # bench/ab_v70.sh's list (bench/RESULTS.md v70); d=32 and d=224 are checked here as well.
+  OUT="$out" bash bench/ab_v70.sh
+  . bench/ab_lib.sh
+  ab ab_d32 32 "" "default;tile.exchange_stages=1;dq_k_held=0" 6  # v7/v21
+  ab ab_d224 224 "" "default;tile.head_pad=32" 6 2,8,4096         # v31: 224 runs as 256
 fi
 if [[ $what == bench || $what == all ]]; then
   timeout 240 python3 bench/sdpa_bwd.py --commit "$commit" --warmup 3 --out "$out" \

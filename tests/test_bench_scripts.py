@@ -272,3 +272,25 @@ def test_movmatrix_probe_compiles_each_mode_for_sm120a():
     assert counts["ld2"]["ldmatrix"] == 2 * counts["ld"]["ldmatrix"] > 0
     assert counts["movm"]["ldmatrix"] == counts["ld"]["ldmatrix"]
     assert counts["movm"]["movmatrix"] == 4 * counts["ld"]["ldmatrix"]
+
+
+def test_defaults_recheck_list_builds_and_each_runner_up_differs():
+    """bench/ab_v70.sh (also what `on_gpu.sh ab` runs): every variant parses and builds on its
+    row, and each runner-up is a different kernel from the row's default (another plan or other
+    code choices), so a stale knob name or a runner-up that silently equals the default fails
+    here, not on the device."""
+    import re
+
+    mod = _load(AB)
+    rows = []
+    for line in open(os.path.join(ROOT, "bench", "ab_v70.sh")):
+        m = re.match(r'ab (\S+) (\d+) (--causal|"") "([^"]+)"', line.strip())
+        if m:
+            rows.append((int(m.group(2)), m.group(3) == "--causal", m.group(4).split(";")))
+    assert len(rows) == 6 and {d for d, _, _ in rows} == {64, 128, 256}
+    for d, causal, variants in rows:
+        assert variants[0] == "default" and len(set(variants)) == len(variants)
+        kerns = [mod.build_kernel(d, causal, mod.parse_variant(v)) for v in variants]
+        base = (kerns[0].kp.tile, kerns[0].code)
+        for v, k in zip(variants[1:], kerns[1:]):
+            assert (k.kp.tile, k.code) != base, (d, causal, v)
