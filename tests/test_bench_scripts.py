@@ -294,3 +294,35 @@ def test_defaults_recheck_list_builds_and_each_runner_up_differs():
         base = (kerns[0].kp.tile, kerns[0].code)
         for v, k in zip(variants[1:], kerns[1:]):
             assert (k.kp.tile, k.code) != base, (d, causal, v)
+
+
+def test_fixed_cost_recovers_a_known_split(tmp_path):
+    """bench/fixed_cost.py on made-up A/B files whose times are 16 waves x (t * trips + X):
+    the fit gives back t and X, each shape's fixed share, and a plot; a causal file is refused."""
+    import json
+
+    from frost.templates.bwd_main import default_plan
+
+    mod = _load(os.path.join(ROOT, "bench", "fixed_cost.py"))
+    tl = default_plan("sm_120a", 128).tile
+    t_us, x_us, files = 2.2, 5.0, []
+    for s in (256, 1024, 4096):
+        b = 16384 // s
+        waves = -(-(b * 16 * -(-s // tl["tile_n"])) // 132)
+        ms = waves * (t_us * (s // tl["tile_m"]) + x_us) / 1e3
+        p = tmp_path / f"s{s}.json"
+        p.write_text(json.dumps(dict(meta=dict(shape=[b, 16, s], causal=False),
+                                     results=[dict(d=128, variant="default", ms=ms),
+                                              dict(d=128, variant="other", ms=2 * ms)])))
+        files.append(str(p))
+    assert mod.main([*files, "--out", str(tmp_path)]) == 0
+    got = json.loads((tmp_path / "fixed_cost.json").read_text())
+    fit = got["fits"]["d128"]
+    assert abs(fit["us_trip"] - t_us) < 1e-6 and abs(fit["us_cta"] - x_us) < 1e-6
+    share = {tuple(r["shape"]): r["fixed_share"] for r in got["rows"]}
+    assert abs(share[(4, 16, 4096)] - x_us / (t_us * (4096 // tl["tile_m"]) + x_us)) < 1e-9
+    assert (tmp_path / "fixed_cost.png").read_bytes()[:4] == b"\x89PNG"
+    bad = tmp_path / "causal.json"
+    bad.write_text(json.dumps(dict(meta=dict(shape=[4, 16, 4096], causal=True), results=[])))
+    with pytest.raises(SystemExit, match="causal"):
+        mod.points([str(bad)], 132)
