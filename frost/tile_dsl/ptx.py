@@ -9,6 +9,7 @@
   reads L2 (``.cg``: never a stale L1 line): the tail-split dK/dV partials of ``bwd_main``;
 * :func:`bar_red_or` -- ``bar.red.or.pred``: a named barrier that also ORs one predicate over
   its threads (one thread's atomic result reaches all of them without shared memory);
+* :func:`nsmid` -- ``%nsmid``: the number of SMs of this GPU (as the hardware numbers them);
 * :func:`ex2_poly` -- 2**x on the FMA pipe instead of the MUFU unit: x clamped to >= -127,
   split into floor j and fraction f, 2**f by the cubic :data:`EX2_POLY` (relative error
   < 1e-4 on [0, 1)), and j added to the exponent bits. :func:`ex2_poly_model` is its numpy
@@ -83,6 +84,14 @@ def bar_red_or(pred, barrier_id, threads, *, loc=None, ip=None) -> cutlass.Int32
         T.i32(), args,
         "{ .reg .pred %p, %q; setp.ne.s32 %q, $1, 0; bar.red.or.pred %p, $2, $3, %q; "
         "selp.s32 $0, 1, 0, %p; }", "=r,r,r,r", has_side_effects=True, is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT))
+
+
+@dsl_user_op
+def nsmid(*, loc=None, ip=None) -> cutlass.Int32:
+    """``%nsmid``: the GPU's SM count (an upper bound of ``%smid`` + 1; not constant-folded)."""
+    return cutlass.Int32(llvm.inline_asm(
+        T.i32(), [], "mov.u32 $0, %nsmid;", "=r", has_side_effects=False, is_align_stack=False,
         asm_dialect=llvm.AsmDialect.AD_ATT))
 
 

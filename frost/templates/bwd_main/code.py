@@ -57,6 +57,10 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   ``frost.sdpa.grid.pick_tail_split``); the last part to finish sums the
                   parts' dK/dV (``epilogue.gather_parts``). Where it fits
                   (:func:`tail_split_fits`); built only for the calls that cut (v44)
+``kv_prefetch``   L >= 1: L trips before its last, the producer prefetches into L2 the K/V
+                  tile of the CTA with block index + %nsmid (``masks.next_cta_tile``), the
+                  one the block scheduler most likely starts next on some SM; 0 off (v72).
+                  3-D grids only (not with ``tail_split``)
 ================  =========================================================================
 """
 
@@ -66,6 +70,10 @@ import dataclasses
 
 from frost.sched.plan import KernelPlan
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
+
+
+MAX_KV_PREFETCH = 64
+"""The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
 
 
 class CodeChoiceError(ValueError):
@@ -329,6 +337,7 @@ class CodeChoices:
     trip_step: int = 0
     sdp_accs: int = 1
     stat_vec: int = 0
+    kv_prefetch: int = 0
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
@@ -338,7 +347,8 @@ class CodeChoices:
                 lpt_heads: int | None = None, tail_split: int | None = None,
                 dq_lag: int | None = None, dq_guard: str | None = None,
                 dq_accs: int | None = None, trip_step: int | None = None,
-                sdp_accs: int | None = None, stat_vec: int | None = None) -> "CodeChoices":
+                sdp_accs: int | None = None, stat_vec: int | None = None,
+                kv_prefetch: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -419,5 +429,10 @@ class CodeChoices:
         if isinstance(sv, bool) or sv not in (0, 1) or (sv and not stat_vec_fits(kp)):
             raise CodeChoiceError(f"stat_vec must be 0 or 1, and 1 only where each MMA thread "
                                   f"owns 2, 4 or 8 S rows (whole m16 atoms), got {stat_vec!r}")
+        if isinstance(kv_prefetch, bool) or not isinstance(kv_prefetch, int) or \
+                not 0 <= kv_prefetch <= MAX_KV_PREFETCH or (kv_prefetch and split):
+            raise CodeChoiceError(f"kv_prefetch must be an int in [0, {MAX_KV_PREFETCH}] (trips "
+                                  f"before the last; 0: off), and 0 with tail_split=1 (a cut "
+                                  f"grid is 1-D), got {kv_prefetch!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv)
+                   split, lag, guard, accs, step, s_accs, sv, kv_prefetch)

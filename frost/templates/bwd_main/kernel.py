@@ -62,8 +62,9 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
-(v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in) and
-``stat_vec`` (v63) to their measured defaults; ``self.code`` holds them.
+(v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
+``stat_vec`` (v63) and ``kv_prefetch`` (v72, opt-in) to their measured defaults; ``self.code``
+holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)
@@ -163,7 +164,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                  arrival_delay_ns: int = 0, dq_lag: int | None = None,
                  dq_guard: str | None = None, dq_accs: int | None = None,
                  trip_step: int | None = None, sdp_accs: int | None = None,
-                 stat_vec: int | None = None):
+                 stat_vec: int | None = None, kv_prefetch: int = 0):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -183,7 +184,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                 causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
                 dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split, dq_lag=dq_lag,
                 dq_guard=dq_guard, dq_accs=dq_accs, trip_step=trip_step, sdp_accs=sdp_accs,
-                stat_vec=stat_vec)
+                stat_vec=stat_vec, kv_prefetch=kv_prefetch)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code

@@ -63,6 +63,9 @@ class ProducerRole:
             m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             if fill > 0:
                 cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
+            if cutlass.const_expr(self.code.kv_prefetch > 0):
+                if t == cutlass.max(t0, t1 - self.code.kv_prefetch):
+                    self.prefetch_next_kv(sm, tmas)
             # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.
             for i in cutlass.range_constexpr((t_m + 31) // 32):
                 r = lane + 32 * i
@@ -92,6 +95,19 @@ class ProducerRole:
                 cute.arch.sync_warp()
                 if fill == 0:
                     self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
+
+    @cute.jit
+    def prefetch_next_kv(self, sm, tmas):
+        """``kv_prefetch``: TMA brings the K/V tile of the CTA that most likely starts next
+        (``masks.next_cta_tile``) into L2, so that its first load reads L2, not HBM. One lane
+        issues it (a TMA prefetch elects nothing); nothing waits on it."""
+        tl = self.kp.tile
+        valid, n, h, b = masks.next_cta_tile(self.code.lpt_heads)
+        if valid != 0 and cute.arch.lane_idx() == 0:
+            _, gK_p = tma_tile(tmas.k, tmas.mK, sm.sK, tl["tile_n"], tl["d"], n, h, b)
+            _, gV_p = tma_tile(tmas.v, tmas.mV, sm.sV, tl["tile_n"], tl["d_v"], n, h, b)
+            cute.prefetch(tmas.k, gK_p)
+            cute.prefetch(tmas.v, gV_p)
 
     @cute.jit
     def load_q_stage(self, sm, tmas, stage, bar, m_block, h, b):

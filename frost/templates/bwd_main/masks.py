@@ -46,6 +46,8 @@ import enum
 import cutlass
 import cutlass.cute as cute
 
+from frost.tile_dsl.ptx import nsmid
+
 
 class CausalAlign(enum.IntEnum):
     NONE = 0
@@ -235,17 +237,56 @@ def cta_tile(lpt_heads: cutlass.Constexpr):
     x, y, z = cute.arch.block_idx()
     if cutlass.const_expr(lpt_heads != 1):
         nx, ny, nz = cute.arch.grid_dim()
-        pairs = ny * nz
-        g_size = pairs
-        if cutlass.const_expr(lpt_heads != 0):
-            g_size = cutlass.min(pairs, cutlass.Int32(lpt_heads))
-        lin = x + nx * (y + ny * z)
-        g = lin // (g_size * nx)
-        r = lin - g * g_size * nx
-        width = cutlass.min(g_size, pairs - g * g_size)
-        pair = g * g_size + r % width
-        x, y, z = r // width, pair % ny, pair // ny
+        x, y, z = tile_of_block(x, y, z, nx, ny, nz, lpt_heads, None)
     return x, y, z
+
+
+@cute.jit
+def tile_of_block(x, y, z, nx, ny, nz, lpt_heads: cutlass.Constexpr, ahead):
+    """(n_block, head, batch) as Int32 of the CTA ``ahead`` linear block indices (x fastest;
+    None: 0) after block (x, y, z) of a (nx, ny, nz) grid: :func:`cta_tile_model`'s map."""
+    if cutlass.const_expr(lpt_heads == 1):  # the block index itself
+        lin1 = x + nx * (y + ny * z)
+        if cutlass.const_expr(ahead is not None):
+            lin1 = lin1 + ahead
+        pair1 = lin1 // nx
+        return lin1 - pair1 * nx, pair1 % ny, pair1 // ny
+    pairs = ny * nz
+    g_size = pairs
+    if cutlass.const_expr(lpt_heads != 0):
+        g_size = cutlass.min(pairs, cutlass.Int32(lpt_heads))
+    lin = x + nx * (y + ny * z)
+    if cutlass.const_expr(ahead is not None):
+        lin = lin + ahead
+    g = lin // (g_size * nx)
+    r = lin - g * g_size * nx
+    width = cutlass.min(g_size, pairs - g * g_size)
+    pair = g * g_size + r % width
+    return r // width, pair % ny, pair // ny
+
+
+@cute.jit
+def next_cta_tile(lpt_heads: cutlass.Constexpr):
+    """(valid, n_block, head, batch) of the CTA with this one's linear block index + the GPU's
+    SM count (``%nsmid``): where every CTA of a wave takes the next wave's one, their K/V tiles
+    are the ones the block scheduler starts next (``kv_prefetch``). ``valid`` is 0 past the
+    grid's end (the tile is then meaningless). Model: :func:`next_cta_tile_model`."""
+    x, y, z = cute.arch.block_idx()
+    nx, ny, nz = cute.arch.grid_dim()
+    sms = nsmid()
+    valid = cutlass.Int32(x + nx * (y + ny * z) + sms < nx * ny * nz)
+    n, h, b = tile_of_block(x, y, z, nx, ny, nz, lpt_heads, sms)
+    return valid, n, h, b
+
+
+def next_cta_tile_model(block: tuple[int, int, int], grid: tuple[int, int, int], lpt_heads: int,
+                        sms: int) -> tuple[int, int, int] | None:
+    """The tile :func:`next_cta_tile` prefetches for CTA ``block``, or None past the grid."""
+    (x, y, z), (nx, ny, nz) = block, grid
+    lin = x + nx * (y + ny * z) + sms
+    if lin >= nx * ny * nz:
+        return None
+    return cta_tile_model((lin % nx, lin // nx % ny, lin // (nx * ny)), grid, lpt_heads)
 
 
 @cute.jit

@@ -1,0 +1,72 @@
+"""bwd_main's ``kv_prefetch`` (v72): L trips before its last, the producer asks TMA to bring the
+K/V tile of the CTA at block index + %nsmid into L2. The successor model, the code choice's
+limits, the compiled prefetches, and numerics on the GPU (a prefetch must change nothing)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from frost.templates.bwd_main import BwdMainKernel, default_plan, masks
+from frost.templates.bwd_main.code import MAX_KV_PREFETCH
+from frost.templates.bwd_main.kernel import BwdMainError
+from tests.conftest import ARCHS
+from tests.templates.test_bwd_main import _resources, run_case
+
+PREFETCH = re.compile(r"cp\.async\.bulk\.prefetch\.tensor\.\dd\.L2\.global")
+
+
+@pytest.mark.parametrize("grid,lpt,sms", [((32, 16, 4), 1, 132), ((8, 8, 4), 8, 132),
+                                          ((5, 3, 2), 0, 7), ((64, 8, 2), 2, 132)])
+def test_next_tile_model_covers_the_next_wave_once(grid, lpt, sms):
+    """Blocks 0..N-sms-1 each name the tile of block b + sms, so the prefetched tiles are those
+    of blocks sms..N-1, each named once; the last sms blocks name none."""
+    nx, ny, nz = grid
+    n = nx * ny * nz
+    blocks = [(i % nx, i // nx % ny, i // (nx * ny)) for i in range(n)]
+    named = [masks.next_cta_tile_model(b, grid, lpt, sms) for b in blocks]
+    assert named[n - sms:] == [None] * sms
+    want = [masks.cta_tile_model(b, grid, lpt) for b in blocks[sms:]]
+    assert named[:n - sms] == want
+    assert len(set(want)) == len(want)
+
+
+def test_kv_prefetch_limits():
+    kp = default_plan("sm_120a", 128)
+    assert BwdMainKernel(kp).code.kv_prefetch == 0  # opt-in
+    assert BwdMainKernel(kp, kv_prefetch=MAX_KV_PREFETCH).code.kv_prefetch == MAX_KV_PREFETCH
+    for bad in (-1, MAX_KV_PREFETCH + 1, True, 2.0):
+        with pytest.raises(BwdMainError, match="kv_prefetch"):
+            BwdMainKernel(kp, kv_prefetch=bad)
+    with pytest.raises(BwdMainError, match="kv_prefetch"):
+        BwdMainKernel(kp, tail_split=1, kv_prefetch=4)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("d,causal", [(64, False), (128, False), (128, True)])
+def test_compile_kv_prefetch(arch, d, causal):
+    """One L2 prefetch per TMA box of K and of V (a 128-column bf16 tile is two 64-column
+    boxes), issued by one lane (no elect), after reading %nsmid; none in the default build, and
+    both spill-free."""
+    kp = default_plan(arch, d, causal=causal)
+    on = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=True, kv_prefetch=4).compile(arch)
+    off = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=True).compile(arch)
+    boxes = -(-d * 2 // 128)  # 128-byte swizzle rows per box
+    assert len(PREFETCH.findall(on.ptx)) == 2 * boxes
+    assert "%nsmid" in on.ptx and "%nsmid" not in off.ptx and not PREFETCH.search(off.ptx)
+    assert on.count("elect.sync") == off.count("elect.sync")
+    assert on.count("mma.sync.aligned.m16n8k16") == off.count("mma.sync.aligned.m16n8k16")
+    assert _resources(on)[1] == 0 and _resources(off)[1] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,via", [(64, False, "chain"), (128, False, "launch"),
+                                          (128, True, "chain")])
+def test_gpu_kv_prefetch(d, causal, via):
+    """256 CTAs, more than any SM count here (so most CTAs prefetch a successor and the last wave's point past
+    the grid), GQA 2:1, ragged tails; the causal grid deals tiles by lpt_heads. L = 40 is more
+    than some CTAs' trips (the prefetch then comes at their first trip)."""
+    run_case(4, 700, 1000, 16, 8, d, causal=causal, knobs=(("kv_prefetch", 40),), seed=61,
+             via=via)
