@@ -169,8 +169,10 @@ def test_compile(arch, d, causal):
     assert smem <= SMEM_CAP and smem >= max(b.end for b in kp.buffers)
     regs, spills = _resources(rep)
     assert spills == 0, f"{spills} spill bytes at {regs} registers"
-    # causal: the heavy-first CTA order (v41) reads the grid size; non-causal: linear order
-    assert ("%nctaid" in rep.ptx) == causal
+    # causal: the heavy-first CTA order (v41) reads the grid size; non-causal: linear order,
+    # which reads it only to find the next CTA's K/V tile (kv_prefetch, v72: d=128)
+    assert ("%nctaid" in rep.ptx) == (causal or kern.code.kv_prefetch > 0)
+    assert ("%nsmid" in rep.ptx) == (kern.code.kv_prefetch > 0) == (d == 128 and not causal)
     assert kern.code.lpt_heads == ((8 if d <= 192 else 2) if causal else 1)
 
 

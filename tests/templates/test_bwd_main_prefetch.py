@@ -9,7 +9,7 @@ import re
 import pytest
 
 from frost.templates.bwd_main import BwdMainKernel, default_plan, masks
-from frost.templates.bwd_main.code import MAX_KV_PREFETCH
+from frost.templates.bwd_main.code import KV_PREFETCH_MEASURED, MAX_KV_PREFETCH
 from frost.templates.bwd_main.kernel import BwdMainError
 from tests.conftest import ARCHS
 from tests.templates.test_bwd_main import _resources, run_case
@@ -32,9 +32,16 @@ def test_next_tile_model_covers_the_next_wave_once(grid, lpt, sms):
     assert len(set(want)) == len(want)
 
 
-def test_kv_prefetch_limits():
+def test_kv_prefetch_defaults_and_limits():
+    """On where v72 measured it faster every round (non-causal d=128, L=16); off on causal,
+    other head dims, other plans and tail-split builds; bad values name the knob."""
     kp = default_plan("sm_120a", 128)
-    assert BwdMainKernel(kp).code.kv_prefetch == 0  # opt-in
+    assert KV_PREFETCH_MEASURED == {(128, False): 16} and BwdMainKernel(kp).code.kv_prefetch == 16
+    assert BwdMainKernel(kp, tail_split=1).code.kv_prefetch == 0
+    causal = default_plan("sm_120a", 128, causal=True)
+    assert BwdMainKernel(causal, causal=True).code.kv_prefetch == 0
+    assert all(BwdMainKernel(default_plan("sm_120a", d)).code.kv_prefetch == 0 for d in (64, 256))
+    assert BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1})).code.kv_prefetch == 0
     assert BwdMainKernel(kp, kv_prefetch=MAX_KV_PREFETCH).code.kv_prefetch == MAX_KV_PREFETCH
     for bad in (-1, MAX_KV_PREFETCH + 1, True, 2.0):
         with pytest.raises(BwdMainError, match="kv_prefetch"):
@@ -49,10 +56,10 @@ def test_kv_prefetch_limits():
 def test_compile_kv_prefetch(arch, d, causal):
     """One L2 prefetch per TMA box of K and of V (a 128-column bf16 tile is two 64-column
     boxes), issued by one lane (no elect), after reading %nsmid; none in the default build, and
-    both spill-free."""
+    both spill-free (both forced: non-causal d=128 prefetches by default)."""
     kp = default_plan(arch, d, causal=causal)
     on = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=True, kv_prefetch=4).compile(arch)
-    off = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=True).compile(arch)
+    off = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=True, kv_prefetch=0).compile(arch)
     boxes = -(-d * 2 // 128)  # 128-byte swizzle rows per box
     assert len(PREFETCH.findall(on.ptx)) == 2 * boxes
     assert "%nsmid" in on.ptx and "%nsmid" not in off.ptx and not PREFETCH.search(off.ptx)

@@ -59,8 +59,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   (:func:`tail_split_fits`); built only for the calls that cut (v44)
 ``kv_prefetch``   L >= 1: L trips before its last, the producer prefetches into L2 the K/V
                   tile of the CTA with block index + %nsmid (``masks.next_cta_tile``), the
-                  one the block scheduler most likely starts next on some SM; 0 off (v72).
-                  3-D grids only (not with ``tail_split``)
+                  one the block scheduler most likely starts next on some SM; 0 off. 3-D
+                  grids only (0 with ``tail_split``); on for non-causal d=128 (v72,
+                  :data:`KV_PREFETCH_MEASURED`)
 ================  =========================================================================
 """
 
@@ -312,6 +313,21 @@ def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
         if measured_plan(kp, causal) else 0
 
 
+KV_PREFETCH_MEASURED = {(128, False): 16}
+"""(padded d, causal) -> kv_prefetch on the default plan (:func:`measured_plan`) without
+``tail_split``, where it measured faster every round (bench/RESULTS.md v72, bwd_main A/B on the
+H200, L=16 / off): (16,16,1024) 0.991 [0.989, 0.994], (4,16,4096) 0.999 [0.996, 0.999].
+Elsewhere off: causal d=128 1.004 (L=4 1.003), d=64 L=4 0.996 at (16,16,1024) but 0.999
+[0.998, 1.002] at (4,16,4096) (L=16 1.009 / 0.999), causal d=64 L=4 1.080."""
+
+
+def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
+    """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits; else 0."""
+    if tail_split or not measured_plan(kp, causal):
+        return 0
+    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0)
+
+
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -348,7 +364,7 @@ class CodeChoices:
                 dq_lag: int | None = None, dq_guard: str | None = None,
                 dq_accs: int | None = None, trip_step: int | None = None,
                 sdp_accs: int | None = None, stat_vec: int | None = None,
-                kv_prefetch: int = 0) -> "CodeChoices":
+                kv_prefetch: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -429,10 +445,11 @@ class CodeChoices:
         if isinstance(sv, bool) or sv not in (0, 1) or (sv and not stat_vec_fits(kp)):
             raise CodeChoiceError(f"stat_vec must be 0 or 1, and 1 only where each MMA thread "
                                   f"owns 2, 4 or 8 S rows (whole m16 atoms), got {stat_vec!r}")
-        if isinstance(kv_prefetch, bool) or not isinstance(kv_prefetch, int) or \
-                not 0 <= kv_prefetch <= MAX_KV_PREFETCH or (kv_prefetch and split):
+        pf = pick_kv_prefetch(kp, causal, split) if kv_prefetch is None else kv_prefetch
+        if isinstance(pf, bool) or not isinstance(pf, int) or \
+                not 0 <= pf <= MAX_KV_PREFETCH or (pf and split):
             raise CodeChoiceError(f"kv_prefetch must be an int in [0, {MAX_KV_PREFETCH}] (trips "
                                   f"before the last; 0: off), and 0 with tail_split=1 (a cut "
                                   f"grid is 1-D), got {kv_prefetch!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, kv_prefetch)
+                   split, lag, guard, accs, step, s_accs, sv, pf)

@@ -63,7 +63,7 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
 (v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
-``stat_vec`` (v63) and ``kv_prefetch`` (v72, opt-in) to their measured defaults; ``self.code``
+``stat_vec`` (v63) and ``kv_prefetch`` (v72) to their measured defaults; ``self.code``
 holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
@@ -164,7 +164,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                  arrival_delay_ns: int = 0, dq_lag: int | None = None,
                  dq_guard: str | None = None, dq_accs: int | None = None,
                  trip_step: int | None = None, sdp_accs: int | None = None,
-                 stat_vec: int | None = None, kv_prefetch: int = 0):
+                 stat_vec: int | None = None, kv_prefetch: int | None = None):
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
