@@ -1,5 +1,6 @@
 """frost.sdpa.resources and `frost compile`: the chain compiled for SM120 without a GPU."""
 
+import dataclasses
 import json
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from frost import cli
 from frost.sched.arch import get_arch
 from frost.sdpa.resources import PTX_NEEDLES, KernelResources, chain_resources, format_resources
+from frost.templates.bwd_main.code import CodeChoices
 
 
 @pytest.mark.compile
@@ -32,11 +34,11 @@ def test_cli_compile_json(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["kernel"] for r in rows] == ["rowdot", "bwd_main", "dq_convert"]
     assert all(r["ptx"]["pdl.wait"] == 0 for r in rows)  # compiled without PDL
-    assert set(rows[1]["code"]) == {"interleave", "p_store", "dq_vec", "dq_chunks", "lookahead",
-                                 "exp2_poly", "q_rotate", "serial_sdp", "dq_k_held",
-                                 "lpt_heads", "tail_split", "dq_lag", "dq_guard", "dq_accs",
-                                 "trip_step", "sdp_accs", "stat_vec"}
+    # every code choice, by name (the dataclass is the list, so a new knob is reported too)
+    assert set(rows[1]["code"]) == {f.name for f in dataclasses.fields(CodeChoices)}
+    assert {"interleave", "dq_guard", "stat_vec", "kv_prefetch"} <= set(rows[1]["code"])
     assert rows[1]["code"]["tail_split"] == 0  # built with tail splits only for calls that cut
+    assert rows[1]["code"]["kv_prefetch"] == 0  # on for d=128 only (v72)
 
 
 def test_cli_compile_rejects_bad_head_dim(capsys):
