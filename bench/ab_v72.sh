@@ -12,3 +12,6 @@ ab d128s 128 "" "$v" 8 16,16,1024
 ab d64s 64 "" "$v" 8 16,16,1024
 ab d128 128 "" "$v" 6
 ab d128c 128 --causal "$v" 6
+# run as a second call in v72 (after the rows above)
+ab d64 64 "" "$v" 6
+ab d64c 64 --causal "default;kv_prefetch=4" 4

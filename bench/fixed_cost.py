@@ -3,12 +3,14 @@
 Reads ``bwd_main_ab.json`` files (bench/bwd_main_ab.py, one shape each) of a series that keeps
 the CTA count fixed and changes the trips per CTA, e.g. B*S constant at one head count:
 
-    python3 bench/fixed_cost.py bench/results/v71/d128_s*/bwd_main_ab.json --out bench/results/v71
+    python3 bench/fixed_cost.py bench/out/v71/s*/bwd_main_ab.json --out bench/out/v71
 
 Every CTA of a non-causal grid runs the same trips, so one SM's time is its CTA count (the
 grid's waves, rounded up) times ``trips * t + X``. A least-squares line through (trips, time /
 waves) gives ``t`` (µs a trip, the slope) and ``X`` (µs a CTA that does not scale with the
-trips: launch, K/V load, the pipeline's fill and drain, the dK/dV epilogue). Prints both, each
+trips: launch, K/V load, the pipeline's fill and drain, the dK/dV epilogue; a per-launch
+constant, such as the grid's ramp and tail, lands in X too, divided by the waves, so X bounds
+the per-CTA part from above). Prints both, each
 shape's share of X, and saves a plot. Needs no GPU and no torch."""
 
 from __future__ import annotations

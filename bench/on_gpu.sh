@@ -26,6 +26,8 @@ if [[ $what == ab || $what == all ]]; then
   . bench/ab_lib.sh
   ab ab_d32 32 "" "default;tile.exchange_stages=1;dq_k_held=0" 6  # v7/v21
   ab ab_d224 224 "" "default;tile.head_pad=32" 6 2,8,4096         # v31: 224 runs as 256
+  ab ab_d256c 256 --causal "default;tile.dq_rows=0;tile.s_rows=1" 6  # v16/v17 causal grids
+  ab ab_d64v 64 "" "default;tile.v_in_regs=0" 6                      # v18: V held at d=64
 fi
 if [[ $what == bench || $what == all ]]; then
   timeout 240 python3 bench/sdpa_bwd.py --commit "$commit" --warmup 3 --out "$out" \

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import re
 
+import cutlass
+import cutlass.cute as cute
 import pytest
 
 from frost.templates.bwd_main import BwdMainKernel, default_plan, masks
 from frost.templates.bwd_main.code import KV_PREFETCH_MEASURED, MAX_KV_PREFETCH
 from frost.templates.bwd_main.kernel import BwdMainError
+from frost.tile_dsl.ptx import nsmid
 from tests.conftest import ARCHS
 from tests.templates.test_bwd_main import _resources, run_case
 
@@ -72,8 +75,55 @@ def test_compile_kv_prefetch(arch, d, causal):
 @pytest.mark.parametrize("d,causal,via", [(64, False, "chain"), (128, False, "launch"),
                                           (128, True, "chain")])
 def test_gpu_kv_prefetch(d, causal, via):
-    """256 CTAs, more than any SM count here (so most CTAs prefetch a successor and the last wave's point past
-    the grid), GQA 2:1, ragged tails; the causal grid deals tiles by lpt_heads. L = 40 is more
-    than some CTAs' trips (the prefetch then comes at their first trip)."""
+    """256 CTAs, more than the H200's 132 SMs (so most CTAs prefetch a successor and the last
+    wave's point past the grid), GQA 2:1, ragged tails; the causal grid deals tiles by
+    lpt_heads. L = 40 is more than some CTAs' trips (the prefetch then comes at their first)."""
     run_case(4, 700, 1000, 16, 8, d, causal=causal, knobs=(("kv_prefetch", 40),), seed=61,
              via=via)
+
+
+@cute.kernel
+def _next_tile_kernel(out: cute.Tensor, lpt_heads: cutlass.Constexpr):
+    x, y, z = cute.arch.block_idx()
+    valid, n, h, b = masks.next_cta_tile(lpt_heads)
+    if cute.arch.thread_idx()[0] == 0:
+        out[z, y, x, 0] = valid
+        out[z, y, x, 1] = n
+        out[z, y, x, 2] = h
+        out[z, y, x, 3] = b
+        out[z, y, x, 4] = nsmid()
+
+
+@cute.jit
+def _next_tile_probe(out: cute.Tensor, lpt_heads: cutlass.Constexpr):
+    _next_tile_kernel(out, lpt_heads).launch(grid=[out.shape[2], out.shape[1], out.shape[0]],
+                                             block=[32, 1, 1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lpt_heads", [1, 0, 8])
+def test_gpu_next_cta_tile_matches_the_model(lpt_heads):
+    """The tile each block would prefetch on the device is the model's for %nsmid SMs, and
+    %nsmid is the GPU's SM count (the PTX ISA promises only an upper bound of the SM ids): a
+    wrong successor would keep the numerics right and lose the gain, so it is checked here.
+    The grid (20 KV tiles x 8 pairs) outgrows 132 SMs, and with G=8 the last blocks' group
+    width past the grid would be 0 (``next_cta_tile`` maps those blocks to themselves)."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    nx, ny, nz = 20, 4, 2
+    out = torch.full((nz, ny, nx, 5), -1, dtype=torch.int32, device="cuda")
+    t = from_dlpack(out)
+    cute.compile(_next_tile_probe, t, lpt_heads, options="--gpu-arch sm_90a")(t)
+    torch.cuda.synchronize()
+    got = out.cpu().tolist()
+    sms = got[0][0][0][4]
+    assert sms == torch.cuda.get_device_properties(0).multi_processor_count
+    for z in range(nz):
+        for y in range(ny):
+            for x in range(nx):
+                want = masks.next_cta_tile_model((x, y, z), (nx, ny, nz), lpt_heads, sms)
+                row = got[z][y][x]
+                assert row[0] == (want is not None), ((x, y, z), lpt_heads)
+                if want is not None:
+                    assert tuple(row[1:4]) == want, ((x, y, z), lpt_heads)

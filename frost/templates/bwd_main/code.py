@@ -57,11 +57,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   ``frost.sdpa.grid.pick_tail_split``); the last part to finish sums the
                   parts' dK/dV (``epilogue.gather_parts``). Where it fits
                   (:func:`tail_split_fits`); built only for the calls that cut (v44)
-``kv_prefetch``   L >= 1: L trips before its last, the producer prefetches into L2 the K/V
-                  tile of the CTA with block index + %nsmid (``masks.next_cta_tile``), the
-                  one the block scheduler most likely starts next on some SM; 0 off. 3-D
-                  grids only (0 with ``tail_split``); on for non-causal d=128 (v72,
-                  :data:`KV_PREFETCH_MEASURED`)
+``kv_prefetch``   L: L trips before its last, the producer prefetches the next CTA's K/V into
+                  L2 (``masks.next_cta_tile``); 0 off, and with ``tail_split`` (v72)
 ================  =========================================================================
 """
 
@@ -314,11 +311,10 @@ def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
 
 
 KV_PREFETCH_MEASURED = {(128, False): 16}
-"""(padded d, causal) -> kv_prefetch on the default plan (:func:`measured_plan`) without
-``tail_split``, where it measured faster every round (bench/RESULTS.md v72, bwd_main A/B on the
-H200, L=16 / off): (16,16,1024) 0.991 [0.989, 0.994], (4,16,4096) 0.999 [0.996, 0.999].
-Elsewhere off: causal d=128 1.004 (L=4 1.003), d=64 L=4 0.996 at (16,16,1024) but 0.999
-[0.998, 1.002] at (4,16,4096) (L=16 1.009 / 0.999), causal d=64 L=4 1.080."""
+"""(padded d, causal) -> kv_prefetch on the default plan (:func:`measured_plan`; its dq_splits
+builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / off): (16,16,1024)
+0.991, (4,16,4096) 0.999. Off elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080.
+"""
 
 
 def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:

@@ -7,7 +7,8 @@ Public interface (stable)::
                          dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
                          exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None,
                          tail_split=None, arrival_delay_ns=0,  # arrival_delay_ns: tests only
-                         dq_lag=None, dq_guard=None, dq_accs=None, trip_step=None)
+                         dq_lag=None, dq_guard=None, dq_accs=None, trip_step=None,
+                         sdp_accs=None, stat_vec=None, kv_prefetch=None)
     report = kern.compile("sm_120a")               # the frost.sdpa build, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
                 split=None)                        # torch; split: tail_split builds only

@@ -8,6 +8,9 @@ Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
 3. ``bar.warp.sync``, then lane 0 arrives on ``q_full[s]`` with expect-tx = Q + dO tile bytes and
    issues the two TMA loads; the phase completes when both tiles have landed.
 
+With ``kv_prefetch`` = L, the trip L before the last (or the first) also prefetches the next
+CTA's K/V tile into L2 between steps 1 and 2 (:meth:`ProducerRole.prefetch_next_kv`).
+
 Iteration t maps to (q head h_kv * G + t // n_m, q tile ``masks.q_tile``), the same order the
 MMA warps walk.
 """

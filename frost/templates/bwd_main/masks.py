@@ -34,9 +34,13 @@ The parts' dK/dV partials are summed by the last part to finish (``epilogue.py``
 cut, and into how many parts, is the grid model's choice (:func:`frost.sdpa.grid.pick_tail_split`):
 a grid whose last wave is part-empty ends sooner when its last tiles run as smaller CTAs.
 
+The next CTA (:func:`next_cta_tile`, code choice ``kv_prefetch``): the tile of the block whose
+linear index is this one's + ``%nsmid``, whose K/V the producer prefetches into L2.
+
 Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`,
-:func:`cta_tile_model`, :func:`split_tile_model`, :func:`trip_range_model`,
-:func:`walk_model`) sit beside the device forms and are what the tests compare against.
+:func:`cta_tile_model`, :func:`next_cta_tile_model`, :func:`split_tile_model`,
+:func:`trip_range_model`, :func:`walk_model`) sit beside the device forms and are what the tests
+compare against.
 """
 
 from __future__ import annotations
@@ -267,15 +271,19 @@ def tile_of_block(x, y, z, nx, ny, nz, lpt_heads: cutlass.Constexpr, ahead):
 
 @cute.jit
 def next_cta_tile(lpt_heads: cutlass.Constexpr):
-    """(valid, n_block, head, batch) of the CTA with this one's linear block index + the GPU's
-    SM count (``%nsmid``): where every CTA of a wave takes the next wave's one, their K/V tiles
-    are the ones the block scheduler starts next (``kv_prefetch``). ``valid`` is 0 past the
-    grid's end (the tile is then meaningless). Model: :func:`next_cta_tile_model`."""
+    """(valid, n_block, head, batch) of the CTA with this one's linear block index + ``%nsmid``
+    (the SM count, an upper bound of the SM ids; a GPU test checks it is the H200's 132): where
+    every CTA of a wave takes the next wave's one, their K/V tiles are the ones the block
+    scheduler starts next (``kv_prefetch``). ``valid`` is 0 past the grid's end (the tile is
+    then not used). Model: :func:`next_cta_tile_model`."""
     x, y, z = cute.arch.block_idx()
     nx, ny, nz = cute.arch.grid_dim()
     sms = nsmid()
     valid = cutlass.Int32(x + nx * (y + ny * z) + sms < nx * ny * nz)
-    n, h, b = tile_of_block(x, y, z, nx, ny, nz, lpt_heads, sms)
+    ahead = sms
+    if cutlass.const_expr(lpt_heads != 1):  # past the grid the last group's width can be 0:
+        ahead = cutlass.select_(valid != 0, sms, cutlass.Int32(0))  # map this block instead
+    n, h, b = tile_of_block(x, y, z, nx, ny, nz, lpt_heads, ahead)
     return valid, n, h, b
 
 
