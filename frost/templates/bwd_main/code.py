@@ -313,15 +313,13 @@ def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
 KV_PREFETCH_MEASURED = {(128, False): 16}
 """(padded d, causal) -> kv_prefetch on the default plan (:func:`measured_plan`; its dq_splits
 builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / off): (16,16,1024)
-0.991, (4,16,4096) 0.999. Off elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080.
-"""
+0.991, (4,16,4096) 0.999. Off elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080."""
 
 
 def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
     """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits; else 0."""
-    if tail_split or not measured_plan(kp, causal):
-        return 0
-    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0)
+    on = not tail_split and measured_plan(kp, causal)
+    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
 
 
 def stmatrix_fits(kp: KernelPlan) -> bool:
