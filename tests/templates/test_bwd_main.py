@@ -476,6 +476,18 @@ def test_gpu_sixteen_mma_warps(tile, d, causal):
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=17)
 
 
+KV192 = (("tile_m", 32), ("tile_n", 192), ("q_stages", 2), ("v_in_regs", 1), ("dq_rows", 2))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal,sync", [(False, 1), (True, 2)], ids=["noncausal", "causal"])
+def test_gpu_kv_tile_192(causal, sync):
+    """d=64 on a 32x192 tile (v73: a KV tile that is no power of two, 3.4 of them over 650 keys,
+    with the default's exchange_sync of each mask): many trips, GQA 2:1, ragged tails."""
+    run_case(1, 700, 650, 4, 2, 64, causal=causal, tile=KV192 + (("exchange_sync", sync),),
+             seed=31)
+
+
 BLOCKED = (("reduce_block", 8),)  # dq_accum in 8x8 blocks (frost.tile_dsl.gmem; the default)
 ROW_MAJOR = (("reduce_block", 0),)  # the row-major workspace, forced
 
