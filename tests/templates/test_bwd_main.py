@@ -757,12 +757,16 @@ def test_compile_skip_ablations(arch):
     mma, red = base.count("mma.sync.aligned.m16n8k16"), base.count("red.global.add")
     ldm, ex2 = base.count("ldmatrix"), base.count("ex2.approx")
     assert mma > 0 and red > 0 and ldm > 0 and ex2 > 0
-    got, other = {}, {}
+    got, other, ptx = {}, {}, {}
     for name in sorted(SKIP_STAGES):
         rep = BwdMainKernel(kp, "bf16", skip={name}).compile(arch)
         got[name] = (rep.count("mma.sync.aligned.m16n8k16"), rep.count("red.global.add"))
         other[name] = (rep.count("ldmatrix"), rep.count("ex2.approx"))
+        ptx[name] = rep.ptx
         assert _resources(rep)[1] == 0, (name, "spills")
+    assert ptx["diag_trips"] == base.ptx  # a causal-only ablation
+    # mask: the masked copy of the softmax is gone (the unmasked one holds the other half)
+    assert got["mask"] == (mma, red) and other["mask"] == (ldm, ex2 // 2)
     assert got["operand_loads"] == (mma, red) and other["operand_loads"][0] < ldm / 2
     assert got["softmax"] == (mma, red) and other["softmax"] == (ldm, 0)
     assert got["dq_atomic"] == (mma, 0)
@@ -777,6 +781,25 @@ def test_compile_skip_ablations(arch):
     q_loads = BwdMainKernel(kp, "bf16", skip={"q_loads"}).compile(arch)
     tma = "cp.async.bulk.tensor"
     assert q_loads.count(tma) == base.count(tma) > 0 and q_loads.ptx != base.ptx
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("d", [64, 128])
+def test_compile_causal_ablations(d):
+    """The causal ablations of v74 on the causal defaults: diag_trips keeps the trip's code (only
+    where each CTA's walk starts moves), mask drops the masked copy of the softmax (half the
+    exponentials, most selects) and keeps every MMA, atomic and ldmatrix; both spill-free."""
+    kp = default_plan("sm_120a", d, causal=True)
+    base = BwdMainKernel(kp, "bf16", causal=True).compile("sm_120a")
+    counts = lambda r: tuple(r.count(x) for x in (  # noqa: E731
+        "mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix", "ex2.approx"))
+    diag = BwdMainKernel(kp, "bf16", causal=True, skip={"diag_trips"}).compile("sm_120a")
+    mask = BwdMainKernel(kp, "bf16", causal=True, skip={"mask"}).compile("sm_120a")
+    assert counts(diag) == counts(base)
+    assert counts(mask) == counts(base)[:3] + (counts(base)[3] // 2,)
+    assert diag.ptx != base.ptx and diag.count("selp") == base.count("selp")
+    assert mask.count("selp") < base.count("selp") / 2
+    assert _resources(diag)[1] == 0 and _resources(mask)[1] == 0
 
 
 def test_can_implement_rechecks_mbarrier_counts():

@@ -94,6 +94,9 @@ tile's counter, so that a test can choose which part comes last (``epilogue.gath
     q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
     mma_sync    no per-trip mma_sync barrier around the P/dS stores (warps read P/dS that other
                 warps may not have written yet): what keeping the MMA warps in step costs
+    diag_trips  causal: each CTA starts tile_n / tile_m q tiles later, past the trips that cut
+                the diagonal (whole-tile alignment assumed): what the diagonal trips cost
+    mask        no element mask on any tile (the diagonal and edge trips run the unmasked path)
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -128,7 +131,7 @@ class BwdMainError(ValueError):
 
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
-                         "softmax", "q_loads", "mma_sync"})
+                         "softmax", "q_loads", "mma_sync", "diag_trips", "mask"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
@@ -384,6 +387,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
 
         m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
                                            s_q, s_kv)
+        if cutlass.const_expr("diag_trips" in self.skip and self.align != masks.CausalAlign.NONE):
+            m_min = cutlass.min(m_min + tl["tile_n"] // tl["tile_m"], m_max)  # ablation only
         n_m = m_max - m_min
         t0, t1 = 0, n_m * group  # this CTA's trips
         if cutlass.const_expr(len(tail) > 0):
