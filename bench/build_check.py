@@ -29,11 +29,6 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 
-def ptx_sha(ptx: str) -> str:
-    body = "\n".join(ln for ln in ptx.splitlines() if not ln.lstrip().startswith("//"))
-    return hashlib.sha256(body.encode()).hexdigest()[:12]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dims", default="64,256")
@@ -62,7 +57,7 @@ def main(argv=None):
             cub = rep.cubin if isinstance(rep.cubin, (bytes, bytearray)) else \
                 open(rep.cubin, "rb").read()
             open(f"{base}.cubin", "wb").write(cub)
-            print(f"d={d} {arch} {name:<8} ptx {ptx_sha(rep.ptx)} cubin "
+            print(f"d={d} {arch} {name:<8} ptx {rep.ptx_sha} cubin "
                   f"{hashlib.sha256(cub).hexdigest()[:12]} spill {rep.total_spill_bytes} B",
                   flush=True)
         if gpu:

@@ -85,6 +85,15 @@ class CompileReport:
         """How many times ``needle`` occurs in the PTX."""
         return self.ptx.count(needle)
 
+    @property
+    def ptx_sha(self) -> str:
+        """sha256[:12] of the PTX without its comment lines (the compiler banner): the short
+        name bench/RESULTS.md gives a build, and what the golden-PTX tests pin."""
+        import hashlib
+
+        body = "\n".join(ln for ln in self.ptx.splitlines() if not ln.lstrip().startswith("//"))
+        return hashlib.sha256(body.encode()).hexdigest()[:12]
+
     def lint(self) -> list:
         """Warp-collective instructions under lane-divergent branches
         (:func:`frost.tile_dsl.ptx_lint.divergent_collectives`); [] when clean. Computed once

@@ -148,6 +148,19 @@ def _no_file_cache():
 
 COMPILE_CASES = [(32, False), (64, False), (96, False), (128, False), (128, True), (160, False),
                  (192, False), (256, True)]
+# The default kernels' PTX as `frost.sdpa` builds them (PDL on), pinned by
+# CompileReport.ptx_sha: a change to any default's code shows here first. When a default is
+# changed on purpose, its bench/RESULTS.md entry names the new sha and this table takes it.
+DEFAULT_PTX_SHA = {
+    ("sm_120a", 32, False): "f6951b29fd52", ("sm_121a", 32, False): "6cfc574b219c",
+    ("sm_120a", 64, False): "58ef5e6c07d6", ("sm_121a", 64, False): "2541f9258398",
+    ("sm_120a", 96, False): "ab4c3ca0e5bb", ("sm_121a", 96, False): "70ad7e481984",
+    ("sm_120a", 128, False): "5a1ffaccaa72", ("sm_121a", 128, False): "8e5faef1b94f",
+    ("sm_120a", 128, True): "e60bc628a4d6", ("sm_121a", 128, True): "5c88b12e36f0",
+    ("sm_120a", 160, False): "9d4a72eeb628", ("sm_121a", 160, False): "135cd62e4402",
+    ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
+    ("sm_120a", 256, True): "0a9d52f2ac85", ("sm_121a", 256, True): "3dbc2f258f55",
+}
 
 
 @pytest.mark.compile
@@ -174,6 +187,7 @@ def test_compile(arch, d, causal):
     assert ("%nctaid" in rep.ptx) == (causal or kern.code.kv_prefetch > 0)
     assert ("%nsmid" in rep.ptx) == (kern.code.kv_prefetch > 0) == (d == 128 and not causal)
     assert kern.code.lpt_heads == ((8 if d <= 192 else 2) if causal else 1)
+    assert rep.ptx_sha == DEFAULT_PTX_SHA[(arch, d, causal)], "a default kernel's PTX changed"
 
 
 @pytest.mark.compile
