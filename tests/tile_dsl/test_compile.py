@@ -69,3 +69,18 @@ ptxas info    : Used 255 registers, used 1 barriers
 def test_parse_wrapped_remark_with_spills():
     (k,) = parse_ptxas_log(WRAPPED)
     assert (k.name, k.registers, k.spill_store_bytes, k.spill_load_bytes) == ("kern_spill", 255, 68, 68)
+
+
+def test_ptx_sha_ignores_comment_lines_only():
+    """CompileReport.ptx_sha: the compiler banner and indented comments do not count, any
+    instruction does."""
+    from frost.tile_dsl.compile import CompileReport
+
+    def sha(ptx):
+        return CompileReport("sm_120a", None, ptx, b"", "", []).ptx_sha
+
+    body = ".version 8.8\n.target sm_120a\n\tmov.u32 %r1, 0;\n"
+    base = sha(body)
+    assert len(base) == 12 and int(base, 16) >= 0
+    assert sha("//\n// Compiler Build ID: X\n" + body + "\t// .globl k\n") == base
+    assert sha(body.replace("0;", "1;")) != base

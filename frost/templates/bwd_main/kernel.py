@@ -94,8 +94,8 @@ tile's counter, so that a test can choose which part comes last (``epilogue.gath
     q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
     mma_sync    no per-trip mma_sync barrier around the P/dS stores (warps read P/dS that other
                 warps may not have written yet): what keeping the MMA warps in step costs
-    diag_trips  causal: each CTA starts tile_n / tile_m q tiles later, past the trips that cut
-                the diagonal (whole-tile alignment assumed): what the diagonal trips cost
+    diag_trips  causal: each CTA starts tile_n // tile_m q tiles later (none if tile_n < tile_m),
+                past the trips that cut the diagonal if tiles align: what those trips cost
     mask        no element mask on any tile (the diagonal and edge trips run the unmasked path)
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
