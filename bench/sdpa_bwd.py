@@ -281,22 +281,57 @@ def print_table(rows, peers):
               f"{(f'{100 * spread:.1f} %' if spread is not None else '-'):>14}")
 
 
-def plot(rows, peers, path):
+TARGET = 1.3  # issue #4: frost >= 1.3x the best SM120-class peer on every row
+
+
+def plot(rows, peers, path, meta=None):
+    """Bars of TFLOP/s per shape and peer (SM120-class peers hatched), frost's ratio to the best
+    SM120-class peer written in its bar, and a tick at TARGET x that peer; the title names
+    the card, date and commit from ``meta``. Returns the figure (closed after saving)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4.4))
     w = 0.8 / max(1, len(peers))
     for i, p in enumerate(peers):
-        ax.bar([x + i * w for x in range(len(rows))], [r["tflops"].get(p, 0) for r in rows], w, label=p)
+        ax.bar([x + i * w for x in range(len(rows))], [r["tflops"].get(p, 0) for r in rows], w,
+               label=p + (" (SM120 class)" if p in SM120_PEERS else ""),
+               hatch="//" if p in SM120_PEERS else None, edgecolor="white", linewidth=0)
+    if "frost" in peers:
+        i = peers.index("frost")
+        for x, r in enumerate(rows):
+            best = max((r["tflops"].get(p, 0) for p in SM120_PEERS if p in peers), default=0)
+            got = r["tflops"].get("frost", 0)
+            if best and got:
+                ax.text(x + i * w, got - 8, f"{got / best:.2f}x", ha="center", va="top",
+                        rotation=90, fontsize=7, color="white", fontweight="bold")
+                ax.hlines(TARGET * best, x + i * w - w / 2, x + i * w + w / 2, linewidth=2,
+                          colors="green" if got >= TARGET * best else "black",
+                          label=f"{TARGET}x best SM120 peer" if x == 0 else None)
     ax.set_xticks([x + 0.4 - w / 2 for x in range(len(rows))])
     ax.set_xticklabels([f"{r['shape']['B']},{r['shape']['H']},{r['shape']['S']},{r['shape']['D']}"
                         f"{',c' if r['shape']['causal'] else ''}" for r in rows], fontsize=8)
     ax.set_ylabel("TFLOP/s (backward)")
-    ax.legend(fontsize=8)
+    if meta:
+        ax.set_title(f"{meta.get('gpu', '?')}  {str(meta.get('date', '?'))[:16]}  commit "
+                     f"{str(meta.get('commit', '?'))[:12]}  {meta.get('dtype', '')}", fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return fig
+
+
+def replot(json_path: str, out_png: str | None = None) -> str:
+    """Redraw a saved run's plot from its JSON (no GPU); returns the PNG's path."""
+    with open(json_path) as f:
+        data = json.load(f)
+    rows = data["rows"]
+    peers = [p for p in PEERS if any(p in r["tflops"] for r in rows)]
+    out_png = out_png or os.path.splitext(json_path)[0] + ".png"
+    plot(rows, peers, out_png, data.get("meta"))
+    return out_png
 
 
 def main(argv=None):
@@ -314,7 +349,12 @@ def main(argv=None):
     ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(os.path.dirname(__file__), "out"))
     ap.add_argument("--commit", default=None)
+    ap.add_argument("--replot", metavar="JSON", default=None,
+                    help="redraw the plot of a saved run (its sdpa_bwd.json) and exit; no GPU")
     args = ap.parse_args(argv)
+    if args.replot:
+        print(replot(args.replot))
+        return 0
     args.peers = [p for p in args.peers.split(",") if p]
     if args.iters < 20 or args.sets < 3 or args.rounds < 1:
         ap.error("--iters must be >= 20, --sets >= 3 and --rounds >= 1")
@@ -350,7 +390,7 @@ def main(argv=None):
     with open(os.path.join(args.out, "sdpa_bwd.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
     try:
-        plot(rows, args.peers, os.path.join(args.out, "sdpa_bwd.png"))
+        plot(rows, args.peers, os.path.join(args.out, "sdpa_bwd.png"), meta)
     except Exception as e:  # noqa: BLE001
         print("plot failed:", e, file=sys.stderr)
     return 0

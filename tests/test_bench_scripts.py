@@ -328,3 +328,32 @@ def test_fixed_cost_recovers_a_known_split(tmp_path):
     bad.write_text(json.dumps(dict(meta=dict(shape=[4, 16, 4096], causal=True), results=[])))
     with pytest.raises(SystemExit, match="causal"):
         mod.points([str(bad)], 132)
+
+
+def test_sdpa_bwd_replot_draws_ratios_target_and_run_identity(tmp_path):
+    """bench/sdpa_bwd.py --replot: from a saved JSON (no GPU), the title names card, date and
+    commit; frost's bar carries its ratio to the best SM120-class peer; the 1.3x tick is green
+    only where frost reaches it."""
+    import json
+
+    from matplotlib.colors import to_rgba
+
+    mod = _load(os.path.join(ROOT, "bench", "sdpa_bwd.py"))
+    rows = [dict(shape=dict(B=1, H=2, S=256, D=64, causal=False),
+                 tflops=dict(frost=300.0, frost_sm120=200.0, fa4_sm120=250.0, torch_flash=280.0)),
+            dict(shape=dict(B=1, H=2, S=256, D=128, causal=True),
+                 tflops=dict(frost=280.0, frost_sm120=200.0, fa4_sm120=150.0))]
+    meta = dict(gpu="Fake GPU", date="2026-12-01T18:00:00", commit="abcdef1234567890", dtype="bf16")
+    path = tmp_path / "sdpa_bwd.json"
+    path.write_text(json.dumps(dict(meta=meta, rows=rows)))
+    png = mod.replot(str(path))
+    assert os.path.getsize(png) > 1000
+    fig = mod.plot(rows, ["frost", "frost_sm120", "fa4_sm120", "torch_flash"],
+                   str(tmp_path / "again.png"), meta)
+    ax = fig.axes[0]
+    assert "Fake GPU" in ax.get_title() and "abcdef123456" in ax.get_title()
+    assert [t.get_text() for t in ax.texts] == ["1.20x", "1.40x"]
+    ticks = [c for c in ax.collections if len(c.get_segments()) == 1]
+    assert [tuple(c.get_segments()[0][0][1:]) for c in ticks] == [(1.3 * 250.0,), (1.3 * 200.0,)]
+    colors = [tuple(c.get_colors()[0]) for c in ticks]
+    assert colors == [to_rgba("black"), to_rgba("green")]
