@@ -109,6 +109,31 @@ def test_plan_fits(d, arch):
     BwdMainKernel.can_implement(kp)
 
 
+def test_hidden_warp_tiles_of_the_causal_defaults():
+    """v74: the S/dP warp tiles a warp-skip could drop. d=128 causal (32x128 tile, 1x8 grid) has 4
+    diagonal trips; only the first hides whole warps, 4..7 (warp n owns columns 8n..8n+7 and
+    64+8n..64+8n+7, and rows 0..31 see keys up to 31): 4 of 32 warp tiles (v74's first
+    estimate, contiguous blocks, had 12). d=64 causal (64x128, 2x4) hides none. A ragged
+    non-causal edge tile needs the mask on every trip yet hides no warp; whole tiles need none."""
+    align = masks.CausalAlign
+    kp = default_plan("sm_120a", 128, causal=True)
+    t = kp.tile
+    got = masks.hidden_warp_tiles_model(align.BOTTOM_RIGHT, 5, t["tile_m"], t["tile_n"],
+                                        t["s_wm"], t["s_wn"], t.get("s_order", 0), 4096, 4096)
+    assert (t["tile_m"], t["tile_n"], t["s_wm"], t["s_wn"]) == (32, 128, 1, 8)
+    assert [m for m, _ in got] == [20, 21, 22, 23]
+    assert [sorted(w) for _, w in got] == [[4, 5, 6, 7], [], [], []]
+    t = default_plan("sm_120a", 64, causal=True).tile
+    got = masks.hidden_warp_tiles_model(align.BOTTOM_RIGHT, 5, t["tile_m"], t["tile_n"],
+                                        t["s_wm"], t["s_wn"], t.get("s_order", 0), 4096, 4096)
+    assert [m for m, _ in got] == [10, 11] and all(not w for _, w in got)
+    # keys 896..999 visible to every row: columns past 103 are hidden everywhere, but each
+    # warp also owns a column below 64
+    edge = masks.hidden_warp_tiles_model(align.NONE, 7, 32, 128, 1, 8, 0, 100, 1000)
+    assert [m for m, _ in edge] == [0, 1, 2, 3] and all(not w for _, w in edge)
+    assert masks.hidden_warp_tiles_model(align.NONE, 0, 32, 128, 1, 8, 0, 256, 256) == []
+
+
 @cute.jit
 def _collect_c_pairs(wm: cutlass.Constexpr, wn: cutlass.Constexpr, rows: cutlass.Constexpr,
                      cols: cutlass.Constexpr, out: cutlass.Constexpr):

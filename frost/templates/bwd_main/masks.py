@@ -87,6 +87,30 @@ def q_block_range_model(align, n_block, tile_m, tile_n, s_q, s_kv) -> tuple[int,
     return min(first_row // tile_m, m_max), m_max
 
 
+def hidden_warp_tiles_model(align, n_block, tile_m, tile_n, wm, wn, order, s_q, s_kv):
+    """[(q tile, warps)] for each trip of KV tile ``n_block`` that needs the element mask: the
+    warps of the S/dP grid (``wm`` x ``wn``, warp order ``order``) whose every S element in
+    that trip is hidden, i.e. whose MMAs a warp-skip could drop. A warp owns interleaved 16-row
+    and 8-column runs (:mod:`frost.tile_dsl.warp_grid`), so far fewer warps are wholly hidden
+    than contiguous blocks would be (bench/RESULTS.md v74)."""
+    from frost.tile_dsl.warp_grid import cols_of, rows_of, warp_mn
+
+    m_min, m_max = q_block_range_model(align, n_block, tile_m, tile_n, s_q, s_kv)
+    out = []
+    for m in range(m_min, m_max):
+        row0, col0 = m * tile_m, n_block * tile_n
+        if not tile_needs_mask_model(align, row0, col0, tile_m, tile_n, s_q, s_kv):
+            continue
+        dead = []
+        for w in range(wm * wn):
+            wr, wc = warp_mn(w, wm, wn, order)
+            if not any(visible_model(align, row0 + r, col0 + c, s_q, s_kv)
+                       for r in rows_of(wr, wm, tile_m) for c in cols_of(wc, wn, tile_n)):
+                dead.append(w)
+        out.append((m, frozenset(dead)))
+    return out
+
+
 def q_tile_model(t: int, m_min: int, n_m: int, n_block: int, rotate: bool) -> int:
     """The q tile of trip ``t`` (t % n_m is the place in the range; the quotient picks the
     q head of a GQA group)."""
