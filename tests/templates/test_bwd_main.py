@@ -792,7 +792,8 @@ def test_compile_skip_ablations(arch):
     q_loads keeps every MMA, atomic and TMA load instruction (now behind a branch) and arrives
     on q_full with 0 bytes expected on the refills; mma_sync keeps all of those and drops the
     per-trip barrier (the epilogue's remain); diag_trips is the same PTX (a causal-only
-    ablation) and mask drops the masked softmax copy (half the ex2). On d=128's tile with the
+    ablation), mask drops the masked softmax copy (half the ex2), kv_load the K/V TMA loads
+    and dkdv_store the dK/dV TMA stores. On d=128's tile with the
     per-trip barrier (the default now runs exchange_sync, which has none to drop)."""
     kp = default_plan(arch, 128, tile=dict(EXCHANGE2))
     base = BwdMainKernel(kp, "bf16").compile(arch)
@@ -809,6 +810,16 @@ def test_compile_skip_ablations(arch):
         ptx[name] = rep.ptx
         assert _resources(rep)[1] == 0, (name, "spills")
     assert ptx["diag_trips"] == base.ptx  # a causal-only ablation
+    # kv_load: no K/V TMA loads (half the boxes here: 2 of K, 2 of V; the Q/dO ones stay);
+    # dkdv_store: no TMA store; both keep every MMA, atomic, ldmatrix and exponential
+    tma_ld = re.compile(r"cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global")
+    tma_st = re.compile(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta")
+    n_ld, n_st = len(tma_ld.findall(base.ptx)), len(tma_st.findall(base.ptx))
+    assert n_ld > 0 and n_st > 0
+    assert len(tma_ld.findall(ptx["kv_load"])) == n_ld // 2 and len(tma_st.findall(ptx["kv_load"])) == n_st
+    assert len(tma_st.findall(ptx["dkdv_store"])) == 0 and len(tma_ld.findall(ptx["dkdv_store"])) == n_ld
+    for name in ("kv_load", "dkdv_store"):
+        assert got[name] == (mma, red) and other[name] == (ldm, ex2), name
     # mask: the masked copy of the softmax is gone (the unmasked one holds the other half)
     assert got["mask"] == (mma, red) and other["mask"] == (ldm, ex2 // 2)
     assert got["operand_loads"] == (mma, red) and other["operand_loads"][0] < ldm / 2

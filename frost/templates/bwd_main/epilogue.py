@@ -61,13 +61,14 @@ class EpilogueRole:
         cute.copy(r2s, r2s.retile(rdV), r2s.partition_D(sm.sdV))
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
-        if tidx == 0:  # a TMA store is issued by exactly one thread (no elect inside)
-            sdK_p, gdK_p = tma_tile(tmas.dk, tmas.mdK, sm.sdK, t_n, d, n_block, h_kv, b)
-            sdV_p, gdV_p = tma_tile(tmas.dv, tmas.mdV, sm.sdV, t_n, dv, n_block, h_kv, b)
-            cute.copy(tmas.dk, sdK_p, gdK_p)
-            cute.copy(tmas.dv, sdV_p, gdV_p)
-            cute.arch.cp_async_bulk_commit_group()
-            cute.arch.cp_async_bulk_wait_group(0, read=True)
+        if cutlass.const_expr("dkdv_store" not in self.skip):  # (the ablation: no TMA store)
+            if tidx == 0:  # a TMA store is issued by exactly one thread (no elect inside)
+                sdK_p, gdK_p = tma_tile(tmas.dk, tmas.mdK, sm.sdK, t_n, d, n_block, h_kv, b)
+                sdV_p, gdV_p = tma_tile(tmas.dv, tmas.mdV, sm.sdV, t_n, dv, n_block, h_kv, b)
+                cute.copy(tmas.dk, sdK_p, gdK_p)
+                cute.copy(tmas.dv, sdV_p, gdV_p)
+                cute.arch.cp_async_bulk_commit_group()
+                cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     @cute.jit
     def gather_parts(self, acc_dK, acc_dV, tidx, split):

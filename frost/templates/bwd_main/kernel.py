@@ -74,11 +74,10 @@ each is applied and what it measured, in :mod:`frost.sched.sdpa` and :mod:`frost
 this template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
-from :data:`SKIP_STAGES`; each one drops that stage's code via a ``cutlass.const_expr`` branch so
-a benchmark can see what the stage costs (``bench/bwd_main_sweep.py``). The user API
-(``frost.sdpa``) never sets it; the default (empty) compiles to the same PTX as without the knob.
-It is part of the kernel's identity (an attribute read at trace time, so it changes the traced IR
-and with it the CuTe DSL JIT-cache key). ``arrival_delay_ns`` (tests only, ``tail_split`` builds):
+from :data:`SKIP_STAGES`; each drops that stage's code via a ``cutlass.const_expr`` branch so a
+benchmark can see what the stage costs (``bench/bwd_main_sweep.py``); never set by ``frost.sdpa``,
+and the default (empty) compiles to the same PTX as without the knob. It is part of the kernel's
+identity (read at trace time: the traced IR, and so CuTe DSL's JIT-cache key). ``arrival_delay_ns`` (tests only, ``tail_split`` builds):
 part p of a split tile waits p·ns (> 0) or (parts − 1 − p)·|ns| (< 0) before it arrives on its
 tile's counter, so that a test can choose which part comes last (``epilogue.gather_parts``)::
 
@@ -87,9 +86,8 @@ tile's counter, so that a test can choose which part comes last (``epilogue.gath
     dq_gemm     no dQ = dS·K and no dQ atomics
     dkdv_gemm   no dV += Pᵀ dO and no dK += dSᵀ Q (dK, dV come out as zeros)
     dp_gemm     no dP = dO Vᵀ (dS = P ∘ (0 − delta))
-    operand_loads  every GEMM loads only its first k-block from smem and reuses it for the
-                others (``tile_dsl.interleave.Job(reuse_k0=True)``): the MMAs stay, the ldmatrix
-                traffic of the other k-blocks goes
+    operand_loads  every GEMM loads only its first k-block from smem and reuses it for the others
+                (``interleave.Job(reuse_k0=True)``): MMAs stay, other k-blocks' ldmatrix go
     softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
     q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
     mma_sync    no per-trip mma_sync barrier around the P/dS stores (warps read P/dS that other
@@ -97,6 +95,8 @@ tile's counter, so that a test can choose which part comes last (``epilogue.gath
     diag_trips  causal: each CTA starts tile_n // tile_m q tiles later (none if tile_n < tile_m),
                 past the trips that cut the diagonal if tiles align: what those trips cost
     mask        no element mask on any tile (the diagonal and edge trips run the unmasked path)
+    kv_load     no K/V TMA (kv_full completes on a plain arrive): the CTA's K/V wait
+    dkdv_store  dK/dV staged in smem as usual, but no TMA store of them (nor its wait)
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -131,7 +131,8 @@ class BwdMainError(ValueError):
 
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
-                         "softmax", "q_loads", "mma_sync", "diag_trips", "mask"})
+                         "softmax", "q_loads", "mma_sync", "diag_trips", "mask", "kv_load",
+                         "dkdv_store"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 

@@ -52,11 +52,15 @@ class ProducerRole:
         sK_p, gK_p = tma_tile(tmas.k, tmas.mK, sm.sK, t_n, d, n_block, h_kv, b)
         sV_p, gV_p = tma_tile(tmas.v, tmas.mV, sm.sV, t_n, dv, n_block, h_kv, b)
         # (cute.copy of a TMA atom elects one lane itself: the whole warp must call it)
-        if lane == 0:
-            cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kv_full.tx_bytes)
-        cute.arch.sync_warp()
-        cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full)
-        cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full)
+        if cutlass.const_expr("kv_load" in self.skip):  # ablation (timing only): no K/V bytes
+            if lane == 0:
+                cute.arch.mbarrier_arrive(sm.kv_full)
+        else:
+            if lane == 0:
+                cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kv_full.tx_bytes)
+            cute.arch.sync_warp()
+            cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full)
+            cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full)
 
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
