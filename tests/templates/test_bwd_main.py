@@ -972,26 +972,30 @@ def _cta_tile_probe(out: cute.Tensor, lpt_heads: cutlass.Constexpr):
                                             block=[32, 1, 1])
 
 
+def run_grid_probe(probe, grid, fields, lpt_heads):
+    """Launch ``probe`` (a ``cute.jit`` launching one 32-thread block per grid point, which
+    writes ``fields`` int32 values at out[z, y, x]) on the GPU; returns {(x, y, z): values}."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    nx, ny, nz = grid
+    out = torch.full((nz, ny, nx, fields), -1, dtype=torch.int32, device="cuda")
+    t = from_dlpack(out)
+    cute.compile(probe, t, lpt_heads, options="--gpu-arch sm_90a")(t)
+    torch.cuda.synchronize()
+    got = out.cpu().tolist()
+    return {(x, y, z): got[z][y][x] for z in range(nz) for y in range(ny) for x in range(nx)}
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("lpt_heads", [1, 0, 3, 8])
 def test_gpu_cta_tile_matches_the_model(lpt_heads):
     """The device order (what bwd_main calls) is the model's, block by block, on a grid whose
     last group is narrower (7 pairs in groups of 3): a one-to-one but wrong order would keep
     the numerics right and lose the gain, so it is checked here directly."""
-    import torch
-    from cutlass.cute.runtime import from_dlpack
-
-    nx, ny, nz = 5, 7, 1
-    out = torch.full((nz, ny, nx, 3), -1, dtype=torch.int32, device="cuda")
-    t = from_dlpack(out)
-    cute.compile(_cta_tile_probe, t, lpt_heads, options="--gpu-arch sm_90a")(t)
-    torch.cuda.synchronize()
-    got = out.cpu().tolist()
-    for z in range(nz):
-        for y in range(ny):
-            for x in range(nx):
-                want = masks.cta_tile_model((x, y, z), (nx, ny, nz), lpt_heads)
-                assert tuple(got[z][y][x]) == want, ((x, y, z), lpt_heads)
+    grid = (5, 7, 1)
+    for block, row in run_grid_probe(_cta_tile_probe, grid, 3, lpt_heads).items():
+        assert tuple(row) == masks.cta_tile_model(block, grid, lpt_heads), (block, lpt_heads)
 
 
 @pytest.mark.gpu

@@ -15,7 +15,7 @@ from frost.templates.bwd_main.code import KV_PREFETCH_MEASURED, MAX_KV_PREFETCH
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.tile_dsl.ptx import nsmid
 from tests.conftest import ARCHS
-from tests.templates.test_bwd_main import _resources, run_case
+from tests.templates.test_bwd_main import _resources, run_case, run_grid_probe
 
 PREFETCH = re.compile(r"cp\.async\.bulk\.prefetch\.tensor\.\dd\.L2\.global")
 
@@ -109,21 +109,13 @@ def test_gpu_next_cta_tile_matches_the_model(lpt_heads):
     The grid (20 KV tiles x 8 pairs) outgrows 132 SMs, and with G=8 the last blocks' group
     width past the grid would be 0 (``next_cta_tile`` maps those blocks to themselves)."""
     import torch
-    from cutlass.cute.runtime import from_dlpack
 
-    nx, ny, nz = 20, 4, 2
-    out = torch.full((nz, ny, nx, 5), -1, dtype=torch.int32, device="cuda")
-    t = from_dlpack(out)
-    cute.compile(_next_tile_probe, t, lpt_heads, options="--gpu-arch sm_90a")(t)
-    torch.cuda.synchronize()
-    got = out.cpu().tolist()
-    sms = got[0][0][0][4]
+    grid = (20, 4, 2)
+    got = run_grid_probe(_next_tile_probe, grid, 5, lpt_heads)
+    sms = got[(0, 0, 0)][4]
     assert sms == torch.cuda.get_device_properties(0).multi_processor_count
-    for z in range(nz):
-        for y in range(ny):
-            for x in range(nx):
-                want = masks.next_cta_tile_model((x, y, z), (nx, ny, nz), lpt_heads, sms)
-                row = got[z][y][x]
-                assert row[0] == (want is not None), ((x, y, z), lpt_heads)
-                if want is not None:
-                    assert tuple(row[1:4]) == want, ((x, y, z), lpt_heads)
+    for block, row in got.items():
+        want = masks.next_cta_tile_model(block, grid, lpt_heads, sms)
+        assert row[0] == (want is not None), (block, lpt_heads)
+        if want is not None:
+            assert tuple(row[1:4]) == want, (block, lpt_heads)
