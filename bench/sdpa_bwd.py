@@ -300,15 +300,20 @@ def plot(rows, peers, path, meta=None):
                hatch="//" if p in SM120_PEERS else None, edgecolor="white", linewidth=0)
     if "frost" in peers:
         i = peers.index("frost")
+        top = max((v for r in rows for v in r["tflops"].values()), default=0)
+        labelled = False
         for x, r in enumerate(rows):
             best = max((r["tflops"].get(p, 0) for p in SM120_PEERS if p in peers), default=0)
             got = r["tflops"].get("frost", 0)
             if best and got:
-                ax.text(x + i * w, got - 8, f"{got / best:.2f}x", ha="center", va="top",
-                        rotation=90, fontsize=7, color="white", fontweight="bold")
+                inside = got > 0.2 * top  # else above the bar: a short bar has no room
+                ax.text(x + i * w, got - 8 if inside else got + 8, f"{got / best:.2f}x",
+                        ha="center", va="top" if inside else "bottom", rotation=90, fontsize=7,
+                        color="white" if inside else "black", fontweight="bold")
                 ax.hlines(TARGET * best, x + i * w - w / 2, x + i * w + w / 2, linewidth=2,
                           colors="green" if got >= TARGET * best else "black",
-                          label=f"{TARGET}x best SM120 peer" if x == 0 else None)
+                          label=None if labelled else f"{TARGET}x best SM120 peer")
+                labelled = True
     ax.set_xticks([x + 0.4 - w / 2 for x in range(len(rows))])
     ax.set_xticklabels([f"{r['shape']['B']},{r['shape']['H']},{r['shape']['S']},{r['shape']['D']}"
                         f"{',c' if r['shape']['causal'] else ''}" for r in rows], fontsize=8)
@@ -323,13 +328,12 @@ def plot(rows, peers, path, meta=None):
     return fig
 
 
-def replot(json_path: str, out_png: str | None = None) -> str:
-    """Redraw a saved run's plot from its JSON (no GPU); returns the PNG's path."""
+def replot(json_path: str, out_png: str) -> str:
+    """Redraw a saved run's plot from its JSON into ``out_png`` (no GPU); returns that path."""
     with open(json_path) as f:
         data = json.load(f)
     rows = data["rows"]
     peers = [p for p in PEERS if any(p in r["tflops"] for r in rows)]
-    out_png = out_png or os.path.splitext(json_path)[0] + ".png"
     plot(rows, peers, out_png, data.get("meta"))
     return out_png
 
@@ -350,10 +354,12 @@ def main(argv=None):
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(os.path.dirname(__file__), "out"))
     ap.add_argument("--commit", default=None)
     ap.add_argument("--replot", metavar="JSON", default=None,
-                    help="redraw the plot of a saved run (its sdpa_bwd.json) and exit; no GPU")
+                    help="redraw the plot of a saved run (its sdpa_bwd.json) into --out and "
+                    "exit; no GPU")
     args = ap.parse_args(argv)
     if args.replot:
-        print(replot(args.replot))
+        os.makedirs(args.out, exist_ok=True)
+        print(replot(args.replot, os.path.join(args.out, "sdpa_bwd.png")))
         return 0
     args.peers = [p for p in args.peers.split(",") if p]
     if args.iters < 20 or args.sets < 3 or args.rounds < 1:

@@ -346,8 +346,8 @@ def test_sdpa_bwd_replot_draws_ratios_target_and_run_identity(tmp_path):
     meta = dict(gpu="Fake GPU", date="2026-12-01T18:00:00", commit="abcdef1234567890", dtype="bf16")
     path = tmp_path / "sdpa_bwd.json"
     path.write_text(json.dumps(dict(meta=meta, rows=rows)))
-    png = mod.replot(str(path))
-    assert os.path.getsize(png) > 1000
+    png = mod.replot(str(path), str(tmp_path / "out.png"))
+    assert png.endswith("out.png") and os.path.getsize(png) > 1000
     fig = mod.plot(rows, ["frost", "frost_sm120", "fa4_sm120", "torch_flash"],
                    str(tmp_path / "again.png"), meta)
     ax = fig.axes[0]
@@ -357,3 +357,10 @@ def test_sdpa_bwd_replot_draws_ratios_target_and_run_identity(tmp_path):
     assert [tuple(c.get_segments()[0][0][1:]) for c in ticks] == [(1.3 * 250.0,), (1.3 * 200.0,)]
     colors = [tuple(c.get_colors()[0]) for c in ticks]
     assert colors == [to_rgba("black"), to_rgba("green")]
+    # a first row with no SM120-class peer: no tick there, the target still in the legend
+    rows[0]["tflops"] = dict(frost=300.0, torch_flash=280.0)
+    fig = mod.plot(rows, ["frost", "frost_sm120", "fa4_sm120", "torch_flash"],
+                   str(tmp_path / "third.png"), meta)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["1.40x"]
+    assert "1.3x best SM120 peer" in [t.get_text() for t in ax.get_legend().get_texts()]

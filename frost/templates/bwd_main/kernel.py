@@ -77,9 +77,9 @@ Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time froze
 from :data:`SKIP_STAGES`; each drops that stage's code via a ``cutlass.const_expr`` branch so a
 benchmark can see what the stage costs (``bench/bwd_main_sweep.py``); never set by ``frost.sdpa``,
 and the default (empty) compiles to the same PTX as without the knob. It is part of the kernel's
-identity (read at trace time: the traced IR, and so CuTe DSL's JIT-cache key). ``arrival_delay_ns`` (tests only, ``tail_split`` builds):
-part p of a split tile waits p·ns (> 0) or (parts − 1 − p)·|ns| (< 0) before it arrives on its
-tile's counter, so that a test can choose which part comes last (``epilogue.gather_parts``)::
+identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arrival_delay_ns``
+(tests, ``tail_split`` builds): part p of a split tile waits p·ns (> 0) or (parts − 1 − p)·|ns|
+(< 0) before it arrives on its tile's counter, so a test picks the last part (``gather_parts``)::
 
     dq_atomic   keep dQ = dS·K but issue no red.global.add (the partials are folded into one dK
                 accumulator so the GEMM is not dead-code eliminated)
