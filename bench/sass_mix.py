@@ -3,6 +3,7 @@ PTX instruction -- both without a GPU.
 
     python3 bench/sass_mix.py --dims 64,128 --arch sm_120a       # loop mix per head dim
     python3 bench/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
+    python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
 
 Needs ``cuobjdump`` (``pip install nvidia-cuda-cuobjdump``; found on PATH or in the
 ``nvidia/cu13/bin`` folder of site-packages) and, for ``--probe``, ``ptxas`` on PATH.
@@ -108,6 +109,31 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
             "nop_runs": [[*k, v] for k, v in nops.most_common()]}
 
 
+def loop_ops(d: int, arch: str, causal: bool, skip_stages=()) -> list[str]:
+    """The opcodes from the first HMMA to the last of the default kernel, or of its ``skip``
+    ablation build: the trip loop's body, which holds every GEMM. (:func:`main_loop`'s longest
+    backward branch is no stable landmark across two builds: a rescheduled kernel can put a
+    longer one around the prologue or epilogue.)"""
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    rep = BwdMainKernel(default_plan(arch, d, causal=causal), causal=causal, use_pdl=True,
+                        skip=frozenset(skip_stages)).compile(arch)  # as frost.sdpa and the A/Bs
+    ops = [op for _, op, _ in instructions(sass_of(rep.cubin))]
+    hmma = [i for i, op in enumerate(ops) if op.startswith("HMMA")]
+    return ops[hmma[0]:hmma[-1] + 1] if hmma else []
+
+
+def compare_loops(default: list[str], ablated: list[str]) -> dict:
+    """Whether an ablation left the trip loop's code alone: same opcode sequence, and the
+    opcode counts that moved. For an ablation of work outside the loop (``kv_load``,
+    ``dkdv_store``), a different loop means ptxas rescheduled it, so the ablation's time also
+    prices that schedule (bench/RESULTS.md v76)."""
+    ca, cb = collections.Counter(default), collections.Counter(ablated)
+    moved = {k: cb[k] - ca[k] for k in sorted(set(ca) | set(cb)) if ca[k] != cb[k]}
+    return {"default": len(default), "ablated": len(ablated), "same": default == ablated,
+            "moved": moved}
+
+
 def probe(ptx_lines: str, arch: str) -> list[str]:
     """SASS (opcode and operands) of a kernel that loads four floats, packs them into
     ``h0`` (f16x2) and ``b0`` (bf16x2), runs ``ptx_lines`` (which may write h1, b1, f4 or f5)
@@ -147,9 +173,20 @@ def main(argv=None) -> None:
                     help="hex address range [A, B) to leave out of the loop mix")
     ap.add_argument("--probe", metavar="PTX", help="show the SASS of these PTX lines instead")
     ap.add_argument("--json", metavar="FILE", help="also write the loop mixes here")
+    ap.add_argument("--same-loop", metavar="SKIP",
+                    help="instead: does the skip ablation SKIP (e.g. dkdv_store, or a+b) leave "
+                    "the trip loop's SASS as the default's? (v76: not always)")
     a = ap.parse_args(argv)
     if a.probe:
         print("\n".join(probe(a.probe, a.arch)))
+        return
+    if a.same_loop:
+        for d in a.dims.split(","):
+            r = compare_loops(loop_ops(int(d), a.arch, a.causal),
+                              loop_ops(int(d), a.arch, a.causal, a.same_loop.split("+")))
+            print(f"d={d} {a.arch} skip={a.same_loop}: loop {r['default']} -> {r['ablated']} "
+                  f"instructions, {'same code' if r['same'] else 'rescheduled'}"
+                  + (f"; counts moved: {r['moved']}" if r["moved"] else ""))
         return
     skip = [tuple(int(x, 16) for x in s.split("-")) for s in a.skip]
     rows = [loop_mix(int(d), a.arch, a.causal, skip) for d in a.dims.split(",")]

@@ -364,3 +364,17 @@ def test_sdpa_bwd_replot_draws_ratios_target_and_run_identity(tmp_path):
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.texts] == ["1.40x"]
     assert "1.3x best SM120 peer" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_sass_mix_compare_loops_tells_a_rescheduled_loop():
+    """bench/sass_mix.py --same-loop: equal opcode sequences are "same"; a reordering with equal
+    counts is not, and moved counts are reported by opcode (no GPU, no cuobjdump needed)."""
+    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    loop = ["LDSM.16.M88.4", "HMMA.16816.F32.BF16", "HMMA.16816.F32.BF16", "BRA"]
+    assert mod.compare_loops(loop, list(loop)) == {"default": 4, "ablated": 4, "same": True,
+                                                   "moved": {}}
+    swapped = [loop[1], loop[0]] + loop[2:]
+    r = mod.compare_loops(loop, swapped)
+    assert not r["same"] and r["moved"] == {}
+    r = mod.compare_loops(loop, loop[:2] + ["NOP"] + loop[3:])
+    assert not r["same"] and r["moved"] == {"HMMA.16816.F32.BF16": -1, "NOP": 1}
