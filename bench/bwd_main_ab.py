@@ -43,9 +43,9 @@ if _ROOT not in sys.path:
 from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
-KNOBS = ("interleave", "dq_vec", "dq_chunks", "p_store", "lookahead", "exp2_poly", "q_rotate",
-         "serial_sdp", "dq_k_held", "lpt_heads", "tail_split", "dq_lag",
-         "dq_guard", "dq_accs", "trip_step", "sdp_accs", "stat_vec", "kv_prefetch")  # keywords
+from frost.templates.bwd_main.code import CodeChoices  # noqa: E402
+
+KNOBS = tuple(sorted(CodeChoices.names()))  # BwdMainKernel's code-choice keywords
 SPLIT_SMS = "split_sms"  # not a keyword: the SM count a tail_split kernel's cut is planned for
                          # (frost.sdpa.grid.pick_tail_split; default: this GPU's; 0: no cut)
 BUILD = "build"  # not a keyword: "chain" (default) times the build frost.sdpa runs, launched as

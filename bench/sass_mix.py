@@ -4,6 +4,7 @@ PTX instruction -- both without a GPU.
     python3 bench/sass_mix.py --dims 64,128 --arch sm_120a       # loop mix per head dim
     python3 bench/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
+    python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
 
 Needs ``cuobjdump`` (``pip install nvidia-cuda-cuobjdump``; found on PATH or in the
 ``nvidia/cu13/bin`` folder of site-packages) and, for ``--probe``, ``ptxas`` on PATH.
@@ -109,15 +110,15 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
             "nop_runs": [[*k, v] for k, v in nops.most_common()]}
 
 
-def loop_ops(d: int, arch: str, causal: bool, skip_stages=()) -> list[str]:
+def loop_ops(d: int, arch: str, causal: bool, skip_stages=(), **choices) -> list[str]:
     """The opcodes from the first HMMA to the last of the default kernel, or of its ``skip``
-    ablation build: the trip loop's body, which holds every GEMM. (:func:`main_loop`'s longest
-    backward branch is no stable landmark across two builds: a rescheduled kernel can put a
-    longer one around the prologue or epilogue.)"""
+    ablation build, or of a build with other code ``choices``: the trip loop's body, which
+    holds every GEMM. (:func:`main_loop`'s longest backward branch is no stable landmark across
+    two builds: a rescheduled kernel can put a longer one around the prologue or epilogue.)"""
     from frost.templates.bwd_main import BwdMainKernel, default_plan
 
     rep = BwdMainKernel(default_plan(arch, d, causal=causal), causal=causal, use_pdl=True,
-                        skip=frozenset(skip_stages)).compile(arch)  # as frost.sdpa and the A/Bs
+                        skip=frozenset(skip_stages), **choices).compile(arch)  # as frost.sdpa
     ops = [op for _, op, _ in instructions(sass_of(rep.cubin))]
     hmma = [i for i, op in enumerate(ops) if op.startswith("HMMA")]
     return ops[hmma[0]:hmma[-1] + 1] if hmma else []
@@ -132,6 +133,18 @@ def compare_loops(default: list[str], ablated: list[str]) -> dict:
     moved = {k: cb[k] - ca[k] for k in sorted(set(ca) | set(cb)) if ca[k] != cb[k]}
     return {"default": len(default), "ablated": len(ablated), "same": default == ablated,
             "moved": moved}
+
+
+def variant_kwargs(text: str) -> dict:
+    """--same-loop's VARIANT as :func:`loop_ops` keywords: "a+b" -> skip stages a and b;
+    "k=v[,k=v]" -> code choices (ints where the value is one)."""
+    if "=" not in text:
+        return {"skip_stages": text.split("+")}
+    out = {}
+    for part in text.split(","):
+        key, _, val = (x.strip() for x in part.partition("="))
+        out[key] = int(val) if val.lstrip("-").isdigit() else val
+    return out
 
 
 def probe(ptx_lines: str, arch: str) -> list[str]:
@@ -173,9 +186,10 @@ def main(argv=None) -> None:
                     help="hex address range [A, B) to leave out of the loop mix")
     ap.add_argument("--probe", metavar="PTX", help="show the SASS of these PTX lines instead")
     ap.add_argument("--json", metavar="FILE", help="also write the loop mixes here")
-    ap.add_argument("--same-loop", metavar="SKIP",
-                    help="instead: does the skip ablation SKIP (e.g. dkdv_store, or a+b) leave "
-                    "the trip loop's SASS as the default's? (v76: not always)")
+    ap.add_argument("--same-loop", metavar="VARIANT",
+                    help="instead: does the skip ablation VARIANT (e.g. dkdv_store, or a+b), or "
+                    "the code choices key=value[,key=value] (e.g. l2_hints=1), leave the trip "
+                    "loop's SASS as the default's? (v76: not always)")
     a = ap.parse_args(argv)
     if a.probe:
         print("\n".join(probe(a.probe, a.arch)))
@@ -183,7 +197,7 @@ def main(argv=None) -> None:
     if a.same_loop:
         for d in a.dims.split(","):
             r = compare_loops(loop_ops(int(d), a.arch, a.causal),
-                              loop_ops(int(d), a.arch, a.causal, a.same_loop.split("+")))
+                              loop_ops(int(d), a.arch, a.causal, **variant_kwargs(a.same_loop)))
             print(f"d={d} {a.arch} skip={a.same_loop}: loop {r['default']} -> {r['ablated']} "
                   f"instructions, {'same code' if r['same'] else 'rescheduled'}"
                   + (f"; counts moved: {r['moved']}" if r["moved"] else ""))

@@ -10,6 +10,8 @@
 * :func:`bar_red_or` -- ``bar.red.or.pred``: a named barrier that also ORs one predicate over
   its threads (one thread's atomic result reaches all of them without shared memory);
 * :func:`nsmid` -- ``%nsmid``: the number of SMs of this GPU (as the hardware numbers them);
+* :func:`create_policy` -- ``createpolicy.fractional.L2::<priority>.b64``: the 64-bit L2 cache
+  policy of a priority, the operand that :data:`L2_POLICY` holds as constants;
 * :func:`ex2_poly` -- 2**x on the FMA pipe instead of the MUFU unit: x clamped to >= -127,
   split into floor j and fraction f, 2**f by the cubic :data:`EX2_POLY` (relative error
   < 1e-4 on [0, 1)), and j added to the exponent bits. :func:`ex2_poly_model` is its numpy
@@ -93,6 +95,24 @@ def nsmid(*, loc=None, ip=None) -> cutlass.Int32:
     return cutlass.Int32(llvm.inline_asm(
         T.i32(), [], "mov.u32 $0, %nsmid;", "=r", has_side_effects=False, is_align_stack=False,
         asm_dialect=llvm.AsmDialect.AD_ATT))
+
+
+L2_POLICY = {"evict_normal": 0x1000000000000000, "evict_first": 0x12F0000000000000,
+             "evict_last": 0x14F0000000000000}
+"""L2 cache-policy operands (fraction 1.0) of a bulk copy's ``.L2::cache_hint``, by priority:
+``cute.copy(tma_atom, src, dst, cache_policy=cutlass.Int64(L2_POLICY[p]))``. Constants, so a
+kernel needs no ``createpolicy``; a GPU test checks them against :func:`create_policy`."""
+
+
+@dsl_user_op
+def create_policy(priority: str, *, loc=None, ip=None) -> cutlass.Int64:
+    """``createpolicy.fractional.L2::<priority>.b64`` with fraction 1.0 (priority: a key of
+    :data:`L2_POLICY`)."""
+    if priority not in L2_POLICY:
+        raise ValueError(f"priority must be one of {sorted(L2_POLICY)}, got {priority!r}")
+    return cutlass.Int64(llvm.inline_asm(
+        T.i64(), [], f"createpolicy.fractional.L2::{priority}.b64 $0, 1.0;", "=l",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
 # 2**f ~ 1 + f (c1 + f (c2 + f c3)) on [0, 1): a relative-error fit (reweighted least squares,

@@ -675,7 +675,7 @@ def test_compile_sdp_accs_splits_the_s_dp_chains(arch):
 def test_pick_sdp_accs_reads_the_table_on_measured_plans_only(monkeypatch):
     """An entry of SDP_ACCS_MEASURED applies to its row's default plan, not to its causal twin,
     other head dims, or a forced plan the A/B did not run (here: a one-stage Q/dO ring)."""
-    from frost.templates.bwd_main import code as code_mod
+    from frost.templates.bwd_main import measured as code_mod
 
     monkeypatch.setitem(code_mod.SDP_ACCS_MEASURED, (128, False), 2)
     assert BwdMainKernel(default_plan("sm_120a", 128)).code.sdp_accs == 2
@@ -1189,7 +1189,7 @@ def test_dq_guard_tile_checks_rows_on_the_edge_tile_only(d):
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     """v54: the row check stays where the pad build spills (d=256: sm_120a) or measured slower
     (causal d=128); two dQ accumulators only on the measured rows. v58: trip_step likewise."""
-    from frost.templates.bwd_main.code import DQ_ACCS_MEASURED
+    from frost.templates.bwd_main.measured import DQ_ACCS_MEASURED
 
     def code(d, causal):
         return BwdMainKernel(default_plan("sm_120a", d, causal=causal), causal=causal).code
@@ -1215,7 +1215,7 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     assert code(64, False).trip_step == code(64, True).trip_step == 1
     assert all(code(d, c).trip_step == 0 for d in (32, 128, 256) for c in (False, True))
     # v63: row-statistic vectors on the d=64 row only
-    from frost.templates.bwd_main.code import STAT_VEC_MEASURED
+    from frost.templates.bwd_main.measured import STAT_VEC_MEASURED
 
     assert STAT_VEC_MEASURED == {(64, False): 1} and code(64, False).stat_vec == 1
     assert all(code(d, c).stat_vec == 0 for d in (32, 128, 256) for c in (False, True))

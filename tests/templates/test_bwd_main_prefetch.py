@@ -11,7 +11,7 @@ import cutlass.cute as cute
 import pytest
 
 from frost.templates.bwd_main import BwdMainKernel, default_plan, masks
-from frost.templates.bwd_main.code import KV_PREFETCH_MEASURED, MAX_KV_PREFETCH
+from frost.templates.bwd_main.measured import KV_PREFETCH_MEASURED, MAX_KV_PREFETCH
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.tile_dsl.ptx import nsmid
 from tests.conftest import ARCHS

@@ -18,7 +18,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   lies wholly inside S_q and checks rows only on the edge tile (v65)
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
-                  :data:`DQ_ACCS_MEASURED`)
+                  :data:`.measured.DQ_ACCS_MEASURED`)
 ``sdp_accs``      1 or 2 fp32 accumulators each for S = Q·Kᵀ and dP = dO·Vᵀ: with 2 the odd
                   k-blocks go to the second (twice the independent MMA chains of the S/dP
                   phase, 2 × the S tile's accumulator registers more while it runs; 1.01-1.22x
@@ -26,10 +26,10 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``stat_vec``      1: each MMA thread's lse_log2 / delta rows sit in consecutive smem slots
                   (the producer permutes them, ``pointwise.stat_slot``): two vector loads a
                   trip instead of 2 V scalar ones (V = rows a thread owns, 4 at d=128);
-                  on for the non-causal d=64 default only (v63, :data:`STAT_VEC_MEASURED`)
+                  on for the non-causal d=64 default only (v63, :data:`.measured.STAT_VEC_MEASURED`)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
-                  :data:`TRIP_STEP_MEASURED`); 0: divide
+                  :data:`.measured.TRIP_STEP_MEASURED`); 0: divide
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
@@ -59,6 +59,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   (:func:`tail_split_fits`); built only for the calls that cut (v44)
 ``kv_prefetch``   L: L trips before its last, the producer prefetches the next CTA's K/V into
                   L2 (``masks.next_cta_tile``); 0 off, and with ``tail_split`` (v72)
+``l2_hints``      L2 eviction priority of the bulk copies (``tile_dsl.copy.L2_POLICY``): 0 none;
+                  1 the dK/dV stores evict-first; 2 also the K/V loads (read once a CTA);
+                  3 also the Q/dO loads evict-last (re-read by every KV tile of a head; v77)
 ================  =========================================================================
 """
 
@@ -69,9 +72,8 @@ import dataclasses
 from frost.sched.plan import KernelPlan
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
-
-MAX_KV_PREFETCH = 64
-"""The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
+from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_sdp_accs,
+                       pick_stat_vec, pick_trip_step, stat_vec_fits)
 
 
 class CodeChoiceError(ValueError):
@@ -230,98 +232,6 @@ def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
     return "rows" if d > 192 or (causal and d == 128) else "pad"
 
 
-def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
-    """Whether ``kp`` is its head dim's default plan (every plan key of
-    :data:`frost.sched.sdpa.SDPA_BWD_SPACE` as the measured default has it): the plans the v54 /
-    v58 A/Bs ran, so the choices measured only there apply only there."""
-    from frost.sched.sdpa import SDPA_BWD_SPACE, plan_variant
-
-    tl = kp.tile
-    try:
-        ref = plan_variant("sm_120a", tl["d"], tl["d_v"], causal).kernel("bwd_main").tile
-    except ValueError:
-        return False
-    return all(tl.get(k) == ref.get(k) for k in (*SDPA_BWD_SPACE, "d", "d_v"))
-
-
-DQ_ACCS_MEASURED = {(32, False): 2, (128, False): 2, (192, False): 2}
-"""(padded d, causal) -> dQ accumulators on the default plan (:func:`measured_plan`), where
-two measured faster (bench/RESULTS.md v54, bwd_main A/B on the H200, two / one, every round
-faster): d=32 0.966 and 0.963; d=128 0.973 and 0.971, (16,16,1024) 0.971; d=192 0.981.
-Elsewhere one: d=64 1.008, d=96 1.003, d=160 1.012, causal d=128 0.993 and 1.004 (with the
-row check), causal d=32 1.002, causal d=64 1.036, d=256 (v56) 1.027. Other plans keep one:
-they were not measured, and some spill with two (d=128 with a one-stage Q/dO ring, 28 B)."""
-
-
-def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1,
-                 dq_lag: int = 0) -> int:
-    """:data:`DQ_ACCS_MEASURED` on a default plan with dQ in one chunk and not lagged (with
-    dq_lag two spill 104 B at d=128); else 1."""
-    if dq_chunks != 1 or dq_lag or not measured_plan(kp, causal):
-        return 1
-    return DQ_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1)
-
-
-TRIP_STEP_MEASURED = {64: 1}
-"""padded d -> trip_step on the default plan (:func:`measured_plan`), where stepping
-measured faster (bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
-d=64 1.007 (every round >= 1), causal 1.032 (every round). Elsewhere the division stays: d=128
-1.000, causal 0.984, d=32 0.978, d=256 0.986 (ptxas schedules the rest of the trip
-differently)."""
-
-
-def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
-    """:data:`TRIP_STEP_MEASURED` on a default plan; else 0."""
-    return TRIP_STEP_MEASURED.get(kp.tile["d"], 0) if measured_plan(kp, causal) else 0
-
-
-SDP_ACCS_MEASURED: dict[tuple[int, bool], int] = {}
-"""(padded d, causal) -> S/dP accumulators each on the default plan (:func:`measured_plan`);
-1 where not listed. Empty: two measured slower on every row tried (bench/RESULTS.md v59,
-bwd_main A/B on the H200, two / one: d=128 1.102, (16,16,1024) 1.085, d=64 1.037, d=32 1.218,
-d=96 1.021, d=256 1.013); every causal build spills with two."""
-
-
-def pick_sdp_accs(kp: KernelPlan, causal: bool = False) -> int:
-    """:data:`SDP_ACCS_MEASURED` on a default plan; else 1."""
-    return SDP_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1) \
-        if measured_plan(kp, causal) else 1
-
-
-STAT_VEC_MEASURED = {(64, False): 1}
-"""(padded d, causal) -> stat_vec on the default plan (:func:`measured_plan`), where the vector
-loads measured faster every round (bench/RESULTS.md v63, bwd_main A/B on the H200, vectors /
-scalars): d=64 0.989 [0.931, 0.995]. Elsewhere 0: d=128 1.034 (every round slower; ptxas
-schedules the trip differently), (16,16,1024) 1.025, causal d=128 1.001, causal d=64 1.000,
-d=32 1.012, d=256 0.998 [0.995, 1.001]."""
-
-
-def stat_vec_fits(kp: KernelPlan) -> bool:
-    """Each MMA thread owns V = tile_m / (8 s_wm) in {2, 4, 8} rows of S (a vector load of
-    V fp32 values), and tile_m is whole m16 atoms of the S warp grid."""
-    tl = kp.tile
-    v = tl["tile_m"] // (8 * tl["s_wm"])
-    return tl["tile_m"] % (16 * tl["s_wm"]) == 0 and v in (2, 4, 8)
-
-
-def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
-    """:data:`STAT_VEC_MEASURED` on a default plan; else 0."""
-    return STAT_VEC_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
-        if measured_plan(kp, causal) else 0
-
-
-KV_PREFETCH_MEASURED = {(128, False): 16}
-"""(padded d, causal) -> kv_prefetch on the default plan (:func:`measured_plan`; its dq_splits
-builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / off): (16,16,1024)
-0.991, (4,16,4096) 0.999. Off elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080."""
-
-
-def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
-    """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits; else 0."""
-    on = not tail_split and measured_plan(kp, causal)
-    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
-
-
 def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
@@ -348,6 +258,12 @@ class CodeChoices:
     sdp_accs: int = 1
     stat_vec: int = 0
     kv_prefetch: int = 0
+    l2_hints: int = 0
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        """The choices' names: the keywords :meth:`resolve` (and ``BwdMainKernel``) take."""
+        return frozenset(f.name for f in dataclasses.fields(cls))
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
@@ -358,7 +274,7 @@ class CodeChoices:
                 dq_lag: int | None = None, dq_guard: str | None = None,
                 dq_accs: int | None = None, trip_step: int | None = None,
                 sdp_accs: int | None = None, stat_vec: int | None = None,
-                kv_prefetch: int | None = None) -> "CodeChoices":
+                kv_prefetch: int | None = None, l2_hints: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -445,5 +361,7 @@ class CodeChoices:
             raise CodeChoiceError(f"kv_prefetch must be an int in [0, {MAX_KV_PREFETCH}] (trips "
                                   f"before the last; 0: off), and 0 with tail_split=1 (a cut "
                                   f"grid is 1-D), got {kv_prefetch!r}")
+        if isinstance(l2_hints, bool) or l2_hints not in (0, 1, 2, 3):
+            raise CodeChoiceError(f"l2_hints must be 0, 1, 2 or 3, got {l2_hints!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints)

@@ -32,7 +32,7 @@ import cutlass.cute as cute
 from frost.tile_dsl.ptx import bar_red_or, ld_cg_v4_f32, st_v4_f32
 
 from .host import split_slot_floats
-from .load import tma_tile
+from .load import l2_hint, tma_tile
 
 VEC = 4  # fp32 values per 16-byte slot access
 GATHER_VECS = 8  # 16-byte slot vectors summed at a time by the last part (32 registers)
@@ -65,8 +65,9 @@ class EpilogueRole:
             if tidx == 0:  # a TMA store is issued by exactly one thread (no elect inside)
                 sdK_p, gdK_p = tma_tile(tmas.dk, tmas.mdK, sm.sdK, t_n, d, n_block, h_kv, b)
                 sdV_p, gdV_p = tma_tile(tmas.dv, tmas.mdV, sm.sdV, t_n, dv, n_block, h_kv, b)
-                cute.copy(tmas.dk, sdK_p, gdK_p)
-                cute.copy(tmas.dv, sdV_p, gdV_p)
+                hint = l2_hint(self.code, 1, "evict_first")  # not read again in this chain
+                cute.copy(tmas.dk, sdK_p, gdK_p, **hint)
+                cute.copy(tmas.dv, sdV_p, gdV_p, **hint)
                 cute.arch.cp_async_bulk_commit_group()
                 cute.arch.cp_async_bulk_wait_group(0, read=True)
 

@@ -161,20 +161,18 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
     def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
                  use_pdl: bool = False, dq_splits: bool = False,
-                 skip: frozenset[str] = frozenset(), interleave: int | None = None,
-                 dq_vec: int | None = None, dq_chunks: int | None = None,
-                 p_store: str | None = None, lookahead: int = 0, exp2_poly: int = 0,
-                 q_rotate: int | None = None, serial_sdp: int = 0, dq_k_held: int | None = None,
-                 lpt_heads: int | None = None, tail_split: int | None = None,
-                 arrival_delay_ns: int = 0, dq_lag: int | None = None,
-                 dq_guard: str | None = None, dq_accs: int | None = None,
-                 trip_step: int | None = None, sdp_accs: int | None = None,
-                 stat_vec: int | None = None, kv_prefetch: int | None = None):
+                 skip: frozenset[str] = frozenset(), arrival_delay_ns: int = 0, **choices):
+        """``choices``: code choices by name (the fields of :class:`.code.CodeChoices`, e.g.
+        ``interleave=0``); each one left out takes its measured default."""
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
             raise BwdMainError(f"unknown bwd_main skip stage(s) {sorted(self.skip - SKIP_STAGES)}; "
                              f"known: {sorted(SKIP_STAGES)}")
+        unknown = set(choices) - CodeChoices.names()
+        if unknown:
+            raise BwdMainError(f"unknown bwd_main option(s) {sorted(unknown)}; code choices: "
+                               f"{sorted(CodeChoices.names())}")
         self.dq_splits = bool(dq_splits)
         if dtype not in _DTYPES:
             raise BwdMainError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
@@ -184,12 +182,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         self.use_pdl = bool(use_pdl)
         self.can_implement(kplan)
         try:
-            code = CodeChoices.resolve(
-                kplan, dq_chunks, interleave, dq_vec, p_store, lookahead, exp2_poly, q_rotate,
-                causal=self.align != masks.CausalAlign.NONE, serial_sdp=serial_sdp,
-                dq_k_held=dq_k_held, lpt_heads=lpt_heads, tail_split=tail_split, dq_lag=dq_lag,
-                dq_guard=dq_guard, dq_accs=dq_accs, trip_step=trip_step, sdp_accs=sdp_accs,
-                stat_vec=stat_vec, kv_prefetch=kv_prefetch)
+            code = CodeChoices.resolve(kplan, causal=self.align != masks.CausalAlign.NONE, **choices)
         except CodeChoiceError as e:
             raise BwdMainError(str(e)) from e
         self.code = code

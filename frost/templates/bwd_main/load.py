@@ -21,6 +21,7 @@ import cutlass
 import cutlass.cute as cute
 
 from frost.tile_dsl.copy import tma_box
+from frost.tile_dsl.ptx import L2_POLICY
 
 from . import masks
 from .pointwise import stat_slot
@@ -30,6 +31,14 @@ def tma_tile(atom, m_t, s_tile, rows: int, cols: int, blk, h, b):
     """(smem, gmem) TMA partitions of row block ``blk`` of head ``h``, batch ``b`` of the
     (S, D, H, B) tensor ``m_t`` (:func:`frost.tile_dsl.copy.tma_box`)."""
     return tma_box(atom, m_t[None, None, h, b], s_tile, (rows, cols), (blk, 0))
+
+
+def l2_hint(code, level: int, priority: str) -> dict:
+    """``cute.copy`` keywords of a bulk copy that the code choice ``l2_hints`` gives an L2
+    priority from ``level`` on (none below it: the copy's PTX carries no cache hint)."""
+    if code.l2_hints < level:
+        return {}
+    return {"cache_policy": cutlass.Int64(L2_POLICY[priority])}
 
 
 class ProducerRole:
@@ -59,8 +68,9 @@ class ProducerRole:
             if lane == 0:
                 cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kv_full.tx_bytes)
             cute.arch.sync_warp()
-            cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full)
-            cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full)
+            hint = l2_hint(self.code, 2, "evict_first")  # read once a CTA
+            cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full, **hint)
+            cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full, **hint)
 
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
@@ -125,5 +135,6 @@ class ProducerRole:
                               m_block, h, b)
         sdO_p, gdO_p = tma_tile(tmas.do, tmas.mdO, sm.sdO[None, None, stage], tl["tile_m"],
                                 tl["d_v"], m_block, h, b)
-        cute.copy(tmas.q, gQ_p, sQ_p, tma_bar_ptr=bar)
-        cute.copy(tmas.do, gdO_p, sdO_p, tma_bar_ptr=bar)
+        hint = l2_hint(self.code, 3, "evict_last")  # read again by the head's other KV tiles
+        cute.copy(tmas.q, gQ_p, sQ_p, tma_bar_ptr=bar, **hint)
+        cute.copy(tmas.do, gdO_p, sdO_p, tma_bar_ptr=bar, **hint)

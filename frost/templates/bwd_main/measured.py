@@ -1,0 +1,102 @@
+"""The code choices of ``bwd_main`` that were measured on each head dim's default plan only
+(:func:`measured_plan`): their tables, and the picks that read them. :mod:`.code` resolves them
+with the rest; a forced plan the A/Bs did not run keeps each one's first form."""
+
+from __future__ import annotations
+
+from frost.sched.plan import KernelPlan
+
+MAX_KV_PREFETCH = 64
+"""The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
+
+
+def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
+    """Whether ``kp`` is its head dim's default plan (every plan key of
+    :data:`frost.sched.sdpa.SDPA_BWD_SPACE` as the measured default has it): the plans the v54 /
+    v58 A/Bs ran, so the choices measured only there apply only there."""
+    from frost.sched.sdpa import SDPA_BWD_SPACE, plan_variant
+
+    tl = kp.tile
+    try:
+        ref = plan_variant("sm_120a", tl["d"], tl["d_v"], causal).kernel("bwd_main").tile
+    except ValueError:
+        return False
+    return all(tl.get(k) == ref.get(k) for k in (*SDPA_BWD_SPACE, "d", "d_v"))
+
+
+DQ_ACCS_MEASURED = {(32, False): 2, (128, False): 2, (192, False): 2}
+"""(padded d, causal) -> dQ accumulators on the default plan (:func:`measured_plan`), where
+two measured faster (bench/RESULTS.md v54, bwd_main A/B on the H200, two / one, every round
+faster): d=32 0.966 and 0.963; d=128 0.973 and 0.971, (16,16,1024) 0.971; d=192 0.981.
+Elsewhere one: d=64 1.008, d=96 1.003, d=160 1.012, causal d=128 0.993 and 1.004 (with the
+row check), causal d=32 1.002, causal d=64 1.036, d=256 (v56) 1.027. Other plans keep one:
+they were not measured, and some spill with two (d=128 with a one-stage Q/dO ring, 28 B)."""
+
+
+def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1,
+                 dq_lag: int = 0) -> int:
+    """:data:`DQ_ACCS_MEASURED` on a default plan with dQ in one chunk and not lagged (with
+    dq_lag two spill 104 B at d=128); else 1."""
+    if dq_chunks != 1 or dq_lag or not measured_plan(kp, causal):
+        return 1
+    return DQ_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1)
+
+
+TRIP_STEP_MEASURED = {64: 1}
+"""padded d -> trip_step on the default plan (:func:`measured_plan`), where stepping
+measured faster (bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
+d=64 1.007 (every round >= 1), causal 1.032 (every round). Elsewhere the division stays: d=128
+1.000, causal 0.984, d=32 0.978, d=256 0.986 (ptxas schedules the rest of the trip
+differently)."""
+
+
+def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
+    """:data:`TRIP_STEP_MEASURED` on a default plan; else 0."""
+    return TRIP_STEP_MEASURED.get(kp.tile["d"], 0) if measured_plan(kp, causal) else 0
+
+
+SDP_ACCS_MEASURED: dict[tuple[int, bool], int] = {}
+"""(padded d, causal) -> S/dP accumulators each on the default plan (:func:`measured_plan`);
+1 where not listed. Empty: two measured slower on every row tried (bench/RESULTS.md v59,
+bwd_main A/B on the H200, two / one: d=128 1.102, (16,16,1024) 1.085, d=64 1.037, d=32 1.218,
+d=96 1.021, d=256 1.013); every causal build spills with two."""
+
+
+def pick_sdp_accs(kp: KernelPlan, causal: bool = False) -> int:
+    """:data:`SDP_ACCS_MEASURED` on a default plan; else 1."""
+    return SDP_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1) \
+        if measured_plan(kp, causal) else 1
+
+
+STAT_VEC_MEASURED = {(64, False): 1}
+"""(padded d, causal) -> stat_vec on the default plan (:func:`measured_plan`), where the vector
+loads measured faster every round (bench/RESULTS.md v63, bwd_main A/B on the H200, vectors /
+scalars): d=64 0.989 [0.931, 0.995]. Elsewhere 0: d=128 1.034 (every round slower; ptxas
+schedules the trip differently), (16,16,1024) 1.025, causal d=128 1.001, causal d=64 1.000,
+d=32 1.012, d=256 0.998 [0.995, 1.001]."""
+
+
+def stat_vec_fits(kp: KernelPlan) -> bool:
+    """Each MMA thread owns V = tile_m / (8 s_wm) in {2, 4, 8} rows of S (a vector load of
+    V fp32 values), and tile_m is whole m16 atoms of the S warp grid."""
+    tl = kp.tile
+    v = tl["tile_m"] // (8 * tl["s_wm"])
+    return tl["tile_m"] % (16 * tl["s_wm"]) == 0 and v in (2, 4, 8)
+
+
+def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
+    """:data:`STAT_VEC_MEASURED` on a default plan; else 0."""
+    return STAT_VEC_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
+        if measured_plan(kp, causal) else 0
+
+
+KV_PREFETCH_MEASURED = {(128, False): 16}
+"""(padded d, causal) -> kv_prefetch on the default plan (:func:`measured_plan`; its dq_splits
+builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / off): (16,16,1024)
+0.991, (4,16,4096) 0.999. Off elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080."""
+
+
+def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
+    """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits; else 0."""
+    on = not tail_split and measured_plan(kp, causal)
+    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
