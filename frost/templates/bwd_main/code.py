@@ -259,6 +259,7 @@ class CodeChoices:
     stat_vec: int = 0
     kv_prefetch: int = 0
     l2_hints: int = 0
+    dkdv_issuer: str = "mma"
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -274,7 +275,8 @@ class CodeChoices:
                 dq_lag: int | None = None, dq_guard: str | None = None,
                 dq_accs: int | None = None, trip_step: int | None = None,
                 sdp_accs: int | None = None, stat_vec: int | None = None,
-                kv_prefetch: int | None = None, l2_hints: int = 0) -> "CodeChoices":
+                kv_prefetch: int | None = None, l2_hints: int = 0,
+                dkdv_issuer: str = "mma") -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -363,5 +365,8 @@ class CodeChoices:
                                   f"grid is 1-D), got {kv_prefetch!r}")
         if isinstance(l2_hints, bool) or l2_hints not in (0, 1, 2, 3):
             raise CodeChoiceError(f"l2_hints must be 0, 1, 2 or 3, got {l2_hints!r}")
+        if dkdv_issuer not in ("mma", "producer") or (dkdv_issuer == "producer" and split):
+            raise CodeChoiceError(f"dkdv_issuer must be 'mma' or 'producer', and 'mma' with "
+                                  f"tail_split=1 (only the last part stores), got {dkdv_issuer!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, dkdv_issuer)

@@ -44,7 +44,6 @@ class EpilogueRole:
     @cute.jit
     def epilogue(self, sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale):
         kp = self.kp
-        t_n, d, dv = kp.tile["tile_n"], kp.tile["d"], kp.tile["d_v"]
         sync = kp.barrier("mma_sync")
         epi = kp.barrier("epilogue")
         dtype = self.dtype
@@ -60,16 +59,35 @@ class EpilogueRole:
         cute.copy(r2s, r2s.retile(rdK), r2s.partition_D(sm.sdK))
         cute.copy(r2s, r2s.retile(rdV), r2s.partition_D(sm.sdV))
         cute.arch.fence_proxy("async.shared", space="cta")
-        cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
-        if cutlass.const_expr("dkdv_store" not in self.skip):  # (the ablation: no TMA store)
+        if cutlass.const_expr(self.code.dkdv_issuer == "producer"):
+            cute.arch.barrier_arrive(barrier_id=epi.id, number_of_threads=epi.threads + 32)
+        else:
+            cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
             if tidx == 0:  # a TMA store is issued by exactly one thread (no elect inside)
-                sdK_p, gdK_p = tma_tile(tmas.dk, tmas.mdK, sm.sdK, t_n, d, n_block, h_kv, b)
-                sdV_p, gdV_p = tma_tile(tmas.dv, tmas.mdV, sm.sdV, t_n, dv, n_block, h_kv, b)
-                hint = l2_hint(self.code, 1, "evict_first")  # not read again in this chain
-                cute.copy(tmas.dk, sdK_p, gdK_p, **hint)
-                cute.copy(tmas.dv, sdV_p, gdV_p, **hint)
-                cute.arch.cp_async_bulk_commit_group()
-                cute.arch.cp_async_bulk_wait_group(0, read=True)
+                self.store_dkdv(sm, tmas, b, h_kv, n_block)
+
+    @cute.jit
+    def store_dkdv(self, sm, tmas, b, h_kv, n_block):
+        """One thread: the TMA stores of sdK and sdV, and the wait until they have read smem."""
+        tl = self.kp.tile
+        t_n, d, dv = tl["tile_n"], tl["d"], tl["d_v"]
+        if cutlass.const_expr("dkdv_store" not in self.skip):  # (the ablation: no TMA store)
+            sdK_p, gdK_p = tma_tile(tmas.dk, tmas.mdK, sm.sdK, t_n, d, n_block, h_kv, b)
+            sdV_p, gdV_p = tma_tile(tmas.dv, tmas.mdV, sm.sdV, t_n, dv, n_block, h_kv, b)
+            hint = l2_hint(self.code, 1, "evict_first")  # not read again in this chain
+            cute.copy(tmas.dk, sdK_p, gdK_p, **hint)
+            cute.copy(tmas.dv, sdV_p, gdV_p, **hint)
+            cute.arch.cp_async_bulk_commit_group()
+            cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+    @cute.jit
+    def producer_stores(self, sm, tmas, b, h_kv, n_block):
+        """``dkdv_issuer="producer"``: the producer warp, its loads done, waits for the MMA warps'
+        staged dK/dV on the epilogue barrier and one lane stores them."""
+        epi = self.kp.barrier("epilogue")
+        cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads + 32)
+        if cute.arch.lane_idx() == 0:
+            self.store_dkdv(sm, tmas, b, h_kv, n_block)
 
     @cute.jit
     def gather_parts(self, acc_dK, acc_dV, tidx, split):

@@ -394,6 +394,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             if warp_idx == prod.first_warp:
                 self.produce(self.smem_views(raw), tmas, mLSE2, mDelta, b, h_kv, n_block, m_min,
                              n_m, t0, t1, s_q, group)
+                if cutlass.const_expr(self.code.dkdv_issuer == "producer"):
+                    self.producer_stores(self.smem_views(raw), tmas, b, h_kv, n_block)
             if cutlass.const_expr(self.use_pdl):
                 cute.arch.griddepcontrol_launch_dependents()
         else:
