@@ -66,6 +66,9 @@ class TileChoice:
     ``max_regs`` registers a thread on the chosen grid and the MMA estimate plus them fits the
     budget (never infeasible for a group the program has; the plan's tile says
     ``<group>_b_in_regs`` and the estimate counts them).
+    ``store_warp`` (1) gives the epilogue's TMA stores to the producer warp, whose loads are done
+    by then: the ``epilogue`` barrier then counts it too (the MMA warps arrive on it after
+    staging, the producer warp syncs on it and stores); 0 leaves them to an MMA thread.
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -79,6 +82,7 @@ class TileChoice:
     ctas_per_sm: int = 1
     hold_fragments: tuple[tuple[str, int], ...] = ()
     exchange_sync: int = 0
+    store_warp: int = 0
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -170,7 +174,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         alloc.alloc("mma_sync", mma.threads)      # MMA warps exchange tiles through smem
     if any(s.level == Level.EPILOGUE for s in order if s.outputs and
            any(where.get(t.name, Where.NONE) & Where.SMEM for t in s.outputs)):
-        alloc.alloc("epilogue", mma.threads)      # staging buffers filled before the TMA store
+        # staging buffers filled before the TMA store; store_warp: the producer warp stores
+        alloc.alloc("epilogue", mma.threads + (32 if ch.store_warp else 0))
     x_sync = _exchange_sync(prog, where, grid_choice, ch.exchange_sync) if ch.exchange_sync \
         else {}
     for k, group in enumerate(x_sync.get("groups", ())):
@@ -202,6 +207,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         for g, w_order in x_sync["orders"].items():
             if w_order != W.Order.COL:
                 tile[f"{g}_order"] = int(w_order)
+    if ch.store_warp:
+        tile["store_warp"] = 1
     return KernelPlan(
         name=spec.name, template=spec.name, threads=sum(g.threads for g in groups),
         roles=groups, buffers=tuple(buffers), barriers=alloc.barriers, mbarriers=tuple(mbars),

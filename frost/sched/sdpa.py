@@ -38,6 +38,11 @@ x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip (the s
 differently). The measured table adds it at d=32 (2), d=64 (1; causal 2) and d=128 (1)
 (bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96 and d=256 it measured slower.
 
+``tile={"store_warp": 1}``: the producer warp, its loads done, issues bwd_main's dK/dV TMA
+stores; the MMA warps only arrive on the epilogue barrier after staging them (the measured
+table adds it at non-causal d=64: bwd_main 0.96-0.97x, bench/RESULTS.md v78; causal d=64
+1.065x, d=128 1.01x, d=256 1.02x).
+
 K's dQ fragments: every plan asks the scheduler to hold the B fragments of ``dQ = dS·K`` (K is
 stationary; S still reads it from shared memory) where they take at most
 :data:`HOLD_DQ_K_MAX_REGS` registers a thread on the plan's dQ grid and fit the MMA budget on
@@ -87,6 +92,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
     "exchange_sync": (0,),  # 1, 2: P/dS synced by warp groups and mbarriers (v48, v53), forced
+    "store_warp": (0,),  # 1: the producer warp issues the dK/dV stores (v78), forced
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
     # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
 }
@@ -106,6 +112,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "dq_rows": tuple(range(17)),
     "ctas_per_sm": (1, 2),
     "exchange_sync": (0, 1, 2),
+    "store_warp": (0, 1),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
 }
 
@@ -187,7 +194,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                                             if c[f"{g}_rows"]),
                             ctas_per_sm=c["ctas_per_sm"],
                             hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),),
-                            exchange_sync=c["exchange_sync"])
+                            exchange_sync=c["exchange_sync"], store_warp=c["store_warp"])
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

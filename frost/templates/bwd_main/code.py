@@ -166,14 +166,16 @@ def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
 
 def tail_split_fits(kp: KernelPlan, causal: bool = False) -> bool:
     """Whether this plan can be built with ``tail_split=1``: non-causal (causal grids order
-    their CTAs with ``lpt_heads``), at padded d <= 160, on the default dQ forms. With the
+    their CTAs with ``lpt_heads``), at padded d <= 160, on the default dQ forms, with an MMA
+    thread storing dK/dV (not the plan's ``store_warp``: only a split tile's last part stores,
+    which the producer warp does not know). With the
     split's code the d=192 plan (head dims 168..192) spills 16 B on sm_120a, the plans above
     d=192 (32x64 tiles, 4 dQ chunks) 20 B, the forced forms that stage dQ in smem
     (``stage_reductions``) 16 B at d=128, and the row-major workspace (``reduce_block=0``)
     52 B at d=256."""
     tl = kp.tile
     return (not causal and tl["d"] <= 160 and not tl.get("stage_reductions")
-            and bool(tl.get("reduce_block")))
+            and bool(tl.get("reduce_block")) and not tl.get("store_warp"))
 
 
 def default_tail_split(kp: KernelPlan, causal: bool = False) -> int:
@@ -259,7 +261,6 @@ class CodeChoices:
     stat_vec: int = 0
     kv_prefetch: int = 0
     l2_hints: int = 0
-    dkdv_issuer: str = "mma"
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -275,8 +276,7 @@ class CodeChoices:
                 dq_lag: int | None = None, dq_guard: str | None = None,
                 dq_accs: int | None = None, trip_step: int | None = None,
                 sdp_accs: int | None = None, stat_vec: int | None = None,
-                kv_prefetch: int | None = None, l2_hints: int = 0,
-                dkdv_issuer: str = "mma") -> "CodeChoices":
+                kv_prefetch: int | None = None, l2_hints: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -365,8 +365,5 @@ class CodeChoices:
                                   f"grid is 1-D), got {kv_prefetch!r}")
         if isinstance(l2_hints, bool) or l2_hints not in (0, 1, 2, 3):
             raise CodeChoiceError(f"l2_hints must be 0, 1, 2 or 3, got {l2_hints!r}")
-        if dkdv_issuer not in ("mma", "producer") or (dkdv_issuer == "producer" and split):
-            raise CodeChoiceError(f"dkdv_issuer must be 'mma' or 'producer', and 'mma' with "
-                                  f"tail_split=1 (only the last part stores), got {dkdv_issuer!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, dkdv_issuer)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints)

@@ -59,8 +59,8 @@ class EpilogueRole:
         cute.copy(r2s, r2s.retile(rdK), r2s.partition_D(sm.sdK))
         cute.copy(r2s, r2s.retile(rdV), r2s.partition_D(sm.sdV))
         cute.arch.fence_proxy("async.shared", space="cta")
-        if cutlass.const_expr(self.code.dkdv_issuer == "producer"):
-            cute.arch.barrier_arrive(barrier_id=epi.id, number_of_threads=epi.threads + 32)
+        if cutlass.const_expr(kp.tile.get("store_warp", 0)):  # the producer warp stores
+            cute.arch.barrier_arrive(barrier_id=epi.id, number_of_threads=epi.threads)
         else:
             cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
             if tidx == 0:  # a TMA store is issued by exactly one thread (no elect inside)
@@ -82,10 +82,10 @@ class EpilogueRole:
 
     @cute.jit
     def producer_stores(self, sm, tmas, b, h_kv, n_block):
-        """``dkdv_issuer="producer"``: the producer warp, its loads done, waits for the MMA warps'
-        staged dK/dV on the epilogue barrier and one lane stores them."""
+        """The plan's ``store_warp``: the producer warp, its loads done, waits for the MMA warps'
+        staged dK/dV on the epilogue barrier (which counts it) and one lane stores them."""
         epi = self.kp.barrier("epilogue")
-        cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads + 32)
+        cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
         if cute.arch.lane_idx() == 0:
             self.store_dkdv(sm, tmas, b, h_kv, n_block)
 

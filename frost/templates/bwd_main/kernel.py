@@ -255,6 +255,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             for name in ("x_full", "x_empty"):
                 if kp.mbarrier(name).arrive_count not in (mma.num_warps, mma.threads):
                     raise BwdMainError(f"{name} arrive_count must be one per MMA warp or thread")
+        if kp.barrier("epilogue").threads != mma.threads + 32 * bool(tl.get("store_warp")):
+            raise BwdMainError("the epilogue barrier must count the MMA threads, and the producer "
+                               "warp too where the plan's store_warp gives it the stores")
         for wm, wn, rows, cols in (("s_wm", "s_wn", "tile_m", "tile_n"),
                                    ("dkv_wm", "dkv_wn", "tile_n", "d"),
                                    ("dkv_wm", "dkv_wn", "tile_n", "d_v"),
@@ -394,7 +397,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             if warp_idx == prod.first_warp:
                 self.produce(self.smem_views(raw), tmas, mLSE2, mDelta, b, h_kv, n_block, m_min,
                              n_m, t0, t1, s_q, group)
-                if cutlass.const_expr(self.code.dkdv_issuer == "producer"):
+                # (self.kp, not the local tl: reading tl in this dynamic branch made CuTe DSL
+                # turn its ints into runtime values for the code after it)
+                if cutlass.const_expr(self.kp.tile.get("store_warp", 0)):
                     self.producer_stores(self.smem_views(raw), tmas, b, h_kv, n_block)
             if cutlass.const_expr(self.use_pdl):
                 cute.arch.griddepcontrol_launch_dependents()
