@@ -74,6 +74,10 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # the split with the most local GEMMs, dV/dK before the late wait through a bit-permuted dK/dV
 # warp order): d=32 0.953x (rule 1 there: 0.999x); d=64 causal 0.983x of rule 1 (a causal
 # option; non-causal it measured 1.023x); d=96 slower than the barrier under both rules.
+# store_warp=1 (v78: the producer warp issues the dK/dV stores, so the MMA warps' code holds
+# none and ptxas schedules their trip loop better): d=64 0.965x, (16,16,1024) 0.968x; causal
+# d=64 1.043x (so the causal row sets it back to 0); d=128 1.01-1.02x, d=256 1.02x (code-choice
+# form, bench/results/v78).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -86,12 +90,12 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    *(f"bench/results/{v}/{r}/bwd_main_ab.json" for v, rows in (
                        ("v48", ("d128", "d128c", "d64", "d64c")),
                        ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")),
-                       ("v53", ("d32",)))
+                       ("v53", ("d32",)), ("v78b", ("d64", "d64s")))
                      for r in rows))
 OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",)
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2, exchange_sync=2),
-    64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1),
+    64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1, store_warp=1),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2, exchange_sync=1),
     160: dict(exchange_stages=2),
@@ -104,8 +108,10 @@ OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
 # by a source that either holds the row's options alone and with it added (same round-robin
 # run; both forced), or ran with it in the default and measured the alternative slower.
 CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
-                          "bench/results/v18/ab18/d256_causal/bwd_main_ab.json")
-_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2), 256: dict(dq_rows=2, exchange_stages=2)}
+                          "bench/results/v18/ab18/d256_causal/bwd_main_ab.json",
+                          "bench/results/v78b/d64c/bwd_main_ab.json")  # store_warp=1 slower
+_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0),
+                         256: dict(dq_rows=2, exchange_stages=2)}
 # Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
 # the causal option, faster in its median, is the evidence (v53: d=64's exchange_sync=2).
 CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",)

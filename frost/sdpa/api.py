@@ -108,8 +108,11 @@ def make_plan(key: VariantKey):
     if key.arch not in SUPPORTED_DEVICE_ARCHS:
         raise ValueError(f"q device: arch {key.arch} is not supported; frost's kernels need "
                          f"{', '.join(SUPPORTED_DEVICE_ARCHS)} (mma.sync + TMA + griddepcontrol)")
+    tile = dict(key.tile)
+    if key.tail_split:  # the split build spills with the producer warp's stores (v78)
+        tile.setdefault("store_warp", 0)
     return plan_variant(key.arch, key.head_dim, key.head_dim, key.causal_align != "none",
-                        key.dtype, dict(key.tile) if key.tile else None)
+                        key.dtype, tile or None)
 
 
 def _main_kernel(key: VariantKey, plan):

@@ -68,14 +68,18 @@ SPLIT_FIXUP_TRIPS = 1.0       # a part's slot store, and the last part's reads (
 # measured uncut at d=64 0.996, d=96 1.001, d=128 1.011, d=160 1.023 (H200, bench/RESULTS.md
 # v45); d=32 (not measured) takes d=64's value
 SPLIT_BUILD_COST = ((96, 0.0), (128, 0.011), (160, 0.023))  # (largest d, cost)
+STORE_WARP_SPLIT_COST = 0.036  # a plan with store_warp: its split build runs without it (with it
+                               # that build spills), 1 / 0.965 - 1 slower (v78, d=64)
 SPLIT_MIN_GAIN = 0.02  # cut only where the model's net gain (the build's cost paid) is this much:
                        # cuts modelled at 1.6-1.8 % measured 0.993-1.004 (v45)
 
 
 def split_build_cost(kp: KernelPlan) -> float:
     """:data:`SPLIT_BUILD_COST` of this plan's padded head dim (plans that cannot take the
-    split build, d > 160, have none)."""
-    return next((c for d, c in SPLIT_BUILD_COST if kp.tile["d"] <= d), 0.0)
+    split build, d > 160, have none), plus :data:`STORE_WARP_SPLIT_COST` where the plan gives
+    the dK/dV stores to the producer warp (``store_warp``) and the split build cannot."""
+    base = next((c for d, c in SPLIT_BUILD_COST if kp.tile["d"] <= d), 0.0)
+    return base + (STORE_WARP_SPLIT_COST if kp.tile.get("store_warp") else 0.0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -166,16 +166,14 @@ def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
 
 def tail_split_fits(kp: KernelPlan, causal: bool = False) -> bool:
     """Whether this plan can be built with ``tail_split=1``: non-causal (causal grids order
-    their CTAs with ``lpt_heads``), at padded d <= 160, on the default dQ forms, with an MMA
-    thread storing dK/dV (not the plan's ``store_warp``: only a split tile's last part stores,
-    which the producer warp does not know). With the
+    their CTAs with ``lpt_heads``), at padded d <= 160, on the default dQ forms. With the
     split's code the d=192 plan (head dims 168..192) spills 16 B on sm_120a, the plans above
     d=192 (32x64 tiles, 4 dQ chunks) 20 B, the forced forms that stage dQ in smem
     (``stage_reductions``) 16 B at d=128, and the row-major workspace (``reduce_block=0``)
     52 B at d=256."""
     tl = kp.tile
     return (not causal and tl["d"] <= 160 and not tl.get("stage_reductions")
-            and bool(tl.get("reduce_block")) and not tl.get("store_warp"))
+            and bool(tl.get("reduce_block")))
 
 
 def default_tail_split(kp: KernelPlan, causal: bool = False) -> int:
@@ -338,6 +336,10 @@ class CodeChoices:
             raise CodeChoiceError(f"tail_split must be 0 or 1, and 1 only where it fits "
                                   f"(code.tail_split_fits: non-causal, d <= 160, blocked dQ "
                                   f"workspace, unstaged dQ), got {tail_split!r}")
+        if split and tl.get("store_warp"):
+            raise CodeChoiceError("tail_split=1 needs the plan's store_warp=0 (the split build "
+                                  "with the producer warp's stores spills 16 B; frost.sdpa plans "
+                                  "its split builds so)")
         if split and lpt != 1:
             raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
         guard = pick_dq_guard(kp, causal) if dq_guard is None else dq_guard
