@@ -257,11 +257,24 @@ def test_compile_dq_splits(arch):
 _KERNELS: dict = {}
 
 
+def split_plan(d, causal=False, dtype="bf16", arch="sm_120a"):
+    """The plan of a tail-split build: the default's, with ``store_warp=0`` (the split build
+    spills with the producer warp's stores; ``frost.sdpa.api.make_plan`` plans it so)."""
+    from frost.sched import plan_variant
+
+    return plan_variant(arch, d, None, causal, dtype, {"store_warp": 0}).kernel("bwd_main")
+
+
 def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knobs=(), tile=()):
     key = (d, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile)
     if key not in _KERNELS:
         forced = dict(tile) or (ALT_TILE if alt_tile else None)
-        kp = default_plan("sm_120a", d, causal=causal, dtype=dtype, tile=forced)
+        if dict(knobs).get("tail_split") and forced:  # a split build runs without store_warp
+            forced = {**forced, "store_warp": 0}
+        if dict(knobs).get("tail_split") and not forced:  # the default, as frost.sdpa plans it
+            kp = split_plan(d, causal, dtype)
+        else:
+            kp = default_plan("sm_120a", d, causal=causal, dtype=dtype, tile=forced)
         _KERNELS[key] = BwdMainKernel(kp, dtype, causal=causal, causal_align=align,
                                       use_pdl=use_pdl, dq_splits=splits, **dict(knobs))
     return _KERNELS[key]

@@ -24,7 +24,8 @@ STORE = "cp.async.bulk.tensor.4d.global.shared::cta"
 def test_plan_counts_the_producer_warp_in_the_epilogue_barrier(d):
     """store_warp=1 adds one warp (the producer's) to the epilogue barrier and nothing else:
     the same barrier id, smem and roles; the template refuses a plan whose count disagrees,
-    and a tail-split build of it (only a split tile's last part stores)."""
+    and a tail-split build of it (it spills: such a call's split build runs store_warp=0,
+    ``frost.sdpa.api.make_plan``, so the cut itself still fits)."""
     kp0 = default_plan("sm_120a", d, tile={"store_warp": 0})
     kp1 = default_plan("sm_120a", d, tile={"store_warp": 1})
     mma = kp1.role(WarpRole.MMA)
@@ -32,7 +33,7 @@ def test_plan_counts_the_producer_warp_in_the_epilogue_barrier(d):
     assert (e0.threads, e1.threads) == (mma.threads, mma.threads + 32) and e0.id == e1.id
     assert kp1.tile["store_warp"] == 1 and "store_warp" not in kp0.tile
     assert kp0.smem_bytes == kp1.smem_bytes and kp0.roles == kp1.roles
-    assert not tail_split_fits(kp1) and tail_split_fits(kp0) == (d <= 160)
+    assert tail_split_fits(kp1) == tail_split_fits(kp0) == (d <= 160)
     with pytest.raises(BwdMainError, match="tail_split"):
         BwdMainKernel(kp1, tail_split=1)
     bad = dataclasses.replace(kp1, barriers=tuple(
@@ -40,6 +41,24 @@ def test_plan_counts_the_producer_warp_in_the_epilogue_barrier(d):
         for b in kp1.barriers))
     with pytest.raises(BwdMainError, match="epilogue barrier"):
         BwdMainKernel(bad)
+
+
+def test_default_and_split_builds_at_d64():
+    """The measured table gives non-causal d=64 the producer's stores (v78), not causal d=64;
+    the tail-split build runs the default plan without them and keeps the code choices
+    measured on the default plan (``measured_plan`` does not compare store_warp)."""
+    from frost.sdpa import api
+
+    kp = default_plan("sm_120a", 64)
+    assert kp.tile["store_warp"] == 1
+    assert "store_warp" not in default_plan("sm_120a", 64, causal=True).tile
+    key = api.VariantKey("sm_120a", "bf16", 64, "none", False, True, tail_split=True)
+    split = api.make_plan(key).kernel("bwd_main")
+    assert "store_warp" not in split.tile
+    assert {k: v for k, v in split.tile.items()} == {k: v for k, v in kp.tile.items()
+                                                     if k != "store_warp"}
+    plain, cut = BwdMainKernel(kp).code, BwdMainKernel(split, tail_split=1).code
+    assert (cut.stat_vec, cut.trip_step) == (plain.stat_vec, plain.trip_step) == (1, 1)
 
 
 @pytest.mark.compile

@@ -13,7 +13,7 @@ import pytest
 from frost.templates.bwd_main import BwdMainKernel, default_plan, masks
 from frost.templates.bwd_main.kernel import BwdMainError
 from tests.conftest import ARCHS
-from tests.templates.test_bwd_main import _resources, run_case
+from tests.templates.test_bwd_main import _resources, run_case, split_plan
 
 TAIL = (("tail_split", 1),)
 
@@ -25,7 +25,7 @@ def test_compile_tail_split(arch, d):
     """The tail-split build: its arrival counter (acc_rel atomic), the predicate barrier, the
     slot stores and L2 reads are there, the plain build has none of them, and it stays
     spill-free and lint-clean (compile() lints)."""
-    kp = default_plan(arch, d)
+    kp = split_plan(d, arch=arch)
     rep = BwdMainKernel(kp, "bf16", use_pdl=True, tail_split=1).compile(arch)
     assert BwdMainKernel(kp, "bf16", tail_split=1).code.kv_prefetch == 0  # a cut grid is 1-D
     # the plain build without kv_prefetch (d=128's default), which reads the grid size too
@@ -50,7 +50,7 @@ def test_tail_split_only_where_it_fits(d, causal, tile):
 def test_arrival_delay_is_a_test_knob_of_split_builds():
     """``arrival_delay_ns`` spins on %globaltimer before the tile's counter, only where asked
     and only in a tail-split build."""
-    kp = default_plan("sm_120a", 64)
+    kp = split_plan(64)
     with pytest.raises(BwdMainError, match="arrival_delay_ns"):
         BwdMainKernel(kp, arrival_delay_ns=1000)
     with pytest.raises(BwdMainError, match="arrival_delay_ns"):
