@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # v78 (bench/RESULTS.md): the producer warp issues the dK/dV TMA stores (dkdv_issuer=producer)
 # against the default (MMA thread 0 issues them), beside v76's dkdv_store ablation.
+# HISTORICAL: the code choice dkdv_issuer became the plan option store_warp (bench/ab_v78b.sh);
+# this script no longer runs.
 set -u
 out=${OUT:-bench/out}/v78
 . bench/ab_lib.sh

@@ -41,7 +41,7 @@ differently). The measured table adds it at d=32 (2), d=64 (1; causal 2) and d=1
 ``tile={"store_warp": 1}``: the producer warp, its loads done, issues bwd_main's dK/dV TMA
 stores; the MMA warps only arrive on the epilogue barrier after staging them (the measured
 table adds it at non-causal d=64: bwd_main 0.96-0.97x, bench/RESULTS.md v78; causal d=64
-1.065x, d=128 1.01x, d=256 1.02x).
+1.065x, d=128 1.011-1.017x, d=256 1.018x).
 
 K's dQ fragments: every plan asks the scheduler to hold the B fragments of ``dQ = dS·K`` (K is
 stationary; S still reads it from shared memory) where they take at most

@@ -108,11 +108,12 @@ def make_plan(key: VariantKey):
     if key.arch not in SUPPORTED_DEVICE_ARCHS:
         raise ValueError(f"q device: arch {key.arch} is not supported; frost's kernels need "
                          f"{', '.join(SUPPORTED_DEVICE_ARCHS)} (mma.sync + TMA + griddepcontrol)")
-    tile = dict(key.tile)
-    if key.tail_split:  # the split build spills with the producer warp's stores (v78)
-        tile.setdefault("store_warp", 0)
-    return plan_variant(key.arch, key.head_dim, key.head_dim, key.causal_align != "none",
-                        key.dtype, tile or None)
+    from frost.templates.bwd_main.code import split_build_tile
+
+    args = (key.arch, key.head_dim, key.head_dim, key.causal_align != "none", key.dtype)
+    plan = plan_variant(*args, dict(key.tile) or None)
+    split = split_build_tile(plan.kernel("bwd_main"), dict(key.tile)) if key.tail_split else None
+    return plan if split is None else plan_variant(*args, split)
 
 
 def _main_kernel(key: VariantKey, plan):
@@ -239,7 +240,7 @@ class _Launch:
         p = prep.p
         s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
         split = tail_split(ch, p, device_index)
-        if split.n_split:  # the same plan, its kernel built with tail splits
+        if split.n_split:  # its kernel built with tail splits (code.split_build_tile's plan)
             ch = get_chain(dataclasses.replace(ch.key, tail_split=True))
         slots_at = counters_at = 0
         if split.n_split:  # slots, then the counters, each a multiple of 4 floats (16 bytes)

@@ -69,7 +69,8 @@ SPLIT_FIXUP_TRIPS = 1.0       # a part's slot store, and the last part's reads (
 # v45); d=32 (not measured) takes d=64's value
 SPLIT_BUILD_COST = ((96, 0.0), (128, 0.011), (160, 0.023))  # (largest d, cost)
 STORE_WARP_SPLIT_COST = 0.036  # a plan with store_warp: its split build runs without it (with it
-                               # that build spills), 1 / 0.965 - 1 slower (v78, d=64)
+                               # that build spills), 1 / 0.965 - 1 slower (v78, measured at d=64,
+                               # the one default with it; a forced store_warp elsewhere gets it too)
 SPLIT_MIN_GAIN = 0.02  # cut only where the model's net gain (the build's cost paid) is this much:
                        # cuts modelled at 1.6-1.8 % measured 0.993-1.004 (v45)
 
@@ -127,7 +128,8 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
     """The tail split of a non-causal call on ``sms`` SMs: the (tiles to split, parts) of
     :data:`SPLIT_PARTS` whose modelled end is earliest, among cuts of the last partial wave plus
     zero to two whole waves; no split unless it gains :data:`SPLIT_MIN_GAIN` after paying the
-    split build's own cost (:func:`split_build_cost`: 0 at d ≤ 96, 1.1 % at 128, 2.3 % at 160).
+    split build's own cost (:func:`split_build_cost`: 0 at d ≤ 96, 1.1 % at 128, 2.3 % at 160,
+    and 3.6 % more where the plan has ``store_warp``, which the split build runs without).
 
         >>> from frost.sched import plan_variant
         >>> kp = plan_variant("sm_120a", 128).kernel("bwd_main")

@@ -34,13 +34,14 @@ def test_plan_counts_the_producer_warp_in_the_epilogue_barrier(d):
     assert kp1.tile["store_warp"] == 1 and "store_warp" not in kp0.tile
     assert kp0.smem_bytes == kp1.smem_bytes and kp0.roles == kp1.roles
     assert tail_split_fits(kp1) == tail_split_fits(kp0) == (d <= 160)
-    with pytest.raises(BwdMainError, match="tail_split"):
+    with pytest.raises(BwdMainError, match="store_warp" if d <= 160 else "tail_split"):
         BwdMainKernel(kp1, tail_split=1)
-    bad = dataclasses.replace(kp1, barriers=tuple(
-        dataclasses.replace(b, threads=mma.threads) if b.name == "epilogue" else b
-        for b in kp1.barriers))
-    with pytest.raises(BwdMainError, match="epilogue barrier"):
-        BwdMainKernel(bad)
+    for kp, wrong in ((kp1, mma.threads), (kp0, mma.threads + 32)):  # either way round
+        bad = dataclasses.replace(kp, barriers=tuple(
+            dataclasses.replace(b, threads=wrong) if b.name == "epilogue" else b
+            for b in kp.barriers))
+        with pytest.raises(BwdMainError, match="epilogue barrier"):
+            BwdMainKernel(bad)
 
 
 def test_default_and_split_builds_at_d64():
@@ -61,6 +62,24 @@ def test_default_and_split_builds_at_d64():
     assert (cut.stat_vec, cut.trip_step) == (plain.stat_vec, plain.trip_step) == (1, 1)
 
 
+@pytest.mark.parametrize("d", [32, 64, 128])
+def test_split_build_plan(d):
+    """A split build's plan drops store_warp where the default has it (d=64), also where a
+    caller forced it, and is the default's plan itself elsewhere."""
+    from frost.sdpa import api
+    from frost.templates.bwd_main.code import split_build_tile
+
+    kp = default_plan("sm_120a", d)
+    assert split_build_tile(kp) == ({"store_warp": 0} if d == 64 else None)
+    for tile in ((), (("store_warp", 1),)):
+        key = api.VariantKey("sm_120a", "bf16", d, "none", False, True, tile=tile)
+        plain = api.make_plan(key).kernel("bwd_main")
+        split = api.make_plan(dataclasses.replace(key, tail_split=True)).kernel("bwd_main")
+        assert "store_warp" not in split.tile
+        if not plain.tile.get("store_warp"):
+            assert split == plain
+
+
 @pytest.mark.compile
 def test_compile_producer_issues_the_stores():
     """With store_warp=1 the MMA warps ``bar.arrive`` on the epilogue barrier and the producer
@@ -73,10 +92,10 @@ def test_compile_producer_issues_the_stores():
         assert reps[w].count(STORE) == 2, w
         assert _resources(reps[w])[1] == 0, w
     e = epis[1]
-    assert re.search(rf"bar\.arrive\s+{e.id}, {e.threads};", reps[1].ptx)
-    assert re.search(rf"bar\.sync\s+{e.id}, {e.threads};", reps[1].ptx)
+    assert len(re.findall(rf"bar\.arrive\s+{e.id}, {e.threads};", reps[1].ptx)) == 1
+    assert len(re.findall(rf"bar\.sync\s+{e.id}, {e.threads};", reps[1].ptx)) == 1
     assert "bar.arrive" not in reps[0].ptx
-    assert re.search(rf"bar\.sync\s+{epis[0].id}, {epis[0].threads};", reps[0].ptx)
+    assert len(re.findall(rf"bar\.sync\s+{epis[0].id}, {epis[0].threads};", reps[0].ptx)) == 1
 
 
 @pytest.mark.gpu

@@ -59,7 +59,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   (:func:`tail_split_fits`); built only for the calls that cut (v44)
 ``kv_prefetch``   L: L trips before its last, the producer prefetches the next CTA's K/V into
                   L2 (``masks.next_cta_tile``); 0 off, and with ``tail_split`` (v72)
-``l2_hints``      L2 eviction priority of the bulk copies (``tile_dsl.copy.L2_POLICY``): 0 none;
+``l2_hints``      L2 eviction priority of the bulk copies (``tile_dsl.ptx.L2_POLICY``): 0 none;
                   1 the dK/dV stores evict-first; 2 also the K/V loads (read once a CTA);
                   3 also the Q/dO loads evict-last (re-read by every KV tile of a head; v77)
 ================  =========================================================================
@@ -174,6 +174,13 @@ def tail_split_fits(kp: KernelPlan, causal: bool = False) -> bool:
     tl = kp.tile
     return (not causal and tl["d"] <= 160 and not tl.get("stage_reductions")
             and bool(tl.get("reduce_block")))
+
+
+def split_build_tile(kp: KernelPlan, forced: dict | None = None) -> dict | None:
+    """The forced plan keys of ``kp``'s tail-split build (``kp`` planned with ``forced``):
+    the same with ``store_warp=0`` where ``kp`` gives the dK/dV stores to the producer warp
+    (the split build spills with it, v78); None where ``kp`` itself takes the split."""
+    return {**(forced or {}), "store_warp": 0} if kp.tile.get("store_warp") else None
 
 
 def default_tail_split(kp: KernelPlan, causal: bool = False) -> int:

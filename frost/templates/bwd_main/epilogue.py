@@ -10,7 +10,7 @@ nothing and is called by one thread.)
 
 With the plan's ``store_warp`` the producer warp, its loads done, issues the stores instead: the
 MMA warps stage and fence, then only arrive on ``epilogue`` (which counts the producer warp too)
-and are done (:meth:`EpilogueRole.hand_over_stores`, :meth:`EpilogueRole.producer_stores`).
+and are done (:meth:`EpilogueRole.producer_stores`).
 Without the store in their code, ptxas schedules the MMA warps' trip loop better at d=64
 (bench/RESULTS.md v78: 0.965x non-causal).
 
@@ -66,7 +66,7 @@ class EpilogueRole:
         cute.copy(r2s, r2s.retile(rdV), r2s.partition_D(sm.sdV))
         cute.arch.fence_proxy("async.shared", space="cta")
         if cutlass.const_expr(kp.tile.get("store_warp", 0)):  # the producer warp stores
-            self.hand_over_stores(1)
+            cute.arch.barrier_arrive(barrier_id=epi.id, number_of_threads=epi.threads)
         else:
             cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
             if tidx == 0:  # a TMA store is issued by exactly one thread (no elect inside)
@@ -87,29 +87,14 @@ class EpilogueRole:
             cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     @cute.jit
-    def hand_over_stores(self, staged):
-        """The plan's ``store_warp``, MMA side: staged dK/dV (or, ``staged`` = 0, a tail-split
-        part that stores nothing) go to the producer warp on the epilogue barrier, which counts
-        it. Without tail splits every CTA stores, so the MMA warps only arrive; with them the
-        barrier also ORs ``staged`` over its threads for :meth:`producer_stores`."""
-        epi = self.kp.barrier("epilogue")
-        if cutlass.const_expr(self.code.tail_split):
-            bar_red_or(staged, epi.id, epi.threads)
-        else:
-            cute.arch.barrier_arrive(barrier_id=epi.id, number_of_threads=epi.threads)
-
-    @cute.jit
     def producer_stores(self, sm, tmas, b, h_kv, n_block):
-        """The plan's ``store_warp``: the producer warp, its loads done, waits for the MMA warps'
-        staged dK/dV on the epilogue barrier and one lane stores them (with tail splits: if any
-        MMA thread staged them, :meth:`hand_over_stores`)."""
+        """The plan's ``store_warp``: the producer warp, its loads done, waits on the epilogue
+        barrier (which counts it) for the MMA warps' staged dK/dV, and one lane stores them.
+        Every CTA stores: ``CodeChoices`` refuses tail splits with ``store_warp`` (that build
+        spilled 16 B), so no part of a split tile has to tell the producer it stores nothing."""
         epi = self.kp.barrier("epilogue")
-        staged = cutlass.Int32(1)
-        if cutlass.const_expr(self.code.tail_split):
-            staged = bar_red_or(0, epi.id, epi.threads)
-        else:
-            cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
-        if staged != 0 and cute.arch.lane_idx() == 0:
+        cute.arch.barrier(barrier_id=epi.id, number_of_threads=epi.threads)
+        if cute.arch.lane_idx() == 0:
             self.store_dkdv(sm, tmas, b, h_kv, n_block)
 
     @cute.jit

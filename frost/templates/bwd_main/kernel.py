@@ -4,11 +4,8 @@ Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
                          use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
-                         dq_chunks=None, interleave=None, dq_vec=None, p_store=None, lookahead=0,
-                         exp2_poly=0, q_rotate=None, lpt_heads=None, serial_sdp=0, dq_k_held=None,
-                         tail_split=None, arrival_delay_ns=0,  # arrival_delay_ns: tests only
-                         dq_lag=None, dq_guard=None, dq_accs=None, trip_step=None,
-                         sdp_accs=None, stat_vec=None, kv_prefetch=None)
+                         arrival_delay_ns=0,  # tests only
+                         **choices)  # code choices by name (code.CodeChoices), e.g. interleave=0
     report = kern.compile("sm_120a")               # the frost.sdpa build, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
                 split=None)                        # torch; split: tail_split builds only
@@ -64,13 +61,13 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
 (v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
-``stat_vec`` (v63) and ``kv_prefetch`` (v72) to their measured defaults; ``self.code``
-holds them.
+``stat_vec`` (v63), ``kv_prefetch`` (v72) and ``l2_hints`` (v77) to their measured defaults;
+``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
-``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``)
-are documented, with where
-each is applied and what it measured, in :mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`;
+``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``,
+``store_warp``) are documented, with where each is applied and what it measured, in
+:mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`;
 this template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
 
 Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
@@ -100,7 +97,8 @@ identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arr
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
-dq_accum is zeroed upstream); ``launch_dependents`` after each role's main loop.
+dq_accum is zeroed upstream); ``launch_dependents`` after each role's main loop (the producer's,
+under the plan's ``store_warp``, after its dK/dV stores: v78 measured that build).
 """
 
 from __future__ import annotations
@@ -222,7 +220,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         and checks the plan's counts, so a wrong count fails here instead of hanging a GPU.
         """
         from frost.sched.arch import get_arch
-        from frost.tile_dsl.barrier import Agent, ArriveCountError, arrive_count, check_arrive_count
+        from frost.tile_dsl.barrier import (WARP_SIZE, Agent, ArriveCountError, arrive_count,
+                                            check_arrive_count)
 
         tl = kp.tile
         budget = get_arch(kp.params.get("arch", "sm_120a")).smem_budget
@@ -255,7 +254,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
             for name in ("x_full", "x_empty"):
                 if kp.mbarrier(name).arrive_count not in (mma.num_warps, mma.threads):
                     raise BwdMainError(f"{name} arrive_count must be one per MMA warp or thread")
-        if kp.barrier("epilogue").threads != mma.threads + 32 * bool(tl.get("store_warp")):
+        if kp.barrier("epilogue").threads != mma.threads + WARP_SIZE * bool(tl.get("store_warp")):
             raise BwdMainError("the epilogue barrier must count the MMA threads, and the producer "
                                "warp too where the plan's store_warp gives it the stores")
         for wm, wn, rows, cols in (("s_wm", "s_wn", "tile_m", "tile_n"),

@@ -35,7 +35,7 @@ def tma_tile(atom, m_t, s_tile, rows: int, cols: int, blk, h, b):
 
 def l2_hint(code, level: int, priority: str) -> dict:
     """``cute.copy`` keywords of a bulk copy that the code choice ``l2_hints`` gives an L2
-    priority from ``level`` on (none below it: the copy's PTX carries no cache hint)."""
+    priority from ``level`` on (below it none: CuTe DSL then passes the copy a policy of 0)."""
     if code.l2_hints < level:
         return {}
     return {"cache_policy": cutlass.Int64(L2_POLICY[priority])}

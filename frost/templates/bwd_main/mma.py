@@ -381,8 +381,6 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
         elif self.gather_parts(acc_dK, acc_dV, tidx, split) != 0:  # the last part of the tile
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
-        elif cutlass.const_expr(self.kp.tile.get("store_warp", 0)):
-            self.hand_over_stores(0)  # this part stores nothing: the producer warp learns it
 
     def dkdv(self, jobs):
         """dV += Pᵀ dO and dK += dSᵀ Q: together (interleave >= 1) or one after the other."""
