@@ -87,18 +87,14 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None):
     (:func:`frost.sched.plan_variant`, as ``frost.sdpa`` plans), so such a variant differs from
     "default" in its forced keys only; ``skip`` becomes the timing-only ablation set; the rest
     are code choices."""
-    from frost.sched import plan_variant
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
-    from frost.templates.bwd_main.code import split_build_tile
+    from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
-    if forced:
-        kp = plan_variant(ARCH, d, None, causal, "bf16", forced).kernel("bwd_main")
-    kp = kp or default_plan(ARCH, d, causal=causal)
     kw = {k: x for k, x in v.items() if not k.startswith("tile.") and k not in (SPLIT_SMS, BUILD)}
-    split = split_build_tile(kp, forced) if kw.get("tail_split") else None
-    if split is not None:  # as frost.sdpa plans a split build (no producer-warp stores)
-        kp = plan_variant(ARCH, d, None, causal, "bf16", split).kernel("bwd_main")
+    if forced or kw.get("tail_split"):  # as frost.sdpa plans it (a split build: its own plan)
+        kp = variant_plan(ARCH, d, causal=causal, tile=forced,
+                          tail_split=bool(kw.get("tail_split"))).kernel("bwd_main")
+    kp = kp or default_plan(ARCH, d, causal=causal)
     if "skip" in kw:
         kw["skip"] = frozenset(kw["skip"].split("+"))
     kern = BwdMainKernel(kp, "bf16", causal=causal, **kw)

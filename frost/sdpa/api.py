@@ -100,20 +100,17 @@ SUPPORTED_DEVICE_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
 
 
 def make_plan(key: VariantKey):
-    """The chain's Plan from the scheduler (:func:`frost.sched.plan_variant`): SM120 budgets and
-    tiles on every arch (the H200 runs the sm_120a plan under an sm_90a build of the same
-    source), with ``key.tile``'s keys forced on top of the measured default."""
-    from frost.sched import plan_variant
+    """The chain's Plan from the scheduler (:func:`frost.templates.bwd_main.variant_plan`): SM120
+    budgets and tiles on every arch (the H200 runs the sm_120a plan under an sm_90a build of the
+    same source), with ``key.tile``'s keys forced on top of the measured default; a tail-split
+    key gets its split build's plan."""
+    from frost.templates.bwd_main import variant_plan
 
     if key.arch not in SUPPORTED_DEVICE_ARCHS:
         raise ValueError(f"q device: arch {key.arch} is not supported; frost's kernels need "
                          f"{', '.join(SUPPORTED_DEVICE_ARCHS)} (mma.sync + TMA + griddepcontrol)")
-    from frost.templates.bwd_main.code import split_build_tile
-
-    args = (key.arch, key.head_dim, key.head_dim, key.causal_align != "none", key.dtype)
-    plan = plan_variant(*args, dict(key.tile) or None)
-    split = split_build_tile(plan.kernel("bwd_main"), dict(key.tile)) if key.tail_split else None
-    return plan if split is None else plan_variant(*args, split)
+    return variant_plan(key.arch, key.head_dim, causal=key.causal_align != "none",
+                        dtype=key.dtype, tile=dict(key.tile), tail_split=key.tail_split)
 
 
 def _main_kernel(key: VariantKey, plan):
@@ -180,8 +177,11 @@ def build(key: VariantKey, *, with_main: bool = True,
     from frost.tile_dsl.nvvm import for_arch
 
     cfg, fn, args = chain_program(key, with_main=with_main, stages=stages)
+    # the main kernel's code choices may add ptxas flags (CodeChoices.compile_options): a
+    # function of the key too, like the arch's NVVM options
+    opts = f"--gpu-arch {key.arch} {fn.main.code.compile_options if fn.main else ''}".strip()
     with for_arch(key.arch):  # NVVM options are a function of the arch, so the key covers them
-        compiled = cute.compile(fn, *args, options=f"--gpu-arch {key.arch}")
+        compiled = cute.compile(fn, *args, options=opts)
     _STATS["compiles"] += 1
     return CompiledChain(key, cfg, compiled, fn.main)
 

@@ -32,7 +32,8 @@ def build_main_only(main, arch: str, head_dim: int | None = None) -> _api.Compil
 
     fn, args = main_only(main, head_dim)
     with for_arch(arch):
-        compiled = cute.compile(fn, *args, options=f"--gpu-arch {arch}")
+        compiled = cute.compile(fn, *args,
+                                options=f"--gpu-arch {arch} {main.code.compile_options}".strip())
     return _api.CompiledChain(None, fn.cfg, compiled, main)
 
 

@@ -22,6 +22,27 @@ from typing import Any
 
 SUPPORTED_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
 
+PTXAS_DEFAULT_REG_USAGE = 5  # ptxas' default --register-usage-level
+
+
+def ptxas_options(register_usage_level: int = PTXAS_DEFAULT_REG_USAGE) -> str:
+    """``cute.compile`` options that pass flags to ptxas: ``--register-usage-level`` (0..10;
+    higher trades registers for a more aggressive schedule) unless it is ptxas' default, which
+    adds nothing (so default builds keep their options, and their cache keys, as they were).
+
+    >>> ptxas_options()
+    ''
+    >>> ptxas_options(register_usage_level=8)
+    "--ptxas-options '--register-usage-level=8'"
+    """
+    if isinstance(register_usage_level, bool) or not isinstance(register_usage_level, int) or \
+            not 0 <= register_usage_level <= 10:
+        raise ValueError(f"register_usage_level must be an int in [0, 10], "
+                         f"got {register_usage_level!r}")
+    if register_usage_level == PTXAS_DEFAULT_REG_USAGE:
+        return ""
+    return f"--ptxas-options '--register-usage-level={register_usage_level}'"
+
 _DUMP_DIR: str | None = None
 
 

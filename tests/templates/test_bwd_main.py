@@ -14,7 +14,7 @@ import cutlass.cute as cute
 import pytest
 
 from frost.templates.bwd_main.mma import make_mma, warp_cols
-from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 from frost.templates.bwd_main.kernel import SKIP_STAGES, BwdMainError
 from frost.templates.bwd_main import masks
 from frost.tile_dsl.gmem import to_rows_model
@@ -258,21 +258,18 @@ _KERNELS: dict = {}
 
 
 def split_plan(d, causal=False, dtype="bf16", arch="sm_120a"):
-    """The plan of a tail-split build: the default's, with ``store_warp=0`` (the split build
-    spills with the producer warp's stores; ``frost.sdpa.api.make_plan`` plans it so)."""
-    from frost.sched import plan_variant
-
-    return plan_variant(arch, d, None, causal, dtype, {"store_warp": 0}).kernel("bwd_main")
+    """The plan of the default's tail-split build, as ``frost.sdpa`` plans it
+    (:func:`frost.templates.bwd_main.variant_plan`: without the producer warp's stores)."""
+    return variant_plan(arch, d, causal=causal, dtype=dtype, tail_split=True).kernel("bwd_main")
 
 
 def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knobs=(), tile=()):
     key = (d, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile)
     if key not in _KERNELS:
         forced = dict(tile) or (ALT_TILE if alt_tile else None)
-        if dict(knobs).get("tail_split") and forced:  # a split build runs without store_warp
-            forced = {**forced, "store_warp": 0}
-        if dict(knobs).get("tail_split") and not forced:  # the default, as frost.sdpa plans it
-            kp = split_plan(d, causal, dtype)
+        if dict(knobs).get("tail_split"):  # the split build, as frost.sdpa plans it
+            kp = variant_plan("sm_120a", d, causal=causal, dtype=dtype, tile=forced,
+                              tail_split=True).kernel("bwd_main")
         else:
             kp = default_plan("sm_120a", d, causal=causal, dtype=dtype, tile=forced)
         _KERNELS[key] = BwdMainKernel(kp, dtype, causal=causal, causal_align=align,

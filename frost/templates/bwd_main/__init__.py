@@ -1,8 +1,9 @@
 """``bwd_main``: the KV-stationary fused attention-backward main kernel (see ``kernel.py``)."""
 
-from frost.sched import plan_sdpa_bwd
-from frost.sched.plan import KernelPlan
+from frost.sched import plan_sdpa_bwd, plan_variant
+from frost.sched.plan import KernelPlan, Plan
 
+from .code import split_build_tile
 from .kernel import BwdMainError, BwdMainKernel
 from .masks import CausalAlign
 
@@ -21,4 +22,16 @@ def default_plan(arch: str, head_dim: int, head_dim_v: int | None = None, *, cau
     return kp
 
 
-__all__ = ["BwdMainError", "BwdMainKernel", "CausalAlign", "default_plan"]
+def variant_plan(arch: str, head_dim: int, *, causal: bool = False, dtype: str = "bf16",
+                 tile: dict | None = None, tail_split: bool = False) -> Plan:
+    """The chain plan frost runs for a variant (:func:`frost.sched.plan_variant`: ``tile``'s
+    keys forced on top of the measured default). ``tail_split=True``: the plan of the variant's
+    tail-split build, which :func:`.code.split_build_tile` names (without the producer warp's
+    dK/dV stores, which spill there). ``frost.sdpa``, ``bench/bwd_main_ab.py`` and the tests
+    plan split builds through this."""
+    plan = plan_variant(arch, head_dim, None, causal, dtype, tile or None)
+    split = split_build_tile(plan.kernel("bwd_main"), tile) if tail_split else None
+    return plan if split is None else plan_variant(arch, head_dim, None, causal, dtype, split)
+
+
+__all__ = ["BwdMainError", "BwdMainKernel", "CausalAlign", "default_plan", "variant_plan"]

@@ -62,6 +62,10 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``l2_hints``      L2 eviction priority of the bulk copies (``tile_dsl.ptx.L2_POLICY``): 0 none;
                   1 the dK/dV stores evict-first; 2 also the K/V loads (read once a CTA);
                   3 also the Q/dO loads evict-last (re-read by every KV tile of a head; v77)
+``reg_usage``     ptxas ``--register-usage-level`` (0..10; 5, ptxas' default, adds no flag) for
+                  the module the kernel is compiled in (:attr:`CodeChoices.compile_options`):
+                  the same PTX, allocated and scheduled otherwise (v80,
+                  :data:`.measured.REG_USAGE_MEASURED`)
 ================  =========================================================================
 """
 
@@ -70,10 +74,11 @@ from __future__ import annotations
 import dataclasses
 
 from frost.sched.plan import KernelPlan
+from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
-from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_sdp_accs,
-                       pick_stat_vec, pick_trip_step, stat_vec_fits)
+from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_reg_usage,
+                       pick_sdp_accs, pick_stat_vec, pick_trip_step, stat_vec_fits)
 
 
 class CodeChoiceError(ValueError):
@@ -266,6 +271,16 @@ class CodeChoices:
     stat_vec: int = 0
     kv_prefetch: int = 0
     l2_hints: int = 0
+    reg_usage: int = PTXAS_DEFAULT_REG_USAGE
+
+    @property
+    def compile_options(self) -> str:
+        """The ``cute.compile`` options these choices ask for (ptxas' ``--register-usage-level``
+        unless it is ptxas' default). They apply to the whole module: a chain compiled with
+        them passes them to its other kernels too."""
+        from frost.tile_dsl.compile import ptxas_options
+
+        return ptxas_options(register_usage_level=self.reg_usage)
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -281,7 +296,8 @@ class CodeChoices:
                 dq_lag: int | None = None, dq_guard: str | None = None,
                 dq_accs: int | None = None, trip_step: int | None = None,
                 sdp_accs: int | None = None, stat_vec: int | None = None,
-                kv_prefetch: int | None = None, l2_hints: int = 0) -> "CodeChoices":
+                kv_prefetch: int | None = None, l2_hints: int = 0,
+                reg_usage: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -374,5 +390,9 @@ class CodeChoices:
                                   f"grid is 1-D), got {kv_prefetch!r}")
         if isinstance(l2_hints, bool) or l2_hints not in (0, 1, 2, 3):
             raise CodeChoiceError(f"l2_hints must be 0, 1, 2 or 3, got {l2_hints!r}")
+        rul = pick_reg_usage(kp, causal, split) if reg_usage is None else reg_usage
+        if isinstance(rul, bool) or not isinstance(rul, int) or not 0 <= rul <= 10:
+            raise CodeChoiceError(f"reg_usage must be an int in [0, 10] (ptxas' "
+                                  f"--register-usage-level; 5 its default), got {reg_usage!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul)

@@ -79,12 +79,14 @@ class HostMixin:
         of the build ``frost.sdpa`` runs: this kernel inside a chain that launches it alone
         (:func:`frost.templates.chain.main_only`; :meth:`fake_args` tensors gave another register
         allocation, bench/RESULTS.md v67). ``kw`` goes to
-        :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``)."""
+        :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``); the code choices' own
+        options (:attr:`.code.CodeChoices.compile_options`) come first."""
         from frost.templates.chain import main_only
         from frost.tile_dsl.compile import compile_for
 
         fn, args = main_only(self)
-        return compile_for(fn, *args, arch=arch, **kw)
+        extra = f"{self.code.compile_options} {kw.pop('extra_options', '')}".strip()
+        return compile_for(fn, *args, arch=arch, extra_options=extra, **kw)
 
     def launch(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale: float, stream=None,
                split=None):
@@ -119,7 +121,7 @@ class HostMixin:
 
             with for_current_device():
                 self._compiled = cute.compile(self, *args, cutlass.Float32(scale), cu_stream,
-                                              *extra)
+                                              *extra, options=self.code.compile_options)
         self._compiled(*args, cutlass.Float32(scale), cu_stream, *extra)
 
     def _check_split(self, split, tiles: int, device) -> None:

@@ -5,9 +5,16 @@ with the rest; a forced plan the A/Bs did not run keeps each one's first form.""
 from __future__ import annotations
 
 from frost.sched.plan import KernelPlan
+from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE
 
 MAX_KV_PREFETCH = 64
 """The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
+
+MEASURED_CHOICES = ("dq_accs", "kv_prefetch", "reg_usage", "sdp_accs", "stat_vec", "trip_step")
+"""The code choices picked here (on :func:`measured_plan` only). An A/B variant whose plan is
+not the measured default resolves them to their first forms: where that differs from its run's
+default, the variant measured those choices too (tests/sched/test_tuned.py refuses it as
+evidence for a plan option alone)."""
 
 
 def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
@@ -104,3 +111,16 @@ def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) 
     """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits; else 0."""
     on = not tail_split and measured_plan(kp, causal)
     return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
+
+
+REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {}
+"""(padded d, causal) -> ptxas ``--register-usage-level`` for the default plan's plain build
+(:func:`measured_plan`, no tail splits), where another level than ptxas' 5 measured faster
+(bench/RESULTS.md v80). The level only changes how ptxas allocates and schedules the same PTX."""
+
+
+def pick_reg_usage(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
+    """:data:`REG_USAGE_MEASURED` on a default plan without tail splits; else ptxas' default."""
+    on = not tail_split and measured_plan(kp, causal)
+    return REG_USAGE_MEASURED.get((kp.tile["d"], bool(causal)), PTXAS_DEFAULT_REG_USAGE) if on \
+        else PTXAS_DEFAULT_REG_USAGE

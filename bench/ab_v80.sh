@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# v80 (bench/RESULTS.md): ptxas --register-usage-level (code choice reg_usage) on the bench rows'
+# defaults. The PTX is the same; ptxas gives three trip-loop schedules over 0..10 on sm_90a:
+# {0..3}, {4, 5} (5 is its default) and {6..10}, so 3 and 6 stand for the other two.
+set -u
+out=${OUT:-bench/out}/v80
+. bench/ab_lib.sh
+mkdir -p "$out"
+V="default;reg_usage=3;reg_usage=6"
+ab d64 64 "" "$V" 6
+ab d64c 64 --causal "$V" 6
+ab d128 128 "" "$V" 6
+ab d128c 128 --causal "$V" 6
+ab d128s 128 "" "$V" 6 16,16,1024
+ab d256 256 "" "$V" 6 2,8,4096

@@ -1,0 +1,82 @@
+"""bwd_main's ``reg_usage`` (v80): ptxas' ``--register-usage-level`` for the module the kernel is
+compiled in. The choice's limits, the options it adds (none at ptxas' default), that it reaches
+ptxas (same PTX, another SASS) on every compile path, and numerics on the GPU."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main.kernel import BwdMainError
+from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE, ptxas_options
+from tests.templates.test_bwd_main import _resources, run_case
+
+
+def test_ptxas_options_limits():
+    assert ptxas_options() == ptxas_options(PTXAS_DEFAULT_REG_USAGE) == ""
+    assert ptxas_options(0) == "--ptxas-options '--register-usage-level=0'"
+    for bad in (11, -1, True, "3", 2.0):
+        with pytest.raises(ValueError, match="register_usage_level"):
+            ptxas_options(bad)
+
+
+def test_reg_usage_choice_limits_and_options():
+    """ptxas' default unless asked (no measured level yet differs on these rows); 0..10 taken,
+    anything else refused by name; the choice's compile options carry the level."""
+    kp = default_plan("sm_120a", 128)
+    code = BwdMainKernel(kp).code
+    assert code.reg_usage == PTXAS_DEFAULT_REG_USAGE and code.compile_options == ""
+    assert BwdMainKernel(kp, reg_usage=9).code.compile_options == \
+        "--ptxas-options '--register-usage-level=9'"
+    for bad in (11, -1, True, "6", 6.0):
+        with pytest.raises(BwdMainError, match="reg_usage"):
+            BwdMainKernel(kp, reg_usage=bad)
+
+
+def _cubin_text_sha(rep) -> str:
+    return hashlib.sha1(rep.cubin).hexdigest()
+
+
+@pytest.mark.compile
+def test_compile_reg_usage_reaches_ptxas():
+    """At d=64 the three groups of levels ({0..3}, {4, 5}, {6..10}) give three cubins from one
+    PTX: the flag reaches ptxas, and only ptxas. No level spills on sm_120a."""
+    kp = default_plan("sm_120a", 64)
+    reps = {lvl: BwdMainKernel(kp, use_pdl=True, reg_usage=lvl).compile("sm_120a")
+            for lvl in (3, 5, 6)}
+    assert len({r.ptx for r in reps.values()}) == 1
+    assert len({_cubin_text_sha(r) for r in reps.values()}) == 3
+    assert all(_resources(r)[1] == 0 for r in reps.values())
+
+
+@pytest.mark.compile
+def test_compile_chain_takes_the_main_kernels_options(monkeypatch):
+    """frost.sdpa's chain build and the main-only build pass the main kernel's options to
+    cute.compile (the options string is what they would hand it)."""
+    import cutlass.cute as cute
+
+    from frost.sdpa.main_only import build_main_only
+
+    seen = []
+    real = cute.compile
+
+    def spy(fn, *args, options="", **kw):
+        seen.append(options)
+        return real(fn, *args, options=options, **kw)
+
+    monkeypatch.setattr(cute, "compile", spy)
+    kern = BwdMainKernel(default_plan("sm_120a", 32), use_pdl=True, reg_usage=2)
+    build_main_only(kern, "sm_120a")
+    assert seen == ["--gpu-arch sm_120a --ptxas-options '--register-usage-level=2'"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,level", [(64, False, 3), (128, False, 6), (128, True, 3),
+                                             (256, False, 6)])
+def test_gpu_reg_usage_keeps_the_numerics(d, causal, level):
+    """Another allocation and schedule of the same PTX (d=128 at level 6 spills on sm_90a):
+    GQA 2:1, ragged S_q != S_kv, through the build frost.sdpa runs."""
+    run_case(2, 300, 333, 4, 2, d, causal=causal, knobs=(("reg_usage", level),),
+             seed=91 + d, via="chain")
