@@ -75,9 +75,11 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # warp order): d=32 0.953x (rule 1 there: 0.999x); d=64 causal 0.983x of rule 1 (a causal
 # option; non-causal it measured 1.023x); d=96 slower than the barrier under both rules.
 # store_warp=1 (v78: the producer warp issues the dK/dV stores, so the MMA warps' code holds
-# none and ptxas schedules their trip loop better): d=64 0.965x, (16,16,1024) 0.968x; causal
-# d=64 1.043x (so the causal row sets it back to 0); d=128 1.01-1.02x, d=256 1.02x (code-choice
-# form, bench/results/v78).
+# none and ptxas schedules their trip loop better): d=64 0.962x, (16,16,1024) 0.969x; causal
+# d=64 1.065x (so the causal row sets it back to 0); d=128 1.01-1.02x, d=256 1.02x (code-choice
+# form, bench/results/v78). Re-timed on the shipped builds (v79, the pairs differing in
+# store_warp alone): store_warp=0 1.036x at d=64, 1.028x at (16,16,1024); causal store_warp=1
+# 1.063x. v78b's files timed a variant without d=64's stat_vec/trip_step and are not evidence.
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -90,9 +92,11 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    *(f"bench/results/{v}/{r}/bwd_main_ab.json" for v, rows in (
                        ("v48", ("d128", "d128c", "d64", "d64c")),
                        ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")),
-                       ("v53", ("d32",)), ("v78b", ("d64", "d64s")))
+                       ("v53", ("d32",)))
                      for r in rows))
-OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",)
+OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",
+                                            "bench/results/v79/d64/bwd_main_ab.json",
+                                            "bench/results/v79/d64s/bwd_main_ab.json")
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2, exchange_sync=2),
     64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1, store_warp=1),
@@ -109,7 +113,7 @@ OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
 # run; both forced), or ran with it in the default and measured the alternative slower.
 CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v18/ab18/d256_causal/bwd_main_ab.json",
-                          "bench/results/v78b/d64c/bwd_main_ab.json")  # store_warp=1 slower
+                          "bench/results/v79/d64c/bwd_main_ab.json")  # store_warp=1 slower
 _SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0),
                          256: dict(dq_rows=2, exchange_stages=2)}
 # Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
