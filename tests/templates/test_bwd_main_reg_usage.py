@@ -23,11 +23,19 @@ def test_ptxas_options_limits():
 
 
 def test_reg_usage_choice_limits_and_options():
-    """ptxas' default unless asked (no measured level yet differs on these rows); 0..10 taken,
-    anything else refused by name; the choice's compile options carry the level."""
+    """The measured level where one was adopted (d=128 non-causal: 3), ptxas' default elsewhere
+    and on builds the A/Bs did not time (tail splits, forced plans); 0..10 taken, anything else
+    refused by name; the choice's compile options carry the level."""
     kp = default_plan("sm_120a", 128)
     code = BwdMainKernel(kp).code
-    assert code.reg_usage == PTXAS_DEFAULT_REG_USAGE and code.compile_options == ""
+    assert code.reg_usage == 3 and code.compile_options == \
+        "--ptxas-options '--register-usage-level=3'"
+    assert BwdMainKernel(default_plan("sm_120a", 120)).code.reg_usage == 3  # pads to 128
+    for other in (BwdMainKernel(kp, causal=True), BwdMainKernel(default_plan("sm_120a", 64)),
+                  BwdMainKernel(kp, tail_split=1),
+                  BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1}))):
+        assert other.code.reg_usage == PTXAS_DEFAULT_REG_USAGE
+        assert other.code.compile_options == ""
     assert BwdMainKernel(kp, reg_usage=9).code.compile_options == \
         "--ptxas-options '--register-usage-level=9'"
     for bad in (11, -1, True, "6", 6.0):
@@ -49,6 +57,19 @@ def test_compile_reg_usage_reaches_ptxas():
     assert len({r.ptx for r in reps.values()}) == 1
     assert len({_cubin_text_sha(r) for r in reps.values()}) == 3
     assert all(_resources(r)[1] == 0 for r in reps.values())
+
+
+@pytest.mark.compile
+def test_compile_d128_default_is_the_measured_level():
+    """The shipped d=128 build is level 3's cubin (same PTX as ptxas' default, other SASS), and
+    spill-free on sm_120a."""
+    kp = default_plan("sm_120a", 128)
+    shipped = BwdMainKernel(kp, use_pdl=True).compile("sm_120a")
+    three = BwdMainKernel(kp, use_pdl=True, reg_usage=3).compile("sm_120a")
+    five = BwdMainKernel(kp, use_pdl=True, reg_usage=5).compile("sm_120a")
+    assert shipped.ptx == five.ptx == three.ptx
+    assert _cubin_text_sha(shipped) == _cubin_text_sha(three) != _cubin_text_sha(five)
+    assert _resources(shipped)[1] == 0
 
 
 @pytest.mark.compile

@@ -113,10 +113,14 @@ def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) 
     return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
 
 
-REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {}
+REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3}
 """(padded d, causal) -> ptxas ``--register-usage-level`` for the default plan's plain build
-(:func:`measured_plan`, no tail splits), where another level than ptxas' 5 measured faster
-(bench/RESULTS.md v80). The level only changes how ptxas allocates and schedules the same PTX."""
+(:func:`measured_plan`, no tail splits; its dq_splits builds too), where another level than
+ptxas' 5 measured faster. The level changes only how ptxas allocates and schedules the same PTX
+(three schedules over 0..10: {0..3}, {4, 5}, {6..10}). d=128 level 3 (bench/RESULTS.md v80/v81,
+10 rounds): (4,16,4096) 0.988, every round below 1; (16,16,1024) 0.994. Elsewhere ptxas' own
+level was the fastest: level 3 d=64 1.008, causal d=64 1.017, causal d=128 1.005, d=256 1.006;
+level 6 slower on every row (1.002-1.083; d=128 spills 16 B on sm_90a there)."""
 
 
 def pick_reg_usage(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
