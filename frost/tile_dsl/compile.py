@@ -23,25 +23,31 @@ from typing import Any
 SUPPORTED_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
 
 PTXAS_DEFAULT_REG_USAGE = 5  # ptxas' default --register-usage-level
+PTXAS_DEFAULT_OPT_LEVEL = 3  # ptxas' default -O
 
 
-def ptxas_options(register_usage_level: int = PTXAS_DEFAULT_REG_USAGE) -> str:
+def ptxas_options(register_usage_level: int = PTXAS_DEFAULT_REG_USAGE,
+                  opt_level: int = PTXAS_DEFAULT_OPT_LEVEL) -> str:
     """``cute.compile`` options that pass flags to ptxas: ``--register-usage-level`` (0..10;
-    higher trades registers for a more aggressive schedule) unless it is ptxas' default, which
-    adds nothing (so default builds keep their options, and their cache keys, as they were).
+    higher trades registers for a more aggressive schedule) and ``-O`` (1..3), each only where it
+    is not ptxas' default, so default builds keep their options (and cache keys) as they were.
 
     >>> ptxas_options()
     ''
     >>> ptxas_options(register_usage_level=8)
     "--ptxas-options '--register-usage-level=8'"
+    >>> ptxas_options(3, opt_level=2)
+    "--ptxas-options '-O2 --register-usage-level=3'"
     """
-    if isinstance(register_usage_level, bool) or not isinstance(register_usage_level, int) or \
-            not 0 <= register_usage_level <= 10:
-        raise ValueError(f"register_usage_level must be an int in [0, 10], "
-                         f"got {register_usage_level!r}")
-    if register_usage_level == PTXAS_DEFAULT_REG_USAGE:
-        return ""
-    return f"--ptxas-options '--register-usage-level={register_usage_level}'"
+    for name, value, lo, hi in (("register_usage_level", register_usage_level, 0, 10),
+                                ("opt_level", opt_level, 1, 3)):
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError(f"{name} must be an int in [{lo}, {hi}], got {value!r}")
+    flags = [f"-O{opt_level}"] if opt_level != PTXAS_DEFAULT_OPT_LEVEL else []
+    if register_usage_level != PTXAS_DEFAULT_REG_USAGE:
+        flags.append(f"--register-usage-level={register_usage_level}")
+    return f"--ptxas-options '{' '.join(flags)}'" if flags else ""
+
 
 _DUMP_DIR: str | None = None
 

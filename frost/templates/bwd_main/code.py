@@ -66,6 +66,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   the module the kernel is compiled in (:attr:`CodeChoices.compile_options`):
                   the same PTX, allocated and scheduled otherwise (v80,
                   :data:`.measured.REG_USAGE_MEASURED`)
+``ptxas_opt``     ptxas ``-O`` level (1..3; 3, ptxas' default, adds no flag), likewise (v82)
 ================  =========================================================================
 """
 
@@ -74,7 +75,7 @@ from __future__ import annotations
 import dataclasses
 
 from frost.sched.plan import KernelPlan
-from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE
+from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_reg_usage,
@@ -272,15 +273,16 @@ class CodeChoices:
     kv_prefetch: int = 0
     l2_hints: int = 0
     reg_usage: int = PTXAS_DEFAULT_REG_USAGE
+    ptxas_opt: int = PTXAS_DEFAULT_OPT_LEVEL
 
     @property
     def compile_options(self) -> str:
         """The ``cute.compile`` options these choices ask for (ptxas' ``--register-usage-level``
-        unless it is ptxas' default). They apply to the whole module: a chain compiled with
-        them passes them to its other kernels too."""
+        and ``-O``, each unless it is ptxas' default). They apply to the whole module: a chain
+        compiled with them passes them to its other kernels too."""
         from frost.tile_dsl.compile import ptxas_options
 
-        return ptxas_options(register_usage_level=self.reg_usage)
+        return ptxas_options(register_usage_level=self.reg_usage, opt_level=self.ptxas_opt)
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -297,7 +299,8 @@ class CodeChoices:
                 dq_accs: int | None = None, trip_step: int | None = None,
                 sdp_accs: int | None = None, stat_vec: int | None = None,
                 kv_prefetch: int | None = None, l2_hints: int = 0,
-                reg_usage: int | None = None) -> "CodeChoices":
+                reg_usage: int | None = None,
+                ptxas_opt: int = PTXAS_DEFAULT_OPT_LEVEL) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -394,5 +397,9 @@ class CodeChoices:
         if isinstance(rul, bool) or not isinstance(rul, int) or not 0 <= rul <= 10:
             raise CodeChoiceError(f"reg_usage must be an int in [0, 10] (ptxas' "
                                   f"--register-usage-level; 5 its default), got {reg_usage!r}")
+        if isinstance(ptxas_opt, bool) or not isinstance(ptxas_opt, int) or \
+                not 1 <= ptxas_opt <= 3:
+            raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "
+                                  f"got {ptxas_opt!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, ptxas_opt)

@@ -1,6 +1,7 @@
-"""bwd_main's ``reg_usage`` (v80): ptxas' ``--register-usage-level`` for the module the kernel is
-compiled in. The choice's limits, the options it adds (none at ptxas' default), that it reaches
-ptxas (same PTX, another SASS) on every compile path, and numerics on the GPU."""
+"""bwd_main's ptxas flags: ``reg_usage`` (v80, ptxas' ``--register-usage-level``) and
+``ptxas_opt`` (v82, its ``-O``), for the module the kernel is compiled in. The choices' limits,
+the options they add (none at ptxas' defaults), that they reach ptxas (same PTX, another SASS)
+on every compile path, and numerics on the GPU."""
 
 from __future__ import annotations
 
@@ -15,11 +16,24 @@ from tests.templates.test_bwd_main import _resources, run_case
 
 
 def test_ptxas_options_limits():
-    assert ptxas_options() == ptxas_options(PTXAS_DEFAULT_REG_USAGE) == ""
+    assert ptxas_options() == ptxas_options(PTXAS_DEFAULT_REG_USAGE, opt_level=3) == ""
     assert ptxas_options(0) == "--ptxas-options '--register-usage-level=0'"
+    assert ptxas_options(opt_level=1) == "--ptxas-options '-O1'"
     for bad in (11, -1, True, "3", 2.0):
         with pytest.raises(ValueError, match="register_usage_level"):
             ptxas_options(bad)
+    for bad in (0, 4, True, "2"):
+        with pytest.raises(ValueError, match="opt_level"):
+            ptxas_options(opt_level=bad)
+
+
+def test_ptxas_opt_choice_limits():
+    kp = default_plan("sm_120a", 64)
+    assert BwdMainKernel(kp).code.ptxas_opt == 3
+    assert BwdMainKernel(kp, ptxas_opt=2).code.compile_options == "--ptxas-options '-O2'"
+    for bad in (0, 4, True, "1"):
+        with pytest.raises(BwdMainError, match="ptxas_opt"):
+            BwdMainKernel(kp, ptxas_opt=bad)
 
 
 def test_reg_usage_choice_limits_and_options():
@@ -50,12 +64,13 @@ def _cubin_text_sha(rep) -> str:
 @pytest.mark.compile
 def test_compile_reg_usage_reaches_ptxas():
     """At d=64 the three groups of levels ({0..3}, {4, 5}, {6..10}) give three cubins from one
-    PTX: the flag reaches ptxas, and only ptxas. No level spills on sm_120a."""
+    PTX, and -O2 a fourth: the flags reach ptxas, and only ptxas. None spills on sm_120a."""
     kp = default_plan("sm_120a", 64)
     reps = {lvl: BwdMainKernel(kp, use_pdl=True, reg_usage=lvl).compile("sm_120a")
             for lvl in (3, 5, 6)}
+    reps["O2"] = BwdMainKernel(kp, use_pdl=True, ptxas_opt=2).compile("sm_120a")
     assert len({r.ptx for r in reps.values()}) == 1
-    assert len({_cubin_text_sha(r) for r in reps.values()}) == 3
+    assert len({_cubin_text_sha(r) for r in reps.values()}) == 4
     assert all(_resources(r)[1] == 0 for r in reps.values())
 
 
@@ -101,3 +116,11 @@ def test_gpu_reg_usage_keeps_the_numerics(d, causal, level):
     GQA 2:1, ragged S_q != S_kv, through the build frost.sdpa runs."""
     run_case(2, 300, 333, 4, 2, d, causal=causal, knobs=(("reg_usage", level),),
              seed=91 + d, via="chain")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,level", [(64, False, 2), (128, False, 1), (64, True, 1)])
+def test_gpu_ptxas_opt_keeps_the_numerics(d, causal, level):
+    """ptxas at -O1 / -O2 on the same PTX: GQA 2:1, ragged S_q != S_kv, the chain build."""
+    run_case(2, 300, 333, 4, 2, d, causal=causal, knobs=(("ptxas_opt", level),),
+             seed=17 + d, via="chain")
