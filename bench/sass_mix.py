@@ -5,6 +5,7 @@ PTX instruction -- both without a GPU.
     python3 bench/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
+    python3 bench/sass_mix.py --dims 64,128 --arch sm_90a --schedules reg_usage=0-10  # v80
 
 Needs ``cuobjdump`` (``pip install nvidia-cuda-cuobjdump``; found on PATH or in the
 ``nvidia/cu13/bin`` folder of site-packages) and, for ``--probe``, ``ptxas`` on PATH.
@@ -97,10 +98,19 @@ def nop_neighbours(insns, lo: int, hi: int) -> collections.Counter:
     return runs
 
 
-def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+def product_plan(arch: str, d: int, causal: bool):
+    """The bwd_main plan frost.sdpa runs on ``arch`` (``variant_plan``: sm_90a runs the sm_120a
+    plans). Until session 19 this module built ``default_plan(arch)``, which for sm_90a is the
+    cost model's own pick: v76/v77's sm_90a loop checks looked at that plan, not the H200's."""
+    from frost.templates.bwd_main import variant_plan
 
-    rep = BwdMainKernel(default_plan(arch, d, causal=causal), causal=causal).compile(arch)
+    return variant_plan(arch, d, causal=causal).kernel("bwd_main")
+
+
+def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
+    from frost.templates.bwd_main import BwdMainKernel
+
+    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal).compile(arch)
     insns = instructions(sass_of(rep.cubin))
     lo, hi = main_loop(insns)
     c = mix(insns, lo, hi, skip)
@@ -110,18 +120,52 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
             "nop_runs": [[*k, v] for k, v in nops.most_common()]}
 
 
-def loop_ops(d: int, arch: str, causal: bool, skip_stages=(), **choices) -> list[str]:
-    """The opcodes from the first HMMA to the last of the default kernel, or of its ``skip``
-    ablation build, or of a build with other code ``choices``: the trip loop's body, which
-    holds every GEMM. (:func:`main_loop`'s longest backward branch is no stable landmark across
-    two builds: a rescheduled kernel can put a longer one around the prologue or epilogue.)"""
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+def loop_ops(d: int, arch: str, causal: bool, skip_stages=(), operands: bool = False,
+             **choices) -> list[str]:
+    """The opcodes (with ``operands``: whole instructions) from the first HMMA to the last of
+    the default kernel, or of its ``skip`` ablation build, or of a build with other code
+    ``choices``: the trip loop's body, which holds every GEMM. (:func:`main_loop`'s longest
+    backward branch is no stable landmark across two builds: a rescheduled kernel can put a
+    longer one around the prologue or epilogue.)"""
+    return _loop(d, arch, causal, skip_stages, operands, **choices)[0]
 
-    rep = BwdMainKernel(default_plan(arch, d, causal=causal), causal=causal, use_pdl=True,
+
+def _loop(d, arch, causal, skip_stages=(), operands=False, **choices):
+    from frost.templates.bwd_main import BwdMainKernel
+
+    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
                         skip=frozenset(skip_stages), **choices).compile(arch)  # as frost.sdpa
-    ops = [op for _, op, _ in instructions(sass_of(rep.cubin))]
-    hmma = [i for i, op in enumerate(ops) if op.startswith("HMMA")]
-    return ops[hmma[0]:hmma[-1] + 1] if hmma else []
+    insns = instructions(sass_of(rep.cubin))
+    ops = [op + args if operands else op for _, op, args in insns]
+    hmma = [i for i, (_, op, _) in enumerate(insns) if op.startswith("HMMA")]
+    return (ops[hmma[0]:hmma[-1] + 1] if hmma else []), rep.total_spill_bytes
+
+
+def group_schedules(loops: dict) -> list[tuple[list, int, int]]:
+    """``loops``: value -> (trip loop's instructions, spill bytes), in the values' order. The
+    values that gave the same loop, as (values, instructions in the loop, spill bytes), in the
+    order of each group's first value: how many schedules ptxas really makes over a knob's
+    range (v80: three over ``--register-usage-level`` 0..10)."""
+    groups: list[tuple[list, list, int]] = []
+    for value, (loop, spills) in loops.items():
+        for vals, seen, _ in groups:
+            if seen == loop:
+                vals.append(value)
+                break
+        else:
+            groups.append(([value], loop, spills))
+    return [(vals, len(loop), spills) for vals, loop, spills in groups]
+
+
+def knob_values(text: str) -> tuple[str, list[int]]:
+    """--schedules' KEY=VALUES: "reg_usage=0-10" or "ptxas_opt=1,2,3" -> (key, values)."""
+    key, _, vals = (x.strip() for x in text.partition("="))
+    if not key or not vals:
+        raise SystemExit(f"sass_mix: --schedules wants KEY=A-B or KEY=A,B,..., got {text!r}")
+    if "-" in vals:
+        lo, _, hi = vals.partition("-")
+        return key, list(range(int(lo), int(hi) + 1))
+    return key, [int(v) for v in vals.split(",")]
 
 
 def compare_loops(default: list[str], ablated: list[str]) -> dict:
@@ -190,7 +234,21 @@ def main(argv=None) -> None:
                     help="instead: does the skip ablation VARIANT (e.g. dkdv_store, or a+b), or "
                     "the code choices key=value[,key=value] (e.g. l2_hints=1), leave the trip "
                     "loop's SASS as the default's? (v76: not always)")
+    ap.add_argument("--schedules", metavar="KEY=VALUES",
+                    help="instead: build the default with each value of one code choice (e.g. "
+                    "reg_usage=0-10, ptxas_opt=1,2,3) and group the values that give the same "
+                    "trip loop (instructions and operands): the schedules worth an A/B")
     a = ap.parse_args(argv)
+    if a.schedules:
+        key, values = knob_values(a.schedules)
+        for d in a.dims.split(","):
+            loops = {v: _loop(int(d), a.arch, a.causal, operands=True, **{key: v})
+                     for v in values}
+            shown = " | ".join(f"{key}={','.join(map(str, vals))}: {n} instructions"
+                               + (f", {sp} B spilled" if sp else "")
+                               for vals, n, sp in group_schedules(loops))
+            print(f"d={d} {a.arch}{' causal' if a.causal else ''}: {shown}")
+        return
     if a.probe:
         print("\n".join(probe(a.probe, a.arch)))
         return

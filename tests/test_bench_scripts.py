@@ -378,3 +378,17 @@ def test_sass_mix_compare_loops_tells_a_rescheduled_loop():
     assert not r["same"] and r["moved"] == {}
     r = mod.compare_loops(loop, loop[:2] + ["NOP"] + loop[3:])
     assert not r["same"] and r["moved"] == {"HMMA.16816.F32.BF16": -1, "NOP": 1}
+
+
+def test_sass_mix_groups_values_by_schedule():
+    """bench/sass_mix.py --schedules: values that give the same loop fall in one group, in the
+    order of each group's first value, with its length and spills; KEY=VALUES parses ranges and
+    lists, and refuses a missing part (no GPU, no cuobjdump needed)."""
+    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    a, b = ["HMMA R0", "LDSM R4"], ["LDSM R4", "HMMA R0"]
+    loops = {0: (a, 0), 1: (a, 0), 4: (b, 16), 5: (b, 16), 6: (a + ["NOP"], 0)}
+    assert mod.group_schedules(loops) == [([0, 1], 2, 0), ([4, 5], 2, 16), ([6], 3, 0)]
+    assert mod.knob_values("reg_usage=0-3") == ("reg_usage", [0, 1, 2, 3])
+    assert mod.knob_values("ptxas_opt=1,3") == ("ptxas_opt", [1, 3])
+    with pytest.raises(SystemExit, match="KEY=A-B"):
+        mod.knob_values("reg_usage=")
