@@ -11,3 +11,14 @@ ab() {
     --out "$out/$1" --variants "$4" 2>&1 | grep -v Warn | grep -E "^#|^ +[0-9]+ |variant"
   rm -f "$out/$1"/*.png
 }
+# ab_bench_rows VARIANTS [ROUNDS]: the bench rows' bwd_main defaults (d=64 and d=128, causal and
+# not, at (4,16,4096); d=128 at (16,16,1024); d=256 at (2,8,4096)) into $out/d64 ... $out/d256
+ab_bench_rows() {
+  local r=${2:-6}
+  ab d64 64 "" "$1" "$r"
+  ab d64c 64 --causal "$1" "$r"
+  ab d128 128 "" "$1" "$r"
+  ab d128c 128 --causal "$1" "$r"
+  ab d128s 128 "" "$1" "$r" 16,16,1024
+  ab d256 256 "" "$1" "$r" 2,8,4096
+}

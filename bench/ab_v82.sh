@@ -5,10 +5,4 @@ set -u
 out=${OUT:-bench/out}/v82
 . bench/ab_lib.sh
 mkdir -p "$out"
-V="default;ptxas_opt=2;ptxas_opt=1"
-ab d64 64 "" "$V" 6
-ab d64c 64 --causal "$V" 6
-ab d128 128 "" "$V" 6
-ab d128c 128 --causal "$V" 6
-ab d128s 128 "" "$V" 6 16,16,1024
-ab d256 256 "" "$V" 6 2,8,4096
+ab_bench_rows "default;ptxas_opt=2;ptxas_opt=1" 6
