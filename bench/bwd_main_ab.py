@@ -84,9 +84,12 @@ def parse_variant(text: str) -> dict:
 def build_kernel(d: int, causal: bool, v: dict, kp=None):
     """The ``BwdMainKernel`` of variant ``v`` (from :func:`parse_variant`) at head dim ``d``:
     ``tile.*`` keys are forced on top of the default plan's tile knobs and plan options
-    (:func:`frost.sched.plan_variant`, as ``frost.sdpa`` plans), so such a variant differs from
-    "default" in its forced keys only; ``skip`` becomes the timing-only ablation set; the rest
-    are code choices."""
+    (:func:`frost.templates.bwd_main.variant_plan`, as ``frost.sdpa`` plans), so such a variant's
+    plan differs from "default"'s in its forced keys only. Its code may differ more: a forced plan
+    that is not the measured default resolves the measured-only code choices
+    (``measured.MEASURED_CHOICES``, e.g. d=128's ``reg_usage``) to their first forms unless the
+    variant names them (each result records its resolved choices; v78b). ``skip`` becomes the
+    timing-only ablation set; the rest are code choices."""
     from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}

@@ -174,12 +174,13 @@ def build(key: VariantKey, *, with_main: bool = True,
     """Plan + compile one variant (no GPU needed to compile)."""
     import cutlass.cute as cute
 
+    from frost.tile_dsl.compile import cute_options
     from frost.tile_dsl.nvvm import for_arch
 
     cfg, fn, args = chain_program(key, with_main=with_main, stages=stages)
-    # the main kernel's code choices may add ptxas flags (CodeChoices.compile_options): a
-    # function of the key too, like the arch's NVVM options
-    opts = f"--gpu-arch {key.arch} {fn.main.code.compile_options if fn.main else ''}".strip()
+    # the main kernel's code choices may add ptxas flags (CodeChoices.compile_options) for the
+    # whole module: a function of the key too, like the arch's NVVM options
+    opts = cute_options(key.arch, fn.main.code.compile_options if fn.main else "")
     with for_arch(key.arch):  # NVVM options are a function of the arch, so the key covers them
         compiled = cute.compile(fn, *args, options=opts)
     _STATS["compiles"] += 1

@@ -22,6 +22,8 @@ from frost.sched.plan import KernelPlan
 from frost.sched.waves import GridEstimate
 from frost.templates.bwd_main import masks
 from frost.templates.bwd_main.code import CodeChoices, pick_lpt_heads
+from frost.templates.bwd_main.measured import pick_reg_usage
+from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE
 
 OVERHEAD_TRIPS = 3.0  # prologue + epilogue of a CTA, in q-tile trips (an assumption, not measured)
 MAX_CTAS = 1 << 22   # the model plays out every CTA in Python
@@ -71,6 +73,9 @@ SPLIT_BUILD_COST = ((96, 0.0), (128, 0.011), (160, 0.023))  # (largest d, cost)
 STORE_WARP_SPLIT_COST = 0.036  # a plan with store_warp: its split build runs without it (with it
                                # that build spills), 1 / 0.965 - 1 slower (v78, measured at d=64,
                                # the one default with it; a forced store_warp elsewhere gets it too)
+REG_USAGE_SPLIT_COST = 0.012  # a plan whose plain build asks ptxas for a measured register-usage
+                              # level (REG_USAGE_MEASURED: d=128 level 3, 0.988x in v81) runs its
+                              # split build at ptxas' own, which was not timed with the level
 SPLIT_MIN_GAIN = 0.02  # cut only where the model's net gain (the build's cost paid) is this much:
                        # cuts modelled at 1.6-1.8 % measured 0.993-1.004 (v45)
 
@@ -78,9 +83,13 @@ SPLIT_MIN_GAIN = 0.02  # cut only where the model's net gain (the build's cost p
 def split_build_cost(kp: KernelPlan) -> float:
     """:data:`SPLIT_BUILD_COST` of this plan's padded head dim (plans that cannot take the
     split build, d > 160, have none), plus :data:`STORE_WARP_SPLIT_COST` where the plan gives
-    the dK/dV stores to the producer warp (``store_warp``) and the split build cannot."""
+    the dK/dV stores to the producer warp (``store_warp``) and the split build cannot, plus
+    :data:`REG_USAGE_SPLIT_COST` where the plain build takes a measured ptxas level
+    (``reg_usage``) and the split build does not."""
     base = next((c for d, c in SPLIT_BUILD_COST if kp.tile["d"] <= d), 0.0)
-    return base + (STORE_WARP_SPLIT_COST if kp.tile.get("store_warp") else 0.0)
+    leveled = pick_reg_usage(kp) != PTXAS_DEFAULT_REG_USAGE
+    return (base + (STORE_WARP_SPLIT_COST if kp.tile.get("store_warp") else 0.0)
+            + (REG_USAGE_SPLIT_COST if leveled else 0.0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,14 +137,15 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
     """The tail split of a non-causal call on ``sms`` SMs: the (tiles to split, parts) of
     :data:`SPLIT_PARTS` whose modelled end is earliest, among cuts of the last partial wave plus
     zero to two whole waves; no split unless it gains :data:`SPLIT_MIN_GAIN` after paying the
-    split build's own cost (:func:`split_build_cost`: 0 at d ≤ 96, 1.1 % at 128, 2.3 % at 160,
-    and 3.6 % more where the plan has ``store_warp``, which the split build runs without).
+    split build's own cost (:func:`split_build_cost`: 0 at d ≤ 96, 1.1 % at 128, 2.3 % at 160;
+    3.6 % more where the plan has ``store_warp`` and 1.2 % more where it has a measured ptxas
+    level, both of which the split build runs without).
 
         >>> from frost.sched import plan_variant
         >>> kp = plan_variant("sm_120a", 128).kernel("bwd_main")
         >>> ts = pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=170)   # 12.05 waves
         >>> ts.n_split > 0, round(ts.gain, 2)
-        (True, 0.05)
+        (True, 0.04)
     """
     from frost.templates.bwd_main.host import n_tiles
 

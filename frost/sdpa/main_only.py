@@ -28,12 +28,12 @@ def build_main_only(main, arch: str, head_dim: int | None = None) -> _api.Compil
     v67/v68). Launch it with ``ch.launch(main_only_values(ch, ...))``."""
     import cutlass.cute as cute
 
+    from frost.tile_dsl.compile import cute_options
     from frost.tile_dsl.nvvm import for_arch
 
     fn, args = main_only(main, head_dim)
     with for_arch(arch):
-        compiled = cute.compile(fn, *args,
-                                options=f"--gpu-arch {arch} {main.code.compile_options}".strip())
+        compiled = cute.compile(fn, *args, options=cute_options(arch, main.code.compile_options))
     return _api.CompiledChain(None, fn.cfg, compiled, main)
 
 

@@ -78,16 +78,19 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
         rows.append(KernelResources(name, threads, smem, rep.max_registers, rep.total_spill_bytes,
                                     counts, code or {}, len(rep.lint())))
 
-    rd = RowDotConfig.from_plan(plan, 16, head_dim, use_pdl)
-    row("rowdot", rd.threads, 0, compile_for(RowDot(rd), *rowdot_fake_args(rd, cdt), arch=arch))
     kp = plan.kernel("bwd_main")
     main = BwdMainKernel(kp, dtype, causal=causal, causal_align=causal_align if causal else None,
                          use_pdl=use_pdl, **({"dq_splits": True} if deterministic else {}))
+    flags = main.code.compile_options  # ptxas flags the chain's module is built with, all three
+    rd = RowDotConfig.from_plan(plan, 16, head_dim, use_pdl)
+    row("rowdot", rd.threads, 0, compile_for(RowDot(rd), *rowdot_fake_args(rd, cdt), arch=arch,
+                                             extra_options=flags))
     rep = main.compile(arch)
     row("bwd_main", kp.threads, main.launched_smem_bytes, rep,
         code=dataclasses.asdict(main.code))
     dq = DqConvertConfig.from_plan(plan, 16, head_dim, use_pdl)
-    row("dq_convert", dq.threads, 0, compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch))
+    row("dq_convert", dq.threads, 0, compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch,
+                                                 extra_options=flags))
     return rows
 
 

@@ -26,6 +26,32 @@ PTXAS_DEFAULT_REG_USAGE = 5  # ptxas' default --register-usage-level
 PTXAS_DEFAULT_OPT_LEVEL = 3  # ptxas' default -O
 
 
+def cubin_text(cubin: bytes) -> bytes:
+    """The bytes of an ELF64 cubin's ``.text.*`` sections (the kernels' SASS), in section order,
+    each after its name."""
+    import struct
+
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
+        raise ValueError("not an ELF64 cubin")
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names_at = heads[shstrndx][4]  # sh_offset of the section-name table
+
+    def name(h) -> bytes:
+        start = names_at + h[0]
+        return cubin[start:cubin.index(b"\0", start)]
+
+    return b"".join(name(h) + cubin[h[4]:h[4] + h[5]] for h in heads
+                    if name(h).startswith(b".text."))
+
+
+def cute_options(arch: str, *extra: str) -> str:
+    """The ``cute.compile`` options string for ``arch`` and any ``extra`` parts (empty ones
+    dropped), e.g. ``cute_options("sm_120a", kernel.code.compile_options)``."""
+    return " ".join(p for p in (f"--gpu-arch {arch}", *extra) if p)
+
+
 def ptxas_options(register_usage_level: int = PTXAS_DEFAULT_REG_USAGE,
                   opt_level: int = PTXAS_DEFAULT_OPT_LEVEL) -> str:
     """``cute.compile`` options that pass flags to ptxas: ``--register-usage-level`` (0..10;
@@ -115,11 +141,20 @@ class CompileReport:
     @property
     def ptx_sha(self) -> str:
         """sha256[:12] of the PTX without its comment lines (the compiler banner): the short
-        name bench/RESULTS.md gives a build, and what the golden-PTX tests pin."""
+        name bench/RESULTS.md gives a build, and what the golden-PTX tests pin. ptxas flags
+        (``ptxas_options``) leave it alone: :attr:`sass_sha` tells such builds apart."""
         import hashlib
 
         body = "\n".join(ln for ln in self.ptx.splitlines() if not ln.lstrip().startswith("//"))
         return hashlib.sha256(body.encode()).hexdigest()[:12]
+
+    @property
+    def sass_sha(self) -> str:
+        """sha256[:12] of the cubin's code (its ``.text.*`` sections, :func:`cubin_text`): what
+        ptxas made of the PTX. The whole cubin would not do: it records ptxas' command line."""
+        import hashlib
+
+        return hashlib.sha256(cubin_text(self.cubin)).hexdigest()[:12]
 
     def lint(self) -> list:
         """Warp-collective instructions under lane-divergent branches

@@ -98,6 +98,7 @@ def _confounded(result, results):
     otherwise than its run's default at the same head dim without asking for it: a forced plan
     that is not the measured default keeps their first forms, so such a variant timed them
     too, not the plan option alone (v78b's store_warp=1 ran without d=64's stat_vec/trip_step)."""
+    # (files older than a choice do not record it: nothing to compare, nothing refused)
     base = next((r for r in results if r["d"] == result["d"] and not r["kwargs"]), None)
     if base is None:
         return {}

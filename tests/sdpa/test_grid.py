@@ -137,8 +137,8 @@ def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
     grids v44 measured at 12.1 waves (cut / plain 0.949-0.959) are modelled within the spread
     of the measured rounds (±1.5 %)."""
     from frost.sched.waves import GridEstimate
-    from frost.sdpa.grid import (SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN, STORE_WARP_SPLIT_COST,
-                                 pick_tail_split, split_build_cost)
+    from frost.sdpa.grid import (REG_USAGE_SPLIT_COST, SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN,
+                                 STORE_WARP_SPLIT_COST, pick_tail_split, split_build_cost)
 
     kp = _kp(128)
     cut = pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=170)
@@ -153,6 +153,8 @@ def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
     # v45's measurement; the d=64 default gives its stores to the producer warp, which its split
     # build cannot (v78)
     assert split_build_cost(_kp(64)) == STORE_WARP_SPLIT_COST
+    # the d=128 plain build asks ptxas for level 3 (v81), which its split build does not
+    assert split_build_cost(kp) == pytest.approx(0.011 + REG_USAGE_SPLIT_COST)
     end = GridEstimate.of(work, 170).makespan * (1 + split_build_cost(kp))
     assert end == pytest.approx(cut.makespan)
     whole = GridEstimate.of([trips + OVERHEAD_TRIPS] * cut.tiles, 170).makespan

@@ -5,8 +5,6 @@ on every compile path, and numerics on the GPU."""
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
 from frost.templates.bwd_main import BwdMainKernel, default_plan
@@ -37,14 +35,16 @@ def test_ptxas_opt_choice_limits():
 
 
 def test_reg_usage_choice_limits_and_options():
-    """The measured level where one was adopted (d=128 non-causal: 3), ptxas' default elsewhere
-    and on builds the A/Bs did not time (tail splits, forced plans); 0..10 taken, anything else
+    """The measured level where one was adopted (d=128 non-causal: 3, timed on the plain build;
+    its deterministic dq_splits build and head dims padded to 128 take it too, untimed), ptxas'
+    default elsewhere, on tail-split builds and on forced plans; 0..10 taken, anything else
     refused by name; the choice's compile options carry the level."""
     kp = default_plan("sm_120a", 128)
     code = BwdMainKernel(kp).code
     assert code.reg_usage == 3 and code.compile_options == \
         "--ptxas-options '--register-usage-level=3'"
     assert BwdMainKernel(default_plan("sm_120a", 120)).code.reg_usage == 3  # pads to 128
+    assert BwdMainKernel(kp, dq_splits=True).code.reg_usage == 3
     for other in (BwdMainKernel(kp, causal=True), BwdMainKernel(default_plan("sm_120a", 64)),
                   BwdMainKernel(kp, tail_split=1),
                   BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1}))):
@@ -57,10 +57,6 @@ def test_reg_usage_choice_limits_and_options():
             BwdMainKernel(kp, reg_usage=bad)
 
 
-def _cubin_text_sha(rep) -> str:
-    return hashlib.sha1(rep.cubin).hexdigest()
-
-
 @pytest.mark.compile
 def test_compile_reg_usage_reaches_ptxas():
     """At d=64 the three groups of levels ({0..3}, {4, 5}, {6..10}) give three cubins from one
@@ -70,7 +66,7 @@ def test_compile_reg_usage_reaches_ptxas():
             for lvl in (3, 5, 6)}
     reps["O2"] = BwdMainKernel(kp, use_pdl=True, ptxas_opt=2).compile("sm_120a")
     assert len({r.ptx for r in reps.values()}) == 1
-    assert len({_cubin_text_sha(r) for r in reps.values()}) == 4
+    assert len({r.sass_sha for r in reps.values()}) == 4
     assert all(_resources(r)[1] == 0 for r in reps.values())
 
 
@@ -83,16 +79,17 @@ def test_compile_d128_default_is_the_measured_level():
     three = BwdMainKernel(kp, use_pdl=True, reg_usage=3).compile("sm_120a")
     five = BwdMainKernel(kp, use_pdl=True, reg_usage=5).compile("sm_120a")
     assert shipped.ptx == five.ptx == three.ptx
-    assert _cubin_text_sha(shipped) == _cubin_text_sha(three) != _cubin_text_sha(five)
+    assert shipped.sass_sha == three.sass_sha != five.sass_sha
     assert _resources(shipped)[1] == 0
 
 
 @pytest.mark.compile
 def test_compile_chain_takes_the_main_kernels_options(monkeypatch):
     """frost.sdpa's chain build and the main-only build pass the main kernel's options to
-    cute.compile (the options string is what they would hand it)."""
+    cute.compile (the options string is what they hand it)."""
     import cutlass.cute as cute
 
+    from frost.sdpa import api
     from frost.sdpa.main_only import build_main_only
 
     seen = []
@@ -105,7 +102,25 @@ def test_compile_chain_takes_the_main_kernels_options(monkeypatch):
     monkeypatch.setattr(cute, "compile", spy)
     kern = BwdMainKernel(default_plan("sm_120a", 32), use_pdl=True, reg_usage=2)
     build_main_only(kern, "sm_120a")
-    assert seen == ["--gpu-arch sm_120a --ptxas-options '--register-usage-level=2'"]
+    api.build(api.VariantKey("sm_120a", "bf16", 128, "none", False, True))
+    assert seen == ["--gpu-arch sm_120a --ptxas-options '--register-usage-level=2'",
+                    "--gpu-arch sm_120a --ptxas-options '--register-usage-level=3'"]
+
+
+def test_compile_refuses_two_sets_of_ptxas_flags():
+    """cute.compile keeps only the last --ptxas-options: a caller's would drop the choices'."""
+    kern = BwdMainKernel(default_plan("sm_120a", 128))
+    with pytest.raises(ValueError, match="ptxas_opt / reg_usage"):
+        kern.compile("sm_120a", extra_options="--ptxas-options '-O3'")
+
+
+def test_docstring_examples():
+    import doctest
+
+    import frost.tile_dsl.compile
+
+    res = doctest.testmod(frost.tile_dsl.compile)
+    assert res.attempted > 0 and res.failed == 0
 
 
 @pytest.mark.gpu

@@ -79,14 +79,20 @@ class HostMixin:
         of the build ``frost.sdpa`` runs: this kernel inside a chain that launches it alone
         (:func:`frost.templates.chain.main_only`; :meth:`fake_args` tensors gave another register
         allocation, bench/RESULTS.md v67). ``kw`` goes to
-        :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``); the code choices' own
-        options (:attr:`.code.CodeChoices.compile_options`) come first."""
+        :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``); ``extra_options`` go
+        after the code choices' own options (:attr:`.code.CodeChoices.compile_options`), and
+        may not pass ptxas flags when those do (ValueError)."""
         from frost.templates.chain import main_only
         from frost.tile_dsl.compile import compile_for
 
+        extra = kw.pop("extra_options", "")
+        if "--ptxas-options" in extra and self.code.compile_options:
+            raise ValueError(f"extra_options pass ptxas flags, and so do this kernel's code "
+                             f"choices ({self.code.compile_options}); cute.compile keeps only the "
+                             f"last --ptxas-options: pass ptxas_opt / reg_usage instead")
         fn, args = main_only(self)
-        extra = f"{self.code.compile_options} {kw.pop('extra_options', '')}".strip()
-        return compile_for(fn, *args, arch=arch, extra_options=extra, **kw)
+        return compile_for(fn, *args, arch=arch,
+                           extra_options=f"{self.code.compile_options} {extra}".strip(), **kw)
 
     def launch(self, q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale: float, stream=None,
                split=None):
