@@ -44,6 +44,7 @@ from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
 from frost.templates.bwd_main.code import CodeChoices  # noqa: E402
+from frost.templates.bwd_main.measured import unasked_differences  # noqa: E402
 
 KNOBS = tuple(sorted(CodeChoices.names()))  # BwdMainKernel's code-choice keywords
 SPLIT_SMS = "split_sms"  # not a keyword: the SM count a tail_split kernel's cut is planned for
@@ -201,6 +202,12 @@ def main(argv=None):
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan(ARCH, d, causal=args.causal)
         kerns = [build_kernel(d, args.causal, v, kp) for v in variants]
+        base = dataclasses.asdict(kerns[0].code)
+        for name, k, v in zip(names[1:], kerns[1:], variants[1:]):  # v78b's trap, said early
+            extra = unasked_differences(dataclasses.asdict(k.code), base, v.keys())
+            if extra:
+                print(f"  note: {name} also changes {extra} (default's, variant's): measured-only "
+                      f"choices its plan resolves otherwise; name them to time the option alone")
         t = make_inputs(torch, b, h, s, d, args.causal, kp.tile["d"],  # S_pad: whole q tiles
                         tile_m=math.lcm(*(k.kp.tile["tile_m"] for k in kerns)))
         # a variant planned for another padded head dim (tile.head_pad=) needs its own dQ

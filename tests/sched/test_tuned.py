@@ -14,7 +14,7 @@ from frost.sched.tuned import (AB_PICK_SOURCES, CAUSAL_OPTIONS, CAUSAL_OPTIONS_A
                                OPTIONS_RECHECK_SOURCES, OPTIONS_SOURCES, SOURCE, TUNED,
                                tuned_options, tuned_tile)
 from frost.templates.bwd_main.code import CodeChoices
-from frost.templates.bwd_main.measured import MEASURED_CHOICES
+from frost.templates.bwd_main.measured import MEASURED_CHOICES, unasked_differences
 
 ROOT = pathlib.Path(__file__).parents[2]
 KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
@@ -94,16 +94,13 @@ def _shipped_code(d, causal):
 
 
 def _confounded(result, results):
-    """The measured-only code choices (:data:`MEASURED_CHOICES`) in which ``result`` resolved
-    otherwise than its run's default at the same head dim without asking for it: a forced plan
-    that is not the measured default keeps their first forms, so such a variant timed them
-    too, not the plan option alone (v78b's store_warp=1 ran without d=64's stat_vec/trip_step)."""
-    # (files older than a choice do not record it: nothing to compare, nothing refused)
+    """:func:`unasked_differences` of an A/B ``result`` against its run's default at the same
+    head dim: a forced plan that is not the measured default keeps the measured-only choices'
+    first forms, so such a variant timed them too, not the plan option alone (v78b's
+    store_warp=1 ran without d=64's stat_vec/trip_step). Files older than a choice do not
+    record it: nothing to compare, nothing refused."""
     base = next((r for r in results if r["d"] == result["d"] and not r["kwargs"]), None)
-    if base is None:
-        return {}
-    return {k: (base[k], result[k]) for k in MEASURED_CHOICES
-            if k in base and k in result and k not in result["kwargs"] and base[k] != result[k]}
+    return {} if base is None else unasked_differences(result, base, result["kwargs"])
 
 
 def _ab_ratios(d, option):

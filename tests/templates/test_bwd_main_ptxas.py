@@ -139,3 +139,24 @@ def test_gpu_ptxas_opt_keeps_the_numerics(d, causal, level):
     """ptxas at -O1 / -O2 on the same PTX: GQA 2:1, ragged S_q != S_kv, the chain build."""
     run_case(2, 300, 333, 4, 2, d, causal=causal, knobs=(("ptxas_opt", level),),
              seed=17 + d, via="chain")
+
+
+def test_unasked_differences_name_what_a_forced_plan_drops():
+    """A/B variants on a forced plan that is not the measured default lose the measured-only
+    choices (v78b's trap): at d=128 a one-copy exchange (exchange_stages=1) resolves ptxas'
+    level 5 and no K/V prefetch. bench/bwd_main_ab.py prints this before timing; naming the
+    choices in the variant clears it."""
+    import dataclasses
+
+    from frost.templates.bwd_main import variant_plan
+    from frost.templates.bwd_main.measured import unasked_differences
+
+    base = dataclasses.asdict(BwdMainKernel(default_plan("sm_120a", 128)).code)
+    kp = variant_plan("sm_120a", 128, tile={"exchange_stages": 1}).kernel("bwd_main")
+    forced = dataclasses.asdict(BwdMainKernel(kp).code)
+    diff = unasked_differences(forced, base, {"tile.exchange_stages"})
+    assert diff["reg_usage"] == (3, PTXAS_DEFAULT_REG_USAGE) and diff["kv_prefetch"] == (16, 0)
+    named = dataclasses.asdict(BwdMainKernel(kp, reg_usage=3, kv_prefetch=16).code)
+    left = unasked_differences(named, base, {"tile.exchange_stages"})
+    assert "reg_usage" not in left and "kv_prefetch" not in left
+    assert unasked_differences(base, base, ()) == {}

@@ -17,6 +17,16 @@ default, the variant measured those choices too (tests/sched/test_tuned.py refus
 evidence for a plan option alone)."""
 
 
+def unasked_differences(variant: dict, default: dict, asked) -> dict:
+    """The measured-only choices (:data:`MEASURED_CHOICES`) in which a variant's resolved code
+    choices (``variant``, e.g. ``dataclasses.asdict(kernel.code)`` or an A/B result's record)
+    differ from its default's without the variant asking (``asked``: the keys it set), as
+    {name: (default's, variant's)}. Non-empty: the variant times those choices too, not only
+    what it forced. Names missing from either side are not compared."""
+    return {k: (default[k], variant[k]) for k in MEASURED_CHOICES
+            if k in default and k in variant and k not in asked and default[k] != variant[k]}
+
+
 def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
     """Whether ``kp`` is its head dim's default plan (every plan key of
     :data:`frost.sched.sdpa.SDPA_BWD_SPACE` as the measured default has it): the plans the v54 /
