@@ -75,7 +75,8 @@ from __future__ import annotations
 import dataclasses
 
 from frost.sched.plan import KernelPlan
-from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE
+from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE,
+                                   ptxas_options)
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_reg_usage,
@@ -280,8 +281,6 @@ class CodeChoices:
         """The ``cute.compile`` options these choices ask for (ptxas' ``--register-usage-level``
         and ``-O``, each unless it is ptxas' default). They apply to the whole module: a chain
         compiled with them passes them to its other kernels too."""
-        from frost.tile_dsl.compile import ptxas_options
-
         return ptxas_options(register_usage_level=self.reg_usage, opt_level=self.ptxas_opt)
 
     @classmethod
