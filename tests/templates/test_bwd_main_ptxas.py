@@ -71,13 +71,14 @@ def test_compile_reg_usage_reaches_ptxas():
 
 
 @pytest.mark.compile
-def test_compile_d128_default_is_the_measured_level():
+@pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
+def test_compile_d128_default_is_the_measured_level(arch):
     """The shipped d=128 build is level 3's cubin (same PTX as ptxas' default, other SASS), and
-    spill-free on sm_120a."""
-    kp = default_plan("sm_120a", 128)
-    shipped = BwdMainKernel(kp, use_pdl=True).compile("sm_120a")
-    three = BwdMainKernel(kp, use_pdl=True, reg_usage=3).compile("sm_120a")
-    five = BwdMainKernel(kp, use_pdl=True, reg_usage=5).compile("sm_120a")
+    spill-free on both SM120 targets."""
+    kp = default_plan(arch, 128)
+    shipped = BwdMainKernel(kp, use_pdl=True).compile(arch)
+    three = BwdMainKernel(kp, use_pdl=True, reg_usage=3).compile(arch)
+    five = BwdMainKernel(kp, use_pdl=True, reg_usage=5).compile(arch)
     assert shipped.ptx == five.ptx == three.ptx
     assert shipped.sass_sha == three.sass_sha != five.sass_sha
     assert _resources(shipped)[1] == 0
