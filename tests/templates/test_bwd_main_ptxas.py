@@ -28,6 +28,7 @@ def test_ptxas_options_limits():
 def test_ptxas_opt_choice_limits():
     kp = default_plan("sm_120a", 64)
     assert BwdMainKernel(kp).code.ptxas_opt == 3
+    assert BwdMainKernel(kp, causal=True).code.ptxas_opt == 3
     assert BwdMainKernel(kp, ptxas_opt=2).code.compile_options == "--ptxas-options '-O2'"
     for bad in (0, 4, True, "1"):
         with pytest.raises(BwdMainError, match="ptxas_opt"):
@@ -45,7 +46,9 @@ def test_reg_usage_choice_limits_and_options():
         "--ptxas-options '--register-usage-level=3'"
     assert BwdMainKernel(default_plan("sm_120a", 120)).code.reg_usage == 3  # pads to 128
     assert BwdMainKernel(kp, dq_splits=True).code.reg_usage == 3
-    for other in (BwdMainKernel(kp, causal=True), BwdMainKernel(default_plan("sm_120a", 64)),
+    for other in (BwdMainKernel(default_plan("sm_120a", 64)),
+                  BwdMainKernel(default_plan("sm_120a", 64), causal=True),
+                  BwdMainKernel(default_plan("sm_120a", 256)),
                   BwdMainKernel(kp, tail_split=1),
                   BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1}))):
         assert other.code.reg_usage == PTXAS_DEFAULT_REG_USAGE
@@ -55,6 +58,23 @@ def test_reg_usage_choice_limits_and_options():
     for bad in (11, -1, True, "6", 6.0):
         with pytest.raises(BwdMainError, match="reg_usage"):
             BwdMainKernel(kp, reg_usage=bad)
+
+
+def test_causal_d128_takes_the_measured_pair():
+    """Causal d=128 (v84/v86): level 3 with -O2 on the default plan's plain build and its
+    dq_splits build (untimed there, as at non-causal d=128); not on a forced plan, where ptxas'
+    defaults stay; a caller's value wins over the table."""
+    kp = default_plan("sm_120a", 128, causal=True)
+    for kern in (BwdMainKernel(kp, causal=True), BwdMainKernel(kp, causal=True, dq_splits=True),
+                 BwdMainKernel(default_plan("sm_120a", 120, causal=True), causal=True)):
+        assert (kern.code.reg_usage, kern.code.ptxas_opt) == (3, 2)
+        assert kern.code.compile_options == \
+            "--ptxas-options '-O2 --register-usage-level=3'"
+    forced = default_plan("sm_120a", 128, causal=True, tile={"q_stages": 1})
+    assert BwdMainKernel(forced, causal=True).code.compile_options == ""
+    assert BwdMainKernel(kp, causal=True, ptxas_opt=3).code.compile_options == \
+        "--ptxas-options '--register-usage-level=3'"
+    assert BwdMainKernel(kp).code.ptxas_opt == 3  # the same plan, run non-causal
 
 
 @pytest.mark.compile
@@ -72,15 +92,17 @@ def test_compile_reg_usage_reaches_ptxas():
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
-def test_compile_d128_default_is_the_measured_level(arch):
-    """The shipped d=128 build is level 3's cubin (same PTX as ptxas' default, other SASS), and
-    spill-free on both SM120 targets."""
-    kp = default_plan(arch, 128)
-    shipped = BwdMainKernel(kp, use_pdl=True).compile(arch)
-    three = BwdMainKernel(kp, use_pdl=True, reg_usage=3).compile(arch)
-    five = BwdMainKernel(kp, use_pdl=True, reg_usage=5).compile(arch)
-    assert shipped.ptx == five.ptx == three.ptx
-    assert shipped.sass_sha == three.sass_sha != five.sass_sha
+@pytest.mark.parametrize("causal", [False, True])
+def test_compile_d128_default_is_the_measured_level(arch, causal):
+    """The shipped d=128 build is the measured flags' cubin (level 3; causal: with -O2): the
+    same PTX as ptxas' defaults, other SASS, and spill-free on both SM120 targets."""
+    kp = default_plan(arch, 128, causal=causal)
+    opt = 2 if causal else 3
+    shipped = BwdMainKernel(kp, causal=causal, use_pdl=True).compile(arch)
+    pair = BwdMainKernel(kp, causal=causal, use_pdl=True, reg_usage=3, ptxas_opt=opt).compile(arch)
+    own = BwdMainKernel(kp, causal=causal, use_pdl=True, reg_usage=5, ptxas_opt=3).compile(arch)
+    assert shipped.ptx == own.ptx == pair.ptx
+    assert shipped.sass_sha == pair.sass_sha != own.sass_sha
     assert _resources(shipped)[1] == 0
 
 

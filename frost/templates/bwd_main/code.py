@@ -66,7 +66,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   the module the kernel is compiled in (:attr:`CodeChoices.compile_options`):
                   the same PTX, allocated and scheduled otherwise (v80,
                   :data:`.measured.REG_USAGE_MEASURED`)
-``ptxas_opt``     ptxas ``-O`` level (1..3; 3, ptxas' default, adds no flag), likewise (v82)
+``ptxas_opt``     ptxas ``-O`` level (1..3; 3, ptxas' default, adds no flag), likewise (v82,
+                  :data:`.measured.PTXAS_OPT_MEASURED`: -O2 with level 3 at causal d=128, v86)
 ================  =========================================================================
 """
 
@@ -79,7 +80,8 @@ from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_U
                                    ptxas_options)
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
-from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_reg_usage,
+from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_ptxas_opt,
+                       pick_reg_usage,
                        pick_sdp_accs, pick_stat_vec, pick_trip_step, stat_vec_fits)
 
 
@@ -299,7 +301,7 @@ class CodeChoices:
                 sdp_accs: int | None = None, stat_vec: int | None = None,
                 kv_prefetch: int | None = None, l2_hints: int = 0,
                 reg_usage: int | None = None,
-                ptxas_opt: int = PTXAS_DEFAULT_OPT_LEVEL) -> "CodeChoices":
+                ptxas_opt: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -396,9 +398,9 @@ class CodeChoices:
         if isinstance(rul, bool) or not isinstance(rul, int) or not 0 <= rul <= 10:
             raise CodeChoiceError(f"reg_usage must be an int in [0, 10] (ptxas' "
                                   f"--register-usage-level; 5 its default), got {reg_usage!r}")
-        if isinstance(ptxas_opt, bool) or not isinstance(ptxas_opt, int) or \
-                not 1 <= ptxas_opt <= 3:
+        opt = pick_ptxas_opt(kp, causal, split) if ptxas_opt is None else ptxas_opt
+        if isinstance(opt, bool) or not isinstance(opt, int) or not 1 <= opt <= 3:
             raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "
                                   f"got {ptxas_opt!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, ptxas_opt)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt)

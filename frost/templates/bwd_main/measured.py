@@ -5,12 +5,13 @@ with the rest; a forced plan the A/Bs did not run keeps each one's first form.""
 from __future__ import annotations
 
 from frost.sched.plan import KernelPlan
-from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE
+from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE
 
 MAX_KV_PREFETCH = 64
 """The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
 
-MEASURED_CHOICES = ("dq_accs", "kv_prefetch", "reg_usage", "sdp_accs", "stat_vec", "trip_step")
+MEASURED_CHOICES = ("dq_accs", "kv_prefetch", "ptxas_opt", "reg_usage", "sdp_accs", "stat_vec",
+                    "trip_step")
 """The code choices picked here (on :func:`measured_plan` only). An A/B variant whose plan is
 not the measured default resolves them to their first forms: where that differs from its run's
 default, the variant measured those choices too (tests/sched/test_tuned.py refuses it as
@@ -123,18 +124,36 @@ def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) 
     return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
 
 
-REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3}
+REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True): 3}
 """(padded d, causal) -> ptxas ``--register-usage-level`` for the default plan's plain build
 (:func:`measured_plan`, no tail splits; its dq_splits builds too), where another level than
 ptxas' 5 measured faster. The level changes only how ptxas allocates and schedules the same PTX
 (three schedules over 0..10: {0..3}, {4, 5}, {6..10}). d=128 level 3 (bench/RESULTS.md v80/v81,
-10 rounds): (4,16,4096) 0.988, every round below 1; (16,16,1024) 0.994. Elsewhere ptxas' own
-level was the fastest: level 3 d=64 1.008, causal d=64 1.017, causal d=128 1.005, d=256 1.006;
-level 6 slower on every row (1.002-1.083; d=128 spills 16 B on sm_90a there)."""
+10 rounds): (4,16,4096) 0.988, every round below 1; (16,16,1024) 0.994. Causal d=128 level 3
+with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own, v84/v86, 10
+rounds): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (level 3 alone 1.005, -O2
+alone 0.993-1.003). Elsewhere ptxas' own level was the fastest: level 3 d=64 1.008, causal d=64
+1.017, d=256 1.006; with -O2 d=64 1.007, causal d=64 1.017; level 6 slower on every row
+(1.002-1.083; d=128 spills 16 B on sm_90a there)."""
+
+PTXAS_OPT_MEASURED: dict[tuple[int, bool], int] = {(128, True): 2}
+"""(padded d, causal) -> ptxas ``-O`` level for the default plan's plain build, as
+:data:`REG_USAGE_MEASURED` (the two were timed as a pair there). Elsewhere ptxas' -O3: -O2
+measured 0.993-1.003 with ptxas' own level (v82) and 0.998 on d=128's level 3 (v84); -O1 1.057-1.161."""
+
+
+def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
+    """The builds these ptxas tables apply to: a default plan's, without tail splits."""
+    return not tail_split and measured_plan(kp, causal)
 
 
 def pick_reg_usage(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
     """:data:`REG_USAGE_MEASURED` on a default plan without tail splits; else ptxas' default."""
-    on = not tail_split and measured_plan(kp, causal)
-    return REG_USAGE_MEASURED.get((kp.tile["d"], bool(causal)), PTXAS_DEFAULT_REG_USAGE) if on \
-        else PTXAS_DEFAULT_REG_USAGE
+    key, dflt = (kp.tile["d"], bool(causal)), PTXAS_DEFAULT_REG_USAGE
+    return REG_USAGE_MEASURED.get(key, dflt) if _measured_build(kp, causal, tail_split) else dflt
+
+
+def pick_ptxas_opt(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
+    """:data:`PTXAS_OPT_MEASURED` on a default plan without tail splits; else ptxas' -O3."""
+    key, dflt = (kp.tile["d"], bool(causal)), PTXAS_DEFAULT_OPT_LEVEL
+    return PTXAS_OPT_MEASURED.get(key, dflt) if _measured_build(kp, causal, tail_split) else dflt
