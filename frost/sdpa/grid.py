@@ -22,8 +22,8 @@ from frost.sched.plan import KernelPlan
 from frost.sched.waves import GridEstimate
 from frost.templates.bwd_main import masks
 from frost.templates.bwd_main.code import CodeChoices, pick_lpt_heads
-from frost.templates.bwd_main.measured import pick_reg_usage
-from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE
+from frost.templates.bwd_main.measured import pick_ptxas_opt, pick_reg_usage
+from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE
 
 OVERHEAD_TRIPS = 3.0  # prologue + epilogue of a CTA, in q-tile trips (an assumption, not measured)
 MAX_CTAS = 1 << 22   # the model plays out every CTA in Python
@@ -84,10 +84,11 @@ def split_build_cost(kp: KernelPlan) -> float:
     """:data:`SPLIT_BUILD_COST` of this plan's padded head dim (plans that cannot take the
     split build, d > 160, have none), plus :data:`STORE_WARP_SPLIT_COST` where the plan gives
     the dK/dV stores to the producer warp (``store_warp``) and the split build cannot, plus
-    :data:`REG_USAGE_SPLIT_COST` where the plain build takes a measured ptxas level
-    (``reg_usage``) and the split build does not."""
+    :data:`REG_USAGE_SPLIT_COST` where the plain build takes measured ptxas flags
+    (``reg_usage``, ``ptxas_opt``) and the split build does not."""
     base = next((c for d, c in SPLIT_BUILD_COST if kp.tile["d"] <= d), 0.0)
-    leveled = pick_reg_usage(kp) != PTXAS_DEFAULT_REG_USAGE
+    leveled = (pick_reg_usage(kp) != PTXAS_DEFAULT_REG_USAGE
+               or pick_ptxas_opt(kp) != PTXAS_DEFAULT_OPT_LEVEL)
     return (base + (STORE_WARP_SPLIT_COST if kp.tile.get("store_warp") else 0.0)
             + (REG_USAGE_SPLIT_COST if leveled else 0.0))
 

@@ -9,6 +9,7 @@ import pytest
 
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import BwdMainError
+from frost.templates.bwd_main.measured import pick_ptxas_opt
 from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE, ptxas_options
 from tests.templates.test_bwd_main import _resources, run_case
 
@@ -75,6 +76,12 @@ def test_causal_d128_takes_the_measured_pair():
     assert BwdMainKernel(kp, causal=True, ptxas_opt=3).code.compile_options == \
         "--ptxas-options '--register-usage-level=3'"
     assert BwdMainKernel(kp).code.ptxas_opt == 3  # the same plan, run non-causal
+    # -O2 was timed with level 3 only: another asked level keeps -O3 (no untimed pair)
+    assert BwdMainKernel(kp, causal=True, reg_usage=5).code.compile_options == ""
+    assert BwdMainKernel(kp, causal=True, reg_usage=3).code.ptxas_opt == 2
+    assert pick_ptxas_opt(kp, True, tail_split=1) == 3  # split builds keep ptxas' own
+    assert pick_ptxas_opt(kp, True, reg_usage=6) == 3 and pick_ptxas_opt(kp, True) == 2
+    assert BwdMainKernel(default_plan("sm_120a", 128), tail_split=1).code.ptxas_opt == 3
 
 
 @pytest.mark.compile
@@ -103,6 +110,9 @@ def test_compile_d128_default_is_the_measured_level(arch, causal):
     own = BwdMainKernel(kp, causal=causal, use_pdl=True, reg_usage=5, ptxas_opt=3).compile(arch)
     assert shipped.ptx == own.ptx == pair.ptx
     assert shipped.sass_sha == pair.sass_sha != own.sass_sha
+    if causal:  # -O2 reaches ptxas too: level 3 at -O3 is another cubin
+        three = BwdMainKernel(kp, causal=True, use_pdl=True, reg_usage=3, ptxas_opt=3)
+        assert three.compile(arch).sass_sha != shipped.sass_sha
     assert _resources(shipped)[1] == 0
 
 

@@ -67,7 +67,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   the same PTX, allocated and scheduled otherwise (v80,
                   :data:`.measured.REG_USAGE_MEASURED`)
 ``ptxas_opt``     ptxas ``-O`` level (1..3; 3, ptxas' default, adds no flag), likewise (v82,
-                  :data:`.measured.PTXAS_OPT_MEASURED`: -O2 with level 3 at causal d=128, v86)
+                  :data:`.measured.PTXAS_OPT_MEASURED`: -O2 with level 3 at causal d=128, v86;
+                  a build asked for another ``reg_usage`` keeps -O3)
 ================  =========================================================================
 """
 
@@ -81,8 +82,8 @@ from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_U
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_ptxas_opt,
-                       pick_reg_usage,
-                       pick_sdp_accs, pick_stat_vec, pick_trip_step, stat_vec_fits)
+                       pick_reg_usage, pick_sdp_accs, pick_stat_vec, pick_trip_step,
+                       stat_vec_fits)
 
 
 class CodeChoiceError(ValueError):
@@ -398,7 +399,7 @@ class CodeChoices:
         if isinstance(rul, bool) or not isinstance(rul, int) or not 0 <= rul <= 10:
             raise CodeChoiceError(f"reg_usage must be an int in [0, 10] (ptxas' "
                                   f"--register-usage-level; 5 its default), got {reg_usage!r}")
-        opt = pick_ptxas_opt(kp, causal, split) if ptxas_opt is None else ptxas_opt
+        opt = pick_ptxas_opt(kp, causal, split, rul) if ptxas_opt is None else ptxas_opt
         if isinstance(opt, bool) or not isinstance(opt, int) or not 1 <= opt <= 3:
             raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "
                                   f"got {ptxas_opt!r}")

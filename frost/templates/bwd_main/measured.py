@@ -130,16 +130,18 @@ REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True):
 ptxas' 5 measured faster. The level changes only how ptxas allocates and schedules the same PTX
 (three schedules over 0..10: {0..3}, {4, 5}, {6..10}). d=128 level 3 (bench/RESULTS.md v80/v81,
 10 rounds): (4,16,4096) 0.988, every round below 1; (16,16,1024) 0.994. Causal d=128 level 3
-with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own, v84/v86, 10
-rounds): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (level 3 alone 1.005, -O2
-alone 0.993-1.003). Elsewhere ptxas' own level was the fastest: level 3 d=64 1.008, causal d=64
+with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86, 10 rounds,
+after v84's 0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there
+level 3 alone measured 1.005, v80, and -O2 alone 1.002, v82). Elsewhere ptxas' own level was the fastest: level 3 d=64 1.008, causal d=64
 1.017, d=256 1.006; with -O2 d=64 1.007, causal d=64 1.017; level 6 slower on every row
 (1.002-1.083; d=128 spills 16 B on sm_90a there)."""
 
 PTXAS_OPT_MEASURED: dict[tuple[int, bool], int] = {(128, True): 2}
 """(padded d, causal) -> ptxas ``-O`` level for the default plan's plain build, as
-:data:`REG_USAGE_MEASURED` (the two were timed as a pair there). Elsewhere ptxas' -O3: -O2
-measured 0.993-1.003 with ptxas' own level (v82) and 0.998 on d=128's level 3 (v84); -O1 1.057-1.161."""
+:data:`REG_USAGE_MEASURED`. The two were timed as a pair, so the level here applies only to a
+build at that table's level (:func:`pick_ptxas_opt`'s ``reg_usage``). Elsewhere ptxas' -O3: -O2
+measured 0.993-1.002 at ptxas' own level (v82) and 1.003 / 1.000 (v82) and 0.998 (v84) on
+d=128's level 3; -O1 1.057-1.161 (v82)."""
 
 
 def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
@@ -153,7 +155,14 @@ def pick_reg_usage(kp: KernelPlan, causal: bool = False, tail_split: int = 0) ->
     return REG_USAGE_MEASURED.get(key, dflt) if _measured_build(kp, causal, tail_split) else dflt
 
 
-def pick_ptxas_opt(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
-    """:data:`PTXAS_OPT_MEASURED` on a default plan without tail splits; else ptxas' -O3."""
+def pick_ptxas_opt(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
+                   reg_usage: int | None = None) -> int:
+    """:data:`PTXAS_OPT_MEASURED` on a default plan without tail splits, for a build at the
+    register-usage level it was timed with (``reg_usage``: the build's level, None = the
+    table's); else ptxas' -O3 (an asked level keeps an untimed pair from forming)."""
     key, dflt = (kp.tile["d"], bool(causal)), PTXAS_DEFAULT_OPT_LEVEL
-    return PTXAS_OPT_MEASURED.get(key, dflt) if _measured_build(kp, causal, tail_split) else dflt
+    if not _measured_build(kp, causal, tail_split):
+        return dflt
+    if reg_usage is not None and reg_usage != pick_reg_usage(kp, causal, tail_split):
+        return dflt
+    return PTXAS_OPT_MEASURED.get(key, dflt)
