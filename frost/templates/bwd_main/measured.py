@@ -46,6 +46,12 @@ def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
     return all(tl.get(k) == ref.get(k) for k in (*keys, "d", "d_v"))
 
 
+def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
+    """The builds the kv_prefetch and ptxas tables apply to: a default plan's, without tail
+    splits (a split build runs another trip loop, and a cut grid is 1-D)."""
+    return not tail_split and measured_plan(kp, causal)
+
+
 DQ_ACCS_MEASURED = {(32, False): 2, (128, False): 2, (192, False): 2}
 """(padded d, causal) -> dQ accumulators on the default plan (:func:`measured_plan`), where
 two measured faster (bench/RESULTS.md v54, bwd_main A/B on the H200, two / one, every round
@@ -120,7 +126,7 @@ builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / 
 
 def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
     """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits; else 0."""
-    on = not tail_split and measured_plan(kp, causal)
+    on = _measured_build(kp, causal, tail_split)
     return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
 
 
@@ -132,9 +138,9 @@ ptxas' 5 measured faster. The level changes only how ptxas allocates and schedul
 10 rounds): (4,16,4096) 0.988, every round below 1; (16,16,1024) 0.994. Causal d=128 level 3
 with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86, 10 rounds,
 after v84's 0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there
-level 3 alone measured 1.005, v80, and -O2 alone 1.002, v82). Elsewhere ptxas' own level was the fastest: level 3 d=64 1.008, causal d=64
-1.017, d=256 1.006; with -O2 d=64 1.007, causal d=64 1.017; level 6 slower on every row
-(1.002-1.083; d=128 spills 16 B on sm_90a there)."""
+level 3 alone measured 1.005, v80, and -O2 alone 1.002, v82). Elsewhere ptxas' own level was
+the fastest: level 3 d=64 1.008, causal d=64 1.017, d=256 1.006; with -O2 d=64 1.007, causal
+d=64 1.017; level 6 slower on every row (1.002-1.083; d=128 spills 16 B on sm_90a there)."""
 
 PTXAS_OPT_MEASURED: dict[tuple[int, bool], int] = {(128, True): 2}
 """(padded d, causal) -> ptxas ``-O`` level for the default plan's plain build, as
@@ -142,11 +148,6 @@ PTXAS_OPT_MEASURED: dict[tuple[int, bool], int] = {(128, True): 2}
 build at that table's level (:func:`pick_ptxas_opt`'s ``reg_usage``). Elsewhere ptxas' -O3: -O2
 measured 0.993-1.002 at ptxas' own level (v82) and 1.003 / 1.000 (v82) and 0.998 (v84) on
 d=128's level 3; -O1 1.057-1.161 (v82)."""
-
-
-def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
-    """The builds these ptxas tables apply to: a default plan's, without tail splits."""
-    return not tail_split and measured_plan(kp, causal)
 
 
 def pick_reg_usage(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
