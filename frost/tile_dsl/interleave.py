@@ -9,16 +9,19 @@ from __future__ import annotations
 
 
 class Job:
-    """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A (and B unless it is
-    already in registers, ``sB is None``) streamed from smem one k-block at a time."""
+    """One GEMM for :func:`gemm_interleaved`: ``acc += A·Bᵀ`` with A and B streamed from smem
+    one k-block at a time, except an operand already in registers (``sA`` / ``sB`` None; not
+    both)."""
 
     def __init__(self, tiled_mma, acc, rA, rB, sA, cpA, sB=None, cpB=None, reuse_k0=False,
                  acc_odd=None):
         """``sA``/``sB``: ldmatrix-partitioned smem sources (CPY, M|N, k-blocks); ``cpA``/``cpB``
-        their thread copies; ``rA``/``rB`` the MMA fragments (``rB`` already loaded when
+        their thread copies; ``rA``/``rB`` the MMA fragments (already loaded where ``sA`` /
         ``sB`` is None); ``acc_odd``: a second accumulator for the odd k-blocks (twice the
         MMA chains; the caller adds it into ``acc``). ``reuse_k0`` (timing ablations only, WRONG
         results): k-block 0's operands feed every k-block's MMAs (no other smem traffic)."""
+        if sA is None and sB is None:
+            raise ValueError("Job: one operand must come from smem (it gives the k-blocks)")
         self.mma_op, self.acc, self.rA, self.rB, self.sA, self.cpA = tiled_mma, acc, rA, rB, sA, cpA
         self.reuse_k0 = bool(reuse_k0)
         self.acc_odd = acc_odd
@@ -30,7 +33,7 @@ class Job:
     def k_blocks(self) -> int:
         import cutlass.cute as cute
 
-        return cute.size(self.sA.shape[2])
+        return cute.size((self.sA if self.sA is not None else self.sB).shape[2])
 
     def load(self, k: int):
         """ldmatrix k-block ``k`` of the smem operands into their registers."""
@@ -38,7 +41,8 @@ class Job:
 
         if self.reuse_k0 and k:
             return
-        cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
+        if self.sA is not None:
+            cute.copy(self.cpA, self.sA[None, None, k], self.rA_v[None, None, k])
         if self.sB is not None:
             cute.copy(self.cpB, self.sB[None, None, k], self.rB_v[None, None, k])
 
@@ -48,8 +52,9 @@ class Job:
 
         acc = self.acc if self.acc_odd is None or k % 2 == 0 else self.acc_odd
         if self.reuse_k0:
-            kb = 0 if self.sB is not None else k  # B held in registers is whole: keep it
-            cute.gemm(self.mma_op, acc, self.rA[None, None, 0], self.rB[None, None, kb], acc)
+            ka = 0 if self.sA is not None else k  # an operand held in registers is whole:
+            kb = 0 if self.sB is not None else k  # keep it
+            cute.gemm(self.mma_op, acc, self.rA[None, None, ka], self.rB[None, None, kb], acc)
             return
         cute.gemm(self.mma_op, acc, self.rA[None, None, k], self.rB[None, None, k], acc)
 

@@ -69,6 +69,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``ptxas_opt``     ptxas ``-O`` level (1..3; 3, ptxas' default, adds no flag), likewise (v82,
                   :data:`.measured.PTXAS_OPT_MEASURED`: -O2 with level 3 at causal d=128, v86;
                   a build asked for another ``reg_usage`` keeps -O3)
+``dq_ds_held``    1: dS's A fragments of dQ = dS·K loaded once a trip and held through every
+                  dQ chunk (chunked dQ re-reads only K; v88); 0: each chunk re-reads dS
 ================  =========================================================================
 """
 
@@ -278,6 +280,7 @@ class CodeChoices:
     l2_hints: int = 0
     reg_usage: int = PTXAS_DEFAULT_REG_USAGE
     ptxas_opt: int = PTXAS_DEFAULT_OPT_LEVEL
+    dq_ds_held: int = 0
 
     @property
     def compile_options(self) -> str:
@@ -302,7 +305,7 @@ class CodeChoices:
                 sdp_accs: int | None = None, stat_vec: int | None = None,
                 kv_prefetch: int | None = None, l2_hints: int = 0,
                 reg_usage: int | None = None,
-                ptxas_opt: int | None = None) -> "CodeChoices":
+                ptxas_opt: int | None = None, dq_ds_held: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -403,5 +406,9 @@ class CodeChoices:
         if isinstance(opt, bool) or not isinstance(opt, int) or not 1 <= opt <= 3:
             raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "
                                   f"got {ptxas_opt!r}")
+        if isinstance(dq_ds_held, bool) or dq_ds_held not in (0, 1) or \
+                (dq_ds_held and (chunks < 2 or lag or held)):
+            raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
+                                  f"chunks, no dq_lag and no dq_k_held, got {dq_ds_held!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held)

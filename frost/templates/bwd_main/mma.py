@@ -305,6 +305,13 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             if cutlass.const_expr(lag):
                 if t > t0:  # trip t0 runs a dQ of nothing (whatever copy 1 holds), unused
                     cute.arch.mbarrier_wait(sm.x_full + xq, ((t - 1 - t0) // 2) % 2)
+            ds_src = _xsel(tdQsdS, xq, x_stages)
+            if cutlass.const_expr(self.code.dq_ds_held and n_chunks > 0):
+                # dS's A fragments once a trip, held through the chunks (only K is re-read)
+                rdS = c_dS.retile(tdQrdS)
+                for k in cutlass.range_constexpr(cute.size(ds_src.shape[2])):
+                    cute.copy(c_dS, ds_src[None, None, k], rdS[None, None, k])
+                ds_src = None
             for ch in cutlass.range_constexpr(max(n_chunks, 1)):
                 jobs = list(dkdv) if ch == 0 and with_dq else []
                 acc_dQ, acc_odd = None, None
@@ -315,8 +322,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                     if cutlass.const_expr(self.code.dq_accs == 2):  # odd k-blocks: a second one
                         acc_odd = cute.make_fragment_like(acc_dQ)
                         acc_odd.fill(0.0)
-                    jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK,
-                                    _xsel(tdQsdS, xq, x_stages), c_dS,
+                    jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK, ds_src, c_dS,
                                     None if self.dq_k_held else tdQsKt[None, None, None, ch],
                                     c_Kt, acc_odd=acc_odd))
                 gemm_interleaved(*jobs, lookahead=self.lookahead)

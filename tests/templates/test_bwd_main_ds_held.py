@@ -1,0 +1,63 @@
+"""bwd_main's ``dq_ds_held`` (v88): with dQ = dS·K in several d-column chunks, dS's A fragments
+are loaded once a trip and held through every chunk, so the chunks re-read only K. Its limits,
+the ldmatrix it saves (the same MMAs), ``Job``'s operand held in registers, and numerics."""
+
+from __future__ import annotations
+
+import pytest
+
+from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main.kernel import BwdMainError
+from frost.tile_dsl.interleave import Job
+from tests.templates.test_bwd_main import _resources, run_case
+
+D256_2X4 = (("s_rows", 2), ("dq_rows", 2))  # the non-causal d=256 default with the dQ grid 2x4
+
+
+def test_dq_ds_held_limits():
+    """Off by default; 1 taken where dQ is chunked (d=256: four chunks); refused by name for
+    one chunk (nothing to hold across), with dq_k_held, and for values other than 0/1."""
+    kp = default_plan("sm_120a", 256, causal=True)
+    assert BwdMainKernel(kp, causal=True).code.dq_ds_held == 0
+    assert BwdMainKernel(kp, causal=True, dq_ds_held=1).code.dq_ds_held == 1
+    assert BwdMainKernel(default_plan("sm_120a", 128), dq_chunks=2, dq_ds_held=1).code.dq_ds_held
+    for bad in (2, -1, True, "1"):
+        with pytest.raises(BwdMainError, match="dq_ds_held"):
+            BwdMainKernel(kp, causal=True, dq_ds_held=bad)
+    with pytest.raises(BwdMainError, match="dq_ds_held"):
+        BwdMainKernel(default_plan("sm_120a", 128), dq_ds_held=1)  # one dQ chunk at d=128
+    with pytest.raises(BwdMainError, match="dq_ds_held"):
+        BwdMainKernel(kp, causal=True, dq_chunks=1, dq_ds_held=1)
+
+
+def test_job_needs_an_operand_from_smem():
+    """A job's k-blocks come from its smem operands: with both held it has none to count."""
+    with pytest.raises(ValueError, match="one operand must come from smem"):
+        Job(None, None, None, None, None, None)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
+def test_compile_dq_ds_held_reads_less(arch):
+    """Causal d=256 (dQ grid 2x4, four chunks): the same MMAs, fewer ldmatrix (dS's fragments
+    once a trip instead of once a chunk), spill-free on the SM120 targets."""
+    kp = default_plan(arch, 256, causal=True)
+    base = BwdMainKernel(kp, causal=True, use_pdl=True).compile(arch)
+    held = BwdMainKernel(kp, causal=True, use_pdl=True, dq_ds_held=1).compile(arch)
+    mma = "mma.sync.aligned.m16n8k16"
+    assert held.count(mma) == base.count(mma)
+    assert held.count("ldmatrix") < base.count("ldmatrix")
+    assert _resources(held)[1] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,knobs,tile", [
+    (256, True, (), ()),
+    (256, False, (("reg_usage", 3),), ()),
+    (256, False, (("reg_usage", 7),), D256_2X4),
+    (128, False, (("dq_chunks", 2),), ()),
+], ids=["d256-causal", "d256-1x8", "d256-2x4", "d128-2chunks"])
+def test_gpu_dq_ds_held_keeps_the_numerics(d, causal, knobs, tile):
+    """GQA 2:1, ragged S_q != S_kv, outputs poisoned, against the float64 reference."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile,
+             knobs=(("dq_ds_held", 1),) + knobs, seed=53 + d)
