@@ -16,15 +16,15 @@ D256_2X4 = (("s_rows", 2), ("dq_rows", 2))  # the non-causal d=256 default with 
 
 def test_dq_ds_held_limits():
     """Off by default; 1 taken where dQ is chunked (d=256: four chunks); refused by name for
-    one chunk (nothing to hold across), with dq_k_held, and for values other than 0/1."""
+    one chunk (nothing to hold across) and for values other than the ints 0/1."""
     kp = default_plan("sm_120a", 256, causal=True)
     assert BwdMainKernel(kp, causal=True).code.dq_ds_held == 0
     assert BwdMainKernel(kp, causal=True, dq_ds_held=1).code.dq_ds_held == 1
     assert BwdMainKernel(default_plan("sm_120a", 128), dq_chunks=2, dq_ds_held=1).code.dq_ds_held
-    for bad in (2, -1, True, "1"):
+    for bad in (2, -1, True, "1", 1.0):
         with pytest.raises(BwdMainError, match="dq_ds_held"):
             BwdMainKernel(kp, causal=True, dq_ds_held=bad)
-    with pytest.raises(BwdMainError, match="dq_ds_held"):
+    with pytest.raises(BwdMainError, match="dq_chunks=1"):
         BwdMainKernel(default_plan("sm_120a", 128), dq_ds_held=1)  # one dQ chunk at d=128
     with pytest.raises(BwdMainError, match="dq_ds_held"):
         BwdMainKernel(kp, causal=True, dq_chunks=1, dq_ds_held=1)
@@ -46,6 +46,23 @@ def test_compile_dq_ds_held_reads_less(arch):
     held = BwdMainKernel(kp, causal=True, use_pdl=True, dq_ds_held=1).compile(arch)
     mma = "mma.sync.aligned.m16n8k16"
     assert held.count(mma) == base.count(mma)
+    # dS's k-blocks (tile_n / 16 = 4) are read once instead of once a chunk (4 chunks)
+    assert base.count("ldmatrix") - held.count("ldmatrix") == (4 - 1) * 4
+    assert _resources(held)[1] == 0
+
+
+@pytest.mark.compile
+def test_compile_dq_ds_held_under_exchange_sync_groups():
+    """d=64's default exchanges P/dS per warp group and runs dQ on its group's dS before
+    x_full (exchange_sync's second order): held there too, in two chunks, fewer ldmatrix, the
+    same MMAs, spill-free."""
+    kp = default_plan("sm_120a", 64)
+    assert kp.tile.get("exchange_sync")
+    base = BwdMainKernel(kp, use_pdl=True, dq_chunks=2, dq_k_held=0).compile("sm_120a")
+    held = BwdMainKernel(kp, use_pdl=True, dq_chunks=2, dq_k_held=0,
+                         dq_ds_held=1).compile("sm_120a")
+    mma = "mma.sync.aligned.m16n8k16"
+    assert held.count(mma) == base.count(mma)
     assert held.count("ldmatrix") < base.count("ldmatrix")
     assert _resources(held)[1] == 0
 
@@ -56,7 +73,8 @@ def test_compile_dq_ds_held_reads_less(arch):
     (256, False, (("reg_usage", 3),), ()),
     (256, False, (("reg_usage", 7),), D256_2X4),
     (128, False, (("dq_chunks", 2),), ()),
-], ids=["d256-causal", "d256-1x8", "d256-2x4", "d128-2chunks"])
+    (64, False, (("dq_chunks", 2), ("dq_k_held", 0)), ()),
+], ids=["d256-causal", "d256-1x8", "d256-2x4", "d128-2chunks", "d64-groups-2chunks"])
 def test_gpu_dq_ds_held_keeps_the_numerics(d, causal, knobs, tile):
     """GQA 2:1, ragged S_q != S_kv, outputs poisoned, against the float64 reference."""
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile,

@@ -406,9 +406,10 @@ class CodeChoices:
         if isinstance(opt, bool) or not isinstance(opt, int) or not 1 <= opt <= 3:
             raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "
                                   f"got {ptxas_opt!r}")
-        if isinstance(dq_ds_held, bool) or dq_ds_held not in (0, 1) or \
-                (dq_ds_held and (chunks < 2 or lag or held)):
+        if isinstance(dq_ds_held, bool) or not isinstance(dq_ds_held, int) or \
+                dq_ds_held not in (0, 1) or (dq_ds_held and chunks < 2):
+            # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
-                                  f"chunks, no dq_lag and no dq_k_held, got {dq_ds_held!r}")
+                                  f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
                    split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held)

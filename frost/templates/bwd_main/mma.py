@@ -17,7 +17,8 @@ Per iteration t (ring stage s = t % q_stages)::
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
-                        (dq_k_held=1: K's B fragments loaded once, only sdS is read)
+                        (dq_k_held=1: K's B fragments loaded once, only sdS is read;
+                        dq_ds_held=1: dS's A fragments once a trip for all dQ chunks)
                         (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
                         dV with dK, then dQ; 0: one GEMM at a time; code.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
@@ -307,10 +308,12 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                     cute.arch.mbarrier_wait(sm.x_full + xq, ((t - 1 - t0) // 2) % 2)
             ds_src = _xsel(tdQsdS, xq, x_stages)
             if cutlass.const_expr(self.code.dq_ds_held and n_chunks > 0):
-                # dS's A fragments once a trip, held through the chunks (only K is re-read)
-                rdS = c_dS.retile(tdQrdS)
-                for k in cutlass.range_constexpr(cute.size(ds_src.shape[2])):
-                    cute.copy(c_dS, ds_src[None, None, k], rdS[None, None, k])
+                # dS's A fragments once a trip, held through the chunks (only K is re-read);
+                # the operand_loads ablation loads k-block 0 only, as its streamed jobs do
+                rdS_dq = c_dS.retile(tdQrdS)
+                n_k = 1 if "operand_loads" in self.skip else cute.size(ds_src.shape[2])
+                for k in cutlass.range_constexpr(n_k):
+                    cute.copy(c_dS, ds_src[None, None, k], rdS_dq[None, None, k])
                 ds_src = None
             for ch in cutlass.range_constexpr(max(n_chunks, 1)):
                 jobs = list(dkdv) if ch == 0 and with_dq else []
