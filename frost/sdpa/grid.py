@@ -73,9 +73,10 @@ SPLIT_BUILD_COST = ((96, 0.0), (128, 0.011), (160, 0.023))  # (largest d, cost)
 STORE_WARP_SPLIT_COST = 0.036  # a plan with store_warp: its split build runs without it (with it
                                # that build spills), 1 / 0.965 - 1 slower (v78, measured at d=64,
                                # the one default with it; a forced store_warp elsewhere gets it too)
-REG_USAGE_SPLIT_COST = 0.012  # a plan whose plain build asks ptxas for a measured register-usage
-                              # level (REG_USAGE_MEASURED: d=128 level 3, 0.988x in v81) runs its
-                              # split build at ptxas' own, which was not timed with the level
+REG_USAGE_SPLIT_COST = 0.012  # a plan whose plain build takes measured ptxas flags (measured.py:
+                              # d=128 level 3, 0.988x in v81; causal d=128 with -O2) runs its split
+                              # build at ptxas' own (v84: level 3 there 1.012x); an assumption,
+                              # against v84's one group of split / plain at 0.992
 SPLIT_MIN_GAIN = 0.02  # cut only where the model's net gain (the build's cost paid) is this much:
                        # cuts modelled at 1.6-1.8 % measured 0.993-1.004 (v45)
 
