@@ -71,6 +71,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   a build asked for another ``reg_usage`` keeps -O3)
 ``dq_ds_held``    1: dS's A fragments of dQ = dS·K loaded once a trip and held through every
                   dQ chunk (chunked dQ re-reads only K; v88); 0: each chunk re-reads dS
+``persistent``    P > 0: a 1-D grid of min(P, KV tiles) CTAs, each running every P-th KV tile
+                  (``persist.py``); needs the plan's ``store_warp``; 0: a CTA a KV tile (v89)
 ================  =========================================================================
 """
 
@@ -257,6 +259,23 @@ def stmatrix_fits(kp: KernelPlan) -> bool:
     return tl["tile_n"] % (16 * tl["s_wn"]) == 0 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
 
 
+def check_persistent(kp: KernelPlan, persistent, causal: bool, tail_split: int,
+                     dq_lag: int) -> None:
+    """CodeChoiceError unless ``persistent`` is an int >= 0 that the plan can take: a persistent
+    CTA needs the plan's ``store_warp`` (the producer stores a tile's dK/dV, then loads the next
+    tile's K/V into the same smem), a non-causal grid (every tile runs the same trips, so the
+    producer finds tile and trip from one counter), and neither tail splits, a lagged dQ (it
+    reaches a trip back) nor dQ staged in smem."""
+    if isinstance(persistent, bool) or not isinstance(persistent, int) or persistent < 0:
+        raise CodeChoiceError(f"persistent must be an int >= 0 (the grid's CTA count; 0: a CTA "
+                              f"a KV tile), got {persistent!r}")
+    if persistent and (not kp.tile.get("store_warp") or causal or tail_split or dq_lag
+                       or kp.tile.get("stage_reductions")):
+        raise CodeChoiceError("persistent > 0 needs the plan's store_warp=1 (force it: tile "
+                              "store_warp=1), a non-causal kernel, and no tail_split, dq_lag "
+                              "or stage_reductions")
+
+
 @dataclasses.dataclass(frozen=True)
 class CodeChoices:
     dq_chunks: int
@@ -281,6 +300,7 @@ class CodeChoices:
     reg_usage: int = PTXAS_DEFAULT_REG_USAGE
     ptxas_opt: int = PTXAS_DEFAULT_OPT_LEVEL
     dq_ds_held: int = 0
+    persistent: int = 0
 
     @property
     def compile_options(self) -> str:
@@ -305,7 +325,8 @@ class CodeChoices:
                 sdp_accs: int | None = None, stat_vec: int | None = None,
                 kv_prefetch: int | None = None, l2_hints: int = 0,
                 reg_usage: int | None = None,
-                ptxas_opt: int | None = None, dq_ds_held: int = 0) -> "CodeChoices":
+                ptxas_opt: int | None = None, dq_ds_held: int = 0,
+                persistent: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -411,5 +432,7 @@ class CodeChoices:
             # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
                                   f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
+        check_persistent(kp, persistent, causal, split, lag)
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held)
+                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held,
+                   persistent)

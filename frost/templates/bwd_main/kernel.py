@@ -120,6 +120,7 @@ from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole
 from .mma import MmaRole
+from .persist import PersistentRole
 
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 
@@ -149,7 +150,7 @@ def _seq_major(t):
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
 
 
-class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
+class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PersistentRole, HostMixin):
     """KV-stationary attention backward main kernel; see the module docstring."""
 
     MMA = WarpRole.MMA
@@ -204,6 +205,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         if self.x_mode and "mma_sync" in self.skip:
             raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
                                "exchange_sync has none (force tile exchange_sync=0)")
+        if code.persistent and "diag_trips" in self.skip:
+            raise BwdMainError("the diag_trips ablation is not wired into persistent CTAs")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None
@@ -314,6 +317,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
                                                   grid[0])),
                     cutlass.Int32(cutlass.select_(cut, 1, grid[1])),
                     cutlass.Int32(cutlass.select_(cut, 1, grid[2]))]
+        if cutlass.const_expr(self.code.persistent):  # persist.py: a 1-D grid of at most P
+            tiles = grid[0] * grid[1] * grid[2]
+            grid = [cutlass.min(tiles, cutlass.Int32(self.code.persistent)), 1, 1]
         ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
         self.kernel(*args, staged, tail).launch(
             grid=grid, block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
@@ -341,15 +347,13 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
              mdV_t, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale, scale_log2, tma_dq=None,
              mdQ_t=None, tail=()):
         kp = self.kp
-        tl = kp.tile
-        mma_role = kp.role(WarpRole.MMA)
         prod = kp.role(WarpRole.PRODUCER)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tidx = cute.arch.thread_idx()[0]
         if cutlass.const_expr(len(tail) > 0):
             _, _, n_whole, parts, n_x, n_heads = tail
             n_block, h_kv, b, part, n_parts = masks.split_tile(n_x, n_heads, n_whole, parts)
-        else:
+        elif cutlass.const_expr(not self.code.persistent):  # (persistent: persist.py's tiles)
             n_block, h_kv, b = masks.cta_tile(self.code.lpt_heads)
 
         raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
@@ -380,7 +384,24 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, HostMixin):
         cute.arch.sync_threads()
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_wait()
+        if cutlass.const_expr(self.code.persistent):
+            self.persistent_roles(raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
+                                  scale_log2, warp_idx)
+        else:
+            self.one_tile_roles(raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
+                                scale_log2, warp_idx, n_block, h_kv, b, tail,
+                                (part, n_parts) if len(tail) > 0 else ())
 
+    @cute.jit
+    def one_tile_roles(self, raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
+                       scale_log2, warp_idx, n_block, h_kv, b, tail, split_part):
+        """Both roles of a CTA of one KV tile (or of a tail split's part of one)."""
+        kp = self.kp
+        tl = kp.tile
+        mma_role = kp.role(WarpRole.MMA)
+        prod = kp.role(WarpRole.PRODUCER)
+        if cutlass.const_expr(len(tail) > 0):
+            part, n_parts = split_part
         m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
                                            s_q, s_kv)
         if cutlass.const_expr("diag_trips" in self.skip and self.align != masks.CausalAlign.NONE):

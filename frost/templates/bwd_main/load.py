@@ -47,17 +47,17 @@ class ProducerRole:
     @cute.jit
     def produce(self, sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
                 group):
-        kp = self.kp
-        t_m = kp.tile["tile_m"]
-        t_n = kp.tile["tile_n"]
-        d = kp.tile["d"]
-        dv = kp.tile["d_v"]
-        stages = kp.tile["q_stages"]
-        lane = cute.arch.lane_idx()
-        kv_full = kp.mbarrier("kv_full")
-        q_full = kp.mbarrier("q_full")
+        """K/V once, then trips [t0, t1) of the ring: the CTA's one KV tile."""
+        self.load_kv(sm, tmas, b, h_kv, n_block)
+        self.produce_trips(sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
+                           group, t0, 0)
 
-        # K and V: once per CTA.
+    @cute.jit
+    def load_kv(self, sm, tmas, b, h_kv, n_block):
+        """TMA K and V of KV tile ``n_block`` into sK/sV, completing ``kv_full``'s next phase."""
+        kp = self.kp
+        lane = cute.arch.lane_idx()
+        t_n, d, dv = kp.tile["tile_n"], kp.tile["d"], kp.tile["d_v"]
         sK_p, gK_p = tma_tile(tmas.k, tmas.mK, sm.sK, t_n, d, n_block, h_kv, b)
         sV_p, gV_p = tma_tile(tmas.v, tmas.mV, sm.sV, t_n, dv, n_block, h_kv, b)
         # (cute.copy of a TMA atom elects one lane itself: the whole warp must call it)
@@ -66,23 +66,40 @@ class ProducerRole:
                 cute.arch.mbarrier_arrive(sm.kv_full)
         else:
             if lane == 0:
-                cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kv_full.tx_bytes)
+                cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kp.mbarrier("kv_full").tx_bytes)
             cute.arch.sync_warp()
             hint = l2_hint(self.code, 2, "evict_first")  # read once a CTA
             cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full, **hint)
             cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full, **hint)
 
+    @cute.jit
+    def produce_trips(self, sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
+                      group, origin, base, pf_at=None, pf_tile=None):
+        """Ring trips [t0, t1) of KV tile ``n_block``. ``origin``: the CTA's first trip (its
+        first fill of each stage waits for nothing); ``base``: this tile's trip 0 (a persistent
+        CTA counts trips over all its tiles; else the int 0); ``pf_at``: the trip at which
+        ``kv_prefetch`` prefetches ``pf_tile`` = (valid, n_block, head, batch) (None: the
+        ``kv_prefetch``-th before t1, and the next CTA's tile, :meth:`prefetch_next_kv`)."""
+        kp = self.kp
+        t_m = kp.tile["tile_m"]
+        stages = kp.tile["q_stages"]
+        lane = cute.arch.lane_idx()
+        q_full = kp.mbarrier("q_full")
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
-            fill = (t - t0) // stages  # this CTA's fills of the stage so far
-            h = h_kv * group + t // n_m
-            m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
+            fill = (t - origin) // stages  # this CTA's fills of the stage so far
+            tt = masks.rel_trip(t, base)
+            h = h_kv * group + tt // n_m
+            m_block = masks.q_tile(tt, m_min, n_m, start, self.q_rotate)
             if fill > 0:
                 cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
             if cutlass.const_expr(self.code.kv_prefetch > 0):
-                if t == cutlass.max(t0, t1 - self.code.kv_prefetch):
-                    self.prefetch_next_kv(sm, tmas)
+                at = pf_at
+                if cutlass.const_expr(pf_at is None):
+                    at = cutlass.max(t0, t1 - self.code.kv_prefetch)
+                if t == at:
+                    self.prefetch_next_kv(sm, tmas, pf_tile)
             # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.
             for i in cutlass.range_constexpr((t_m + 31) // 32):
                 r = lane + 32 * i
@@ -114,12 +131,16 @@ class ProducerRole:
                     self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
 
     @cute.jit
-    def prefetch_next_kv(self, sm, tmas):
+    def prefetch_next_kv(self, sm, tmas, tile=None):
         """``kv_prefetch``: TMA brings the K/V tile of the CTA that most likely starts next
-        (``masks.next_cta_tile``) into L2, so that its first load reads L2, not HBM. One lane
-        issues it (a TMA prefetch elects nothing); nothing waits on it."""
+        (``masks.next_cta_tile``), or ``tile`` = (valid, n_block, head, batch), into L2, so that
+        its first load reads L2, not HBM. One lane issues it (a TMA prefetch elects nothing);
+        nothing waits on it."""
         tl = self.kp.tile
-        valid, n, h, b = masks.next_cta_tile(self.code.lpt_heads)
+        if cutlass.const_expr(tile is None):
+            valid, n, h, b = masks.next_cta_tile(self.code.lpt_heads)
+        else:
+            valid, n, h, b = tile
         if valid != 0 and cute.arch.lane_idx() == 0:
             _, gK_p = tma_tile(tmas.k, tmas.mK, sm.sK, tl["tile_n"], tl["d"], n, h, b)
             _, gV_p = tma_tile(tmas.v, tmas.mV, sm.sV, tl["tile_n"], tl["d_v"], n, h, b)
