@@ -263,11 +263,15 @@ def split_plan(d, causal=False, dtype="bf16", arch="sm_120a"):
     return variant_plan(arch, d, causal=causal, dtype=dtype, tail_split=True).kernel("bwd_main")
 
 
-def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knobs=(), tile=()):
-    key = (d, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile)
+def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knobs=(), tile=(),
+            variant=False):
+    key = (d, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile, variant)
     if key not in _KERNELS:
         forced = dict(tile) or (ALT_TILE if alt_tile else None)
-        if dict(knobs).get("tail_split"):  # the split build, as frost.sdpa plans it
+        if variant:  # the measured default with ``tile`` forced, as the A/B bench plans it
+            kp = variant_plan("sm_120a", d, causal=causal, dtype=dtype,
+                              tile=forced).kernel("bwd_main")
+        elif dict(knobs).get("tail_split"):  # the split build, as frost.sdpa plans it
             kp = variant_plan("sm_120a", d, causal=causal, dtype=dtype, tile=forced,
                               tail_split=True).kernel("bwd_main")
         else:
@@ -308,13 +312,14 @@ def reference(q, k, v, do, scale, causal, align):
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
              use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=(), tile=(), tail=None,
-             timed=None, via="launch"):
+             timed=None, via="launch", variant=False):
     """One bwd_main launch against the float64 reference. ``tail`` = (tiles to split, parts):
     a tail-split launch of the last tiles (the kernel must have ``tail_split``); its slots are
     poisoned with NaN and its counters must come back zero. ``timed``: a list that gets the
     launch's device time in ms appended (run the case once before: a first launch compiles
     between the two events). ``via="chain"`` launches the kernel as ``frost.sdpa`` builds it
-    (``frost.sdpa.main_only``) instead of ``BwdMainKernel.launch``."""
+    (``frost.sdpa.main_only``) instead of ``BwdMainKernel.launch``. ``variant``: plan the kernel
+    as the A/B bench does (``variant_plan``: the measured default, ``tile`` forced on top)."""
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -327,7 +332,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     q, k, v, do = rnd(B, Sq, Hq, D), rnd(B, Skv, Hkv, D), rnd(B, Skv, Hkv, D), rnd(B, Sq, Hq, D)
     scale = 1.0 / math.sqrt(D)
     lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, scale, causal, align)
-    kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile)
+    kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile, variant)
     d_pad = kern.kp.tile["d"]
     unit = math.lcm(128, kern.kp.tile["tile_m"])  # whole q tiles (dq_guard="pad")
     sq_pad = -(-Sq // unit) * unit

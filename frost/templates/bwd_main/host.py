@@ -157,6 +157,14 @@ class HostMixin:
         tl = self.kp.tile
         if Hq % Hkv:
             raise ValueError(f"H_q={Hq} is not a multiple of H_kv={Hkv}")
+        if self.code.persistent:
+            from .persist import ring_quantum
+
+            trips = -(-Sq // tl["tile_m"]) * (Hq // Hkv)
+            if trips % ring_quantum(self.kp):
+                raise ValueError(f"persistent: a KV tile's {trips} q-tile trips (S_q={Sq}, GQA "
+                                 f"group {Hq // Hkv}) must be a multiple of "
+                                 f"{ring_quantum(self.kp)} (persist.ring_quantum)")
         if D > tl["d"] or v.shape[-1] > tl["d_v"]:
             raise ValueError(f"head dim {D} exceeds the plan's padded d={tl['d']}")
         if lse_log2.shape[:2] != (B, Hq) or lse_log2.shape[2] < Sq or delta.shape != lse_log2.shape:

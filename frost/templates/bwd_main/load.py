@@ -78,8 +78,9 @@ class ProducerRole:
         """Ring trips [t0, t1) of KV tile ``n_block``. ``origin``: the CTA's first trip (its
         first fill of each stage waits for nothing); ``base``: this tile's trip 0 (a persistent
         CTA counts trips over all its tiles; else the int 0); ``pf_at``: the trip at which
-        ``kv_prefetch`` prefetches ``pf_tile`` = (valid, n_block, head, batch) (None: the
-        ``kv_prefetch``-th before t1, and the next CTA's tile, :meth:`prefetch_next_kv`)."""
+        ``kv_prefetch`` prefetches the next tile: with ``pf_tile`` = (linear tile, S_kv) a persistent
+        CTA's own next one (None: the trip ``kv_prefetch`` before t1, and the next CTA's tile,
+        :meth:`prefetch_next_kv`)."""
         kp = self.kp
         t_m = kp.tile["tile_m"]
         stages = kp.tile["q_stages"]
@@ -99,7 +100,11 @@ class ProducerRole:
                 if cutlass.const_expr(pf_at is None):
                     at = cutlass.max(t0, t1 - self.code.kv_prefetch)
                 if t == at:
-                    self.prefetch_next_kv(sm, tmas, pf_tile)
+                    if cutlass.const_expr(pf_tile is None):
+                        self.prefetch_next_kv(sm, tmas)
+                    else:  # a persistent CTA's next tile (persist.py), decoded only here
+                        lin, s_kv = pf_tile
+                        self.prefetch_next_kv(sm, tmas, self.next_of(lin, mLSE2, s_kv, group))
             # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.
             for i in cutlass.range_constexpr((t_m + 31) // 32):
                 r = lane + 32 * i

@@ -79,12 +79,11 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 group, scale, scale_log2, split=(), tile=None):
         """Trips [t0, t1) of the MMA warps, then dK/dV out: through the epilogue, or with a tail
         split's values in ``split``, through :meth:`gather_parts` first. ``tile``: None for a
-        CTA of one KV tile, else a persistent CTA's (base, kv_phase): trip t is trip t - base
-        of this tile, counted from the CTA's first (0), and K/V land on that kv_full phase."""
+        CTA of one KV tile, else a persistent CTA's kv_full phase for this tile (its trips
+        counted from 0 again: ``persist.ring_quantum``)."""
         base, origin, kv_phase = 0, t0, 0
         if cutlass.const_expr(tile is not None):
-            base, kv_phase = tile
-            origin = 0
+            kv_phase = tile
         kp = self.kp
         tl = kp.tile
         t_m, t_n, d, dv, stages = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"], tl["q_stages"]
