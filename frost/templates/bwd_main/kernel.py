@@ -401,6 +401,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PersistentRole, HostMix
         mma_role = kp.role(WarpRole.MMA)
         prod = kp.role(WarpRole.PRODUCER)
         if cutlass.const_expr(len(tail) > 0):
+            _, _, n_whole, parts, _, _ = tail
             part, n_parts = split_part
         m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
                                            s_q, s_kv)
