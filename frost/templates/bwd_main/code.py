@@ -71,8 +71,10 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   a build asked for another ``reg_usage`` keeps -O3)
 ``dq_ds_held``    1: dS's A fragments of dQ = dS·K loaded once a trip and held through every
                   dQ chunk (chunked dQ re-reads only K; v88); 0: each chunk re-reads dS
-``persistent``    P > 0: a 1-D grid of min(P, KV tiles) CTAs, each running every P-th KV tile
-                  (``persist.py``); needs the plan's ``store_warp``; 0: a CTA a KV tile (v89)
+``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
+                  running every P-th KV tile (``roles.py``; non-causal, the plan's
+                  ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
+                  0: a CTA a KV tile. Opt-in: slower on the H200 (v89)
 ================  =========================================================================
 """
 
@@ -259,23 +261,6 @@ def stmatrix_fits(kp: KernelPlan) -> bool:
     return tl["tile_n"] % (16 * tl["s_wn"]) == 0 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
 
 
-def check_persistent(kp: KernelPlan, persistent, causal: bool, tail_split: int,
-                     dq_lag: int) -> None:
-    """CodeChoiceError unless ``persistent`` is an int >= 0 that the plan can take: a persistent
-    CTA needs the plan's ``store_warp`` (the producer stores a tile's dK/dV, then loads the next
-    tile's K/V into the same smem), a non-causal grid (every tile runs the same trips, so the
-    producer finds tile and trip from one counter), and neither tail splits, a lagged dQ (it
-    reaches a trip back) nor dQ staged in smem."""
-    if isinstance(persistent, bool) or not isinstance(persistent, int) or persistent < 0:
-        raise CodeChoiceError(f"persistent must be an int >= 0 (the grid's CTA count; 0: a CTA "
-                              f"a KV tile), got {persistent!r}")
-    if persistent and (not kp.tile.get("store_warp") or causal or tail_split or dq_lag
-                       or kp.tile.get("stage_reductions")):
-        raise CodeChoiceError("persistent > 0 needs the plan's store_warp=1 (force it: tile "
-                              "store_warp=1), a non-causal kernel, and no tail_split, dq_lag "
-                              "or stage_reductions")
-
-
 @dataclasses.dataclass(frozen=True)
 class CodeChoices:
     dq_chunks: int
@@ -432,6 +417,8 @@ class CodeChoices:
             # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
                                   f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
+        from .roles import check_persistent  # (roles.py imports this module's error)
+
         check_persistent(kp, persistent, causal, split, lag)
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
                    split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held,

@@ -120,7 +120,7 @@ from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole
 from .mma import MmaRole
-from .persist import PersistentRole
+from .roles import RolesMixin
 
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 
@@ -150,7 +150,7 @@ def _seq_major(t):
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
 
 
-class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PersistentRole, HostMixin):
+class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
     """KV-stationary attention backward main kernel; see the module docstring."""
 
     MMA = WarpRole.MMA
@@ -205,8 +205,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PersistentRole, HostMix
         if self.x_mode and "mma_sync" in self.skip:
             raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
                                "exchange_sync has none (force tile exchange_sync=0)")
-        if code.persistent and "diag_trips" in self.skip:
-            raise BwdMainError("the diag_trips ablation is not wired into persistent CTAs")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None
@@ -317,7 +315,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PersistentRole, HostMix
                                                   grid[0])),
                     cutlass.Int32(cutlass.select_(cut, 1, grid[1])),
                     cutlass.Int32(cutlass.select_(cut, 1, grid[2]))]
-        if cutlass.const_expr(self.code.persistent):  # persist.py: a 1-D grid of at most P
+        if cutlass.const_expr(self.code.persistent):  # roles.py: a 1-D grid of at most P
             tiles = grid[0] * grid[1] * grid[2]
             grid = [cutlass.min(tiles, cutlass.Int32(self.code.persistent)), 1, 1]
         ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
@@ -353,7 +351,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PersistentRole, HostMix
         if cutlass.const_expr(len(tail) > 0):
             _, _, n_whole, parts, n_x, n_heads = tail
             n_block, h_kv, b, part, n_parts = masks.split_tile(n_x, n_heads, n_whole, parts)
-        elif cutlass.const_expr(not self.code.persistent):  # (persistent: persist.py's tiles)
+        elif cutlass.const_expr(not self.code.persistent):  # (persistent: roles.py's tiles)
             n_block, h_kv, b = masks.cta_tile(self.code.lpt_heads)
 
         raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
@@ -391,56 +389,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PersistentRole, HostMix
             self.one_tile_roles(raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
                                 scale_log2, warp_idx, n_block, h_kv, b, tail,
                                 (part, n_parts) if len(tail) > 0 else ())
-
-    @cute.jit
-    def one_tile_roles(self, raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
-                       scale_log2, warp_idx, n_block, h_kv, b, tail, split_part):
-        """Both roles of a CTA of one KV tile (or of a tail split's part of one)."""
-        kp = self.kp
-        tl = kp.tile
-        mma_role = kp.role(WarpRole.MMA)
-        prod = kp.role(WarpRole.PRODUCER)
-        if cutlass.const_expr(len(tail) > 0):
-            _, _, n_whole, parts, _, _ = tail
-            part, n_parts = split_part
-        m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
-                                           s_q, s_kv)
-        if cutlass.const_expr("diag_trips" in self.skip and self.align != masks.CausalAlign.NONE):
-            m_min = cutlass.min(m_min + tl["tile_n"] // tl["tile_m"], m_max)  # ablation only
-        n_m = m_max - m_min
-        t0, t1 = 0, n_m * group  # this CTA's trips
-        if cutlass.const_expr(len(tail) > 0):
-            t0, t1 = masks.trip_range(part, n_parts, t1, 2 * tl["q_stages"])
-
-        if warp_idx >= mma_role.first_warp + mma_role.num_warps:
-            if cutlass.const_expr(prod.max_regs is not None):
-                cute.arch.setmaxregister_decrease(prod.max_regs)
-            if warp_idx == prod.first_warp:
-                self.produce(self.smem_views(raw), tmas, mLSE2, mDelta, b, h_kv, n_block, m_min,
-                             n_m, t0, t1, s_q, group)
-                # (self.kp, not the local tl: reading tl in this dynamic branch made CuTe DSL
-                # turn its ints into runtime values for the code after it)
-                if cutlass.const_expr(self.kp.tile.get("store_warp", 0)):
-                    self.producer_stores(self.smem_views(raw), tmas, b, h_kv, n_block)
-            if cutlass.const_expr(self.use_pdl):
-                cute.arch.griddepcontrol_launch_dependents()
-        else:
-            if cutlass.const_expr(mma_role.max_regs is not None):
-                cute.arch.setmaxregister_increase(mma_role.max_regs)
-            mdQ = mdQacc
-            if cutlass.const_expr(self.dq_splits):
-                mdQ = mdQacc[n_block, None, None, None, None]  # this KV tile's own split
-            args = (self.smem_views(raw), tmas, mdQ, b, h_kv, n_block, m_min, n_m)
-            rest = (s_q, s_kv, group, scale, scale_log2)
-            if cutlass.const_expr(len(tail) == 0):
-                self.consume(*args, 0, t1, *rest)
-            elif n_parts > 1:
-                # a part of a split tile: its slice of the trips, then gather_parts
-                m_ws, m_cnt = tail[0], tail[1]
-                self.consume(*args, t0, t1, *rest, (m_ws, m_cnt, n_whole, parts))
-            else:  # a whole tile: the MMA code of the plain build, trip 0 a constant (v44: with
-                # one copy for both, whole tiles ran 1.5-3 % slower than the plain build's)
-                self.consume(*args, 0, n_m * group, *rest)
 
     @cute.jit
     def smem_views(self, raw):

@@ -1,4 +1,6 @@
-"""Producer warp of ``bwd_main``: TMA for K, V (once) and for Q, dO (one ring stage per q tile).
+"""Producer warp of ``bwd_main``: TMA for K, V (once a KV tile) and for Q, dO (one ring stage per
+q tile). A persistent CTA (``roles.py``) runs :meth:`ProducerRole.load_kv` and
+:meth:`ProducerRole.produce_trips` once a tile.
 
 Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
 
@@ -50,7 +52,7 @@ class ProducerRole:
         """K/V once, then trips [t0, t1) of the ring: the CTA's one KV tile."""
         self.load_kv(sm, tmas, b, h_kv, n_block)
         self.produce_trips(sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
-                           group, t0, 0)
+                           group, t0)
 
     @cute.jit
     def load_kv(self, sm, tmas, b, h_kv, n_block):
@@ -74,13 +76,13 @@ class ProducerRole:
 
     @cute.jit
     def produce_trips(self, sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
-                      group, origin, base, pf_at=None, pf_tile=None):
-        """Ring trips [t0, t1) of KV tile ``n_block``. ``origin``: the CTA's first trip (its
-        first fill of each stage waits for nothing); ``base``: this tile's trip 0 (a persistent
-        CTA counts trips over all its tiles; else the int 0); ``pf_at``: the trip at which
-        ``kv_prefetch`` prefetches the next tile: with ``pf_tile`` = (linear tile, S_kv) a persistent
-        CTA's own next one (None: the trip ``kv_prefetch`` before t1, and the next CTA's tile,
-        :meth:`prefetch_next_kv`)."""
+                      group, origin, pf_at=None, pf_tile=None):
+        """Ring trips [t0, t1) of KV tile ``n_block``. ``origin``: where the count of fills
+        starts (the CTA's first trip: the first fill of each stage waits for nothing; a
+        persistent CTA's tiles: two ring cycles before trip 0, ``roles.py``); ``pf_at``: the
+        trip at which ``kv_prefetch`` prefetches the next tile: with ``pf_tile`` = (linear tile,
+        S_kv) a persistent CTA's own next one (None: the trip ``kv_prefetch`` before t1, and the
+        next CTA's tile, :meth:`prefetch_next_kv`)."""
         kp = self.kp
         t_m = kp.tile["tile_m"]
         stages = kp.tile["q_stages"]
@@ -90,9 +92,8 @@ class ProducerRole:
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
             fill = (t - origin) // stages  # this CTA's fills of the stage so far
-            tt = masks.rel_trip(t, base)
-            h = h_kv * group + tt // n_m
-            m_block = masks.q_tile(tt, m_min, n_m, start, self.q_rotate)
+            h = h_kv * group + t // n_m
+            m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             if fill > 0:
                 cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
             if cutlass.const_expr(self.code.kv_prefetch > 0):
@@ -102,7 +103,7 @@ class ProducerRole:
                 if t == at:
                     if cutlass.const_expr(pf_tile is None):
                         self.prefetch_next_kv(sm, tmas)
-                    else:  # a persistent CTA's next tile (persist.py), decoded only here
+                    else:  # a persistent CTA's next tile (roles.py), decoded only here
                         lin, s_kv = pf_tile
                         self.prefetch_next_kv(sm, tmas, self.next_of(lin, mLSE2, s_kv, group))
             # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.

@@ -321,41 +321,6 @@ def next_cta_tile_model(block: tuple[int, int, int], grid: tuple[int, int, int],
     return cta_tile_model((lin % nx, lin // nx % ny, lin // (nx * ny)), grid, lpt_heads)
 
 
-def persistent_tiles_model(cta: int, grid: int, tiles: int) -> list[int]:
-    """The linear tile indices (:func:`cta_tile_model`'s order) that persistent CTA ``cta`` of
-    a 1-D grid of ``grid`` CTAs runs, in its order (code choice ``persistent``, ``persist.py``)."""
-    return list(range(cta, tiles, grid))
-
-
-def persistent_events_model(cta: int, grid: int, tiles: int, n_trips: int,
-                            stages: int) -> list[tuple]:
-    """The producer warp's order of work in persistent CTA ``cta`` (``persist.py``): ("kv",
-    tile) its K/V load, ("trip", tile, t) trip t's Q/dO stage, ("store", tile) its dK/dV store.
-    Tile k's K/V go out before its trip ``pre`` (0 for the first tile, else min(stages,
-    n_trips - 1)), after tile k-1's store."""
-    own = persistent_tiles_model(cta, grid, tiles)
-    pre = min(stages, n_trips - 1)
-    out: list[tuple] = []
-    for k, lin in enumerate(own):
-        for t in range(n_trips):
-            if t == (0 if k == 0 else pre):
-                if k > 0:
-                    out.append(("store", own[k - 1]))
-                out.append(("kv", lin))
-            out.append(("trip", lin, t))
-    if own:
-        out.append(("store", own[-1]))
-    return out
-
-
-def rel_trip(t, base):
-    """Trip ``t`` counted from ``base``, a tile's first trip: ``t`` itself where ``base`` is
-    the int 0 (a CTA of one tile), so those builds emit no subtraction."""
-    if isinstance(base, int) and base == 0:
-        return t
-    return t - base
-
-
 @cute.jit
 def split_tile(n_x, n_heads, n_whole, parts):
     """Device form of :func:`split_tile_model` for this CTA; returns (n_block, head, batch, part,

@@ -76,14 +76,11 @@ class MmaRole(DqAtomics, SoftmaxGrad):
 
     @cute.jit
     def consume(self, sm, tmas, mdQacc, b, h_kv, n_block, m_min, n_m, t0, t1, s_q, s_kv,
-                group, scale, scale_log2, split=(), tile=None):
+                group, scale, scale_log2, split=(), kv_phase=0):
         """Trips [t0, t1) of the MMA warps, then dK/dV out: through the epilogue, or with a tail
-        split's values in ``split``, through :meth:`gather_parts` first. ``tile``: None for a
-        CTA of one KV tile, else a persistent CTA's kv_full phase for this tile (its trips
-        counted from 0 again: ``persist.ring_quantum``)."""
-        base, origin, kv_phase = 0, t0, 0
-        if cutlass.const_expr(tile is not None):
-            kv_phase = tile
+        split's values in ``split``, through :meth:`gather_parts` first. ``kv_phase``: the
+        kv_full phase K/V land on (the int 0, or a persistent CTA's tile's, ``roles.py``: its
+        trips counted from 0 again, ``roles.ring_quantum``)."""
         kp = self.kp
         tl = kp.tile
         t_m, t_n, d, dv, stages = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"], tl["q_stages"]
@@ -199,16 +196,15 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             for k in cutlass.range_constexpr(cute.size(tdQsKt.shape[2])):
                 cute.copy(c_Kt, tdQsKt[None, None, k, 0], rKt[None, None, k])
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
-        w_q, w_i = masks.walk_start(masks.rel_trip(t0, base), n_m)  # trip_step=1: stepped
+        w_q, w_i = masks.walk_start(t0, n_m)  # trip_step=1: divmod(t, n_m), stepped
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
             if cutlass.const_expr(self.code.trip_step):
                 h = h_kv * group + w_q
                 m_block = masks.q_tile_at(w_i, m_min, n_m, start, self.q_rotate)
             else:
-                tt = masks.rel_trip(t, base)
-                h = h_kv * group + tt // n_m
-                m_block = masks.q_tile(tt, m_min, n_m, start, self.q_rotate)
+                h = h_kv * group + t // n_m
+                m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
 
             if cutlass.const_expr(self.serial_sdp):
@@ -273,7 +269,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             xs = t % x_stages
             # this trip's x_full / x_empty parity (exchange_sync), counted from the CTA's first
             # trip: a split part's t0 is a multiple of 2 q_stages, not always of 2 copies
-            xph = ((t - origin) // x_stages) % 2
+            xph = ((t - t0) // x_stages) % 2
             if cutlass.const_expr(self.stage_dq):
                 if warp0:  # last trip's TMA reduce has read sdQ (published by the barrier)
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
@@ -390,7 +386,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
         if cutlass.const_expr(self.stage_dq):
             if warp0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
                 cute.arch.cp_async_bulk_wait_group(0, read=False)
-        if cutlass.const_expr(self.use_pdl and tile is None):  # (persistent: after its last)
+        if cutlass.const_expr(self.use_pdl and not self.code.persistent):  # (else: roles.py)
             cute.arch.griddepcontrol_launch_dependents()
         if cutlass.const_expr(len(split) == 0):
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
