@@ -40,7 +40,9 @@ skip, code choices).
 How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. A ``tail_split`` build (non-causal,
 d <= 160) also takes ``split`` = (slots, counters, n_whole, parts) (:mod:`.host`): with a cut it
 launches a 1-D grid whose last tiles run as ``parts`` CTAs each (``masks.split_tile``), the last
-part to finish writing the tile (``epilogue.gather_parts``); without one, the 3-D grid.
+part to finish writing the tile (``epilogue.gather_parts``); without one, the 3-D grid. A
+``persistent`` build (non-causal, opt-in) launches a 1-D grid of at most P CTAs, each running
+every P-th KV tile (``roles.py``).
 
 Warp roles from the plan: MMA warps (``mma.py``), one TMA producer warp (``load.py``) and register
 donors in its warpgroup; ``setmaxnreg`` moves registers from the producer warpgroup to the MMA
@@ -61,8 +63,9 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
 (v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
-``stat_vec`` (v63), ``kv_prefetch`` (v72), ``l2_hints`` (v77) and the ptxas flags ``reg_usage`` /
-``ptxas_opt`` (v80-v86) to their measured defaults; ``self.code`` holds them.
+``stat_vec`` (v63), ``kv_prefetch`` (v72), ``l2_hints`` (v77), the ptxas flags ``reg_usage`` /
+``ptxas_opt`` (v80-v86), ``dq_ds_held`` (v88, opt-in) and ``persistent`` (v89, opt-in) to their
+measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``,

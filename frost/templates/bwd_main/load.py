@@ -91,7 +91,7 @@ class ProducerRole:
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
-            fill = (t - origin) // stages  # this CTA's fills of the stage so far
+            fill = (t - origin) // stages  # the stage's fills counted from origin
             h = h_kv * group + t // n_m
             m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             if fill > 0:
