@@ -59,18 +59,20 @@ def instructions(sass: str) -> list[tuple[int, str, str]]:
 
 
 def main_loop(insns) -> tuple[int, int]:
-    """(first, last) address of the longest backward branch's body that holds an HMMA."""
-    best = None
+    """(first, last) address of the trip loop: of the backward branches' bodies that hold the
+    most HMMAs, the shortest (a persistent build's tile loops hold the trip loop's HMMAs too;
+    before v89 this took the longest body with any HMMA, the same loop on one-tile builds)."""
+    best = None  # (HMMAs, -length, lo, hi)
     for addr, op, args in insns:
         t = re.search(r"0x([0-9a-f]+)", args)
         if op.startswith("BRA") and t and int(t.group(1), 16) < addr:
             lo = int(t.group(1), 16)
-            if any(lo <= a <= addr and o.startswith("HMMA") for a, o, _ in insns):
-                if best is None or addr - lo > best[1] - best[0]:
-                    best = (lo, addr)
+            n = sum(1 for a, o, _ in insns if lo <= a <= addr and o.startswith("HMMA"))
+            if n and (best is None or (n, lo - addr) > best[:2]):
+                best = (n, lo - addr, lo, addr)
     if best is None:
         raise SystemExit("sass_mix: no loop with HMMA found")
-    return best
+    return best[2], best[3]
 
 
 def mix(insns, lo: int, hi: int, skip=()) -> collections.Counter:

@@ -264,6 +264,22 @@ def test_sass_mix_places_nop_runs_between_their_neighbours():
     assert runs == {("HMMA", "HMMA", 1): 2, ("HMMA", "FADD", 2): 1}
 
 
+def test_sass_mix_main_loop_is_the_innermost_loop_with_all_the_hmma():
+    """bench/sass_mix.py's trip loop: of the backward branches around the most HMMAs, the
+    shortest. An outer (tile) loop and an out-of-line retry branch that jumps back into the
+    loop from past its end both hold the same HMMAs over longer bodies; a loop around fewer
+    HMMAs loses whatever its length."""
+    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    ops = [("MOV", ""), ("HMMA.16816.F32.BF16", ""), ("BRA", "0x10"),      # 0x20: 1 HMMA
+           ("MOV", ""),                                                     # 0x30: tile loop
+           ("HMMA.16816.F32.BF16", ""), ("HMMA.16816.F32.BF16", ""),         # 0x40, 0x50
+           ("BRA", "0x40"),                                                 # 0x60: the trip loop
+           ("BRA", "0x30"),                                                 # 0x70: the tile loop
+           ("EXIT", ""), ("BRA", "0x40")]                                   # 0x90: a retry branch
+    insns = [(16 * i, op, f" `({args})" if args else "") for i, (op, args) in enumerate(ops)]
+    assert mod.main_loop(insns) == (0x40, 0x60)
+
+
 @pytest.mark.compile
 def test_movmatrix_probe_compiles_each_mode_for_sm120a():
     """v62's probe: per step one ldmatrix.x4, plus a second (.trans) in ``ld2`` or four
