@@ -20,7 +20,7 @@ from typing import Any
 import networkx as nx
 import sympy
 
-from frost.ir.stages import Stage, stage_from_dict
+from frost.ir.stages import Load, Stage, stage_from_dict
 from frost.ir.symbols import Level, sym
 from frost.ir.tensor import Space, Tensor, subs_expr
 
@@ -129,6 +129,18 @@ class Program:
         return dataclasses.replace(
             self, stages=tuple(s.subs(mapping) for s in self.stages),
             grid=subs_expr(self.grid, mapping), trips=subs_expr(self.trips, mapping))
+
+    def with_rings(self, ring_of: dict[str, str]) -> "Program":
+        """The program with the named loads moved to other mbarrier rings (``{load: ring}``),
+        e.g. a load ring split in two so that each part has its own depth. ValueError for a
+        name that is not a load of the program."""
+        loads = {s.name for s in self.stages if isinstance(s, Load)}
+        for name in ring_of:
+            if name not in loads:
+                raise ValueError(f"{self.name}: {name!r} is not a load of the program")
+        return dataclasses.replace(self, stages=tuple(
+            dataclasses.replace(s, ring=ring_of[s.name]) if s.name in ring_of else s
+            for s in self.stages))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (expressions as strings); :meth:`from_dict` inverts it."""

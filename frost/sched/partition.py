@@ -93,7 +93,7 @@ def _partition(prog: Program) -> list[KernelSpec]:
         pre_stages += [st for st, _ in materialised]
         ring = _body_ring(main_stages)
         main_stages = main_stages + [Load(f"load_{ld.out.name}", ld.level, ld.src, ld.out,
-                                          ring=ring) for _, ld in materialised]
+                                          ring=ld.ring or ring) for _, ld in materialised]
         pre_prog = _sub(prog, "pre", pre_stages, trips=sympy.Integer(1), grid=_row_grid(pre_stages))
         kernels.append(KernelSpec("pre", kn.get("pre", "pre"), pre_prog,
                                   _reads(pre_stages), _writes(pre_stages) + zero, zeroes=zero))
@@ -120,7 +120,12 @@ def _materialise(prog: Program, hoist: set[str], main: set[str]) -> list[tuple[S
             continue
         t = stage.outputs[0]
         gt = global_(t.name, _global_shape(prog, h, t), t.dtype)
-        out.append((Store(f"store_{t.name}", stage.level, t, gt), Load("", stage.level, gt, t)))
+        # the loop loads it on the ring of the loads it is computed from (the first in program
+        # order), so a value made from a split ring's tiles rides with them ("": the body's)
+        ups = nx.ancestors(prog.graph, h)
+        src = [s.ring for s in prog.stages if s.name in ups and isinstance(s, Load)]
+        out.append((Store(f"store_{t.name}", stage.level, t, gt),
+                    Load("", stage.level, gt, t, ring=src[0] if src else "")))
     return out
 
 

@@ -69,6 +69,11 @@ class TileChoice:
     ``store_warp`` (1) gives the epilogue's TMA stores to the producer warp, whose loads are done
     by then: the ``epilogue`` barrier then counts it too (the MMA warps arrive on it after
     staging, the producer warp syncs on it and stores); 0 leaves them to an MMA thread.
+    ``ring_of`` ((load, ring), ...) moves loads to other rings before planning (a ring split
+    in two, each part with its own depth in ``ring_stages``). A ring in ``guarded_rings`` has
+    its first fill of each stage wait for one release by the consumers after their prologue, so
+    its buffers, though TMA fills them, may take the bytes of tiles that die in the prologue
+    (V once held in registers); the plan says so with ``<ring>_guard`` = 1.
     """
 
     sizes: dict[sympy.Symbol, int]
@@ -83,6 +88,8 @@ class TileChoice:
     hold_fragments: tuple[tuple[str, int], ...] = ()
     exchange_sync: int = 0
     store_warp: int = 0
+    ring_of: tuple[tuple[str, str], ...] = ()
+    guarded_rings: frozenset[str] = frozenset()
 
 
 def schedule(program: Program, arch: str | Arch, choice: TileChoice,
@@ -93,6 +100,8 @@ def schedule(program: Program, arch: str | Arch, choice: TileChoice,
     by PDL edges. ``params`` is copied into the plan. Raises :class:`Infeasible` (with the
     reason) when the choice does not fit the arch's shared memory or registers."""
     arch = get_arch(arch)
+    if choice.ring_of:
+        program = program.with_rings(dict(choice.ring_of))
     specs = partition(program)
     main = next(k for k in specs if k.role == "main")
     mkp = _plan_main(main, arch, choice)
@@ -129,7 +138,7 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     live = live_ranges(order, where, held)
     ring_of = {s.out.name: s for s in prog.stages if isinstance(s, Load)}
 
-    reqs = []
+    reqs, guarded = [], {}
     for s in order:
         for t in s.outputs:
             if t.space != Space.TILE or not where.get(t.name, Where.NONE) & Where.SMEM:
@@ -139,12 +148,15 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
             exchanged = ld is None and s.level == Level.BODY  # written and read by MMA warps
             stages = ch.ring_stages.get(ld.ring, 1) if refilled else \
                 ch.exchange_stages if exchanged else 1
+            if ld is not None and ld.ring in ch.guarded_rings and bar.copy_method(ld) == "tma":
+                guarded[t.smem_name] = ld.ring  # (the lanes' row vectors go to the end)
             sym_t = next(x for st in sym_prog.stages for x in st.outputs if x.name == t.name)
             nstage = sympy.Symbol(f"{ld.ring}_stages", positive=True, integer=True) if refilled \
                 else stages
             reqs.append(BufferRequest(t.smem_name, _int(t.rows), _int(t.cols), t.dtype.value,
                                       t.dtype.nbytes, stages, live[t.name],
-                                      nstage * sym_t.nbytes, async_write=ld is not None))
+                                      nstage * sym_t.nbytes, async_write=ld is not None,
+                                      guarded=t.smem_name in guarded))
     buffers, end, smem_expr = allocate(reqs)
     check_no_overlap(buffers)
     rings = bar.rings(prog, ch.ring_stages, ch.mma_warps)
@@ -184,6 +196,9 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     tile = {s.name: int(v) for s, v in ch.sizes.items()}
     for ring, n in ch.ring_stages.items():
         tile[f"{ring}_stages"] = n
+    for b in buffers:  # a guarded ring whose buffer took bytes of a prologue tile
+        if b.alias_of and b.name in guarded:
+            tile[f"{guarded[b.name]}_guard"] = 1
     if ch.exchange_stages != 1:
         tile["exchange_stages"] = ch.exchange_stages
     if ch.stage_reductions:

@@ -93,6 +93,8 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
     "exchange_sync": (0,),  # 1, 2: P/dS synced by warp groups and mbarriers (v48, v53), forced
     "store_warp": (0,),  # 1: the producer warp issues the dK/dV stores (v78), forced
+    "do_stages": (0,),  # 0: dO on the Q ring; n: dO, LSE, delta on a ring of n stages of its
+    # own that may take V's bytes once V is held (a guarded ring), forced
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
     # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
 }
@@ -113,8 +115,14 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "ctas_per_sm": (1, 2),
     "exchange_sync": (0, 1, 2),
     "store_warp": (0, 1),
+    "do_stages": (0, 1, 2),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
 }
+
+
+# do_stages: the loads that leave Q's ring for dO's (LSE and O too: the row statistics lse_log2
+# and delta, made from them, ride with dO; Q's ring then carries Q alone)
+DO_RING = (("load_dO", "do"), ("load_O", "do"), ("load_LSE", "do"))
 
 
 def check_tile(tile) -> dict[str, int]:
@@ -184,7 +192,10 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         if c["v_in_regs"] and "V" not in can_hold:
             continue
         held = frozenset({"V"}) if c["v_in_regs"] else frozenset()
-        choice = TileChoice(sizes, {"q": c["q_stages"]}, c["num_mma_warps"], held,
+        rings = {"q": c["q_stages"]}
+        if c["do_stages"]:  # dO's ring split from Q's: Q keeps q_stages
+            rings["do"] = c["do_stages"]
+        choice = TileChoice(sizes, rings, c["num_mma_warps"], held,
                             exchange_stages=c["exchange_stages"],
                             stage_reductions=bool(c["stage_reductions"]),
                             # a staged reduction writes rows: blocks only if forced (refused)
@@ -194,7 +205,9 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                                             if c[f"{g}_rows"]),
                             ctas_per_sm=c["ctas_per_sm"],
                             hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),),
-                            exchange_sync=c["exchange_sync"], store_warp=c["store_warp"])
+                            exchange_sync=c["exchange_sync"], store_warp=c["store_warp"],
+                            ring_of=DO_RING if c["do_stages"] else (),
+                            guarded_rings=frozenset({"do"}) if c["do_stages"] else frozenset())
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

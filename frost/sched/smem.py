@@ -4,7 +4,9 @@ Buffers are placed in order of first use. A buffer reuses the bytes of an earlie
 buffer placed at the end of the map, plus everything later placed inside it) when every
 occupant of that region it would overlap is dead while it is live; it then records
 ``alias_of = <region>``. Buffers filled asynchronously by TMA never reuse bytes: the producer
-warp runs ahead of the consumers and would overwrite a tile they still read. Preference: a region of exactly its own shape (so epilogue staging of
+warp runs ahead of the consumers and would overwrite a tile they still read. The exception is a
+*guarded* buffer, whose ring's first fills wait for the consumers to release it once after
+their prologue: it may take the bytes of a tile that dies there. Preference: a region of exactly its own shape (so epilogue staging of
 dK lands on K), then the smallest region that fits. Otherwise it is appended at the end.
 
 Swizzled buffers start on 1024-byte boundaries (the 128-byte swizzle repeats every 1024 bytes
@@ -37,7 +39,8 @@ class BufferRequest:
     stages: int
     live: tuple[int, int]
     nbytes_expr: sympy.Expr
-    async_write: bool = False  # filled by TMA from the producer warp: never reuses bytes
+    async_write: bool = False  # filled by TMA from the producer warp: never reuses bytes ...
+    guarded: bool = False  # ... unless its ring's first fills wait for the consumers' release
 
     @property
     def nbytes(self) -> int:
@@ -70,7 +73,7 @@ def allocate(reqs: list[BufferRequest]) -> tuple[list[BufferPlan], int, sympy.Ex
     end = 0
     expr = sympy.Integer(0)
     for r in sorted(reqs, key=lambda r: r.live[0]):
-        spot = None if r.async_write else _reuse(r, regions, placed)
+        spot = None if r.async_write and not r.guarded else _reuse(r, regions, placed)
         if spot is not None:
             off, root = spot
             placed.append(_plan(r, off, alias_of=root.name))

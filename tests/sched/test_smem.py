@@ -1,5 +1,7 @@
 """The shared-memory allocator on small hand-made cases."""
 
+import dataclasses
+
 import pytest
 import sympy
 
@@ -35,6 +37,22 @@ def test_two_live_buffers_pack_inside_one_dead_region():
 def test_async_buffers_never_alias():
     bufs, _, _ = allocate([req("big", 64, 256, (0, 1)), req("ring", 32, 64, (2, 9), stages=2,
                                                             async_write=True)])
+    assert bufs[1].alias_of is None and bufs[1].offset >= bufs[0].end
+
+
+def test_a_guarded_async_buffer_takes_a_dead_tiles_bytes():
+    """A TMA-filled buffer whose ring waits for the consumers' release once after their
+    prologue may take the bytes of a tile dead by then (V held in registers), next to other
+    buffers living there; live at the same time as that tile it may not."""
+    def ring(name, live, guarded):
+        return dataclasses.replace(req(name, 32, 64, live, async_write=True), guarded=guarded)
+
+    bufs, _, _ = allocate([req("V", 64, 256, (0, 1)), ring("dO", (2, 9), True),
+                           req("P", 32, 64, (2, 9)), ring("Q", (2, 9), False)])
+    by = {b.name: b for b in bufs}
+    assert by["dO"].alias_of == by["P"].alias_of == "V" and by["Q"].alias_of is None
+    check_no_overlap(bufs)
+    bufs, _, _ = allocate([req("V", 64, 256, (0, 3)), ring("dO", (2, 9), True)])
     assert bufs[1].alias_of is None and bufs[1].offset >= bufs[0].end
 
 

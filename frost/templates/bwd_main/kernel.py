@@ -148,6 +148,23 @@ def exchange_mode(kp: KernelPlan) -> int:
     return mode
 
 
+def split_ring_check(kp: KernelPlan, mma) -> None:
+    """BwdMainError unless the plan's split ring (``do_stages``) is one this template runs:
+    dO's ring a divisor of Q's in depth (so Q's ring cycle, the unit of tail-split cuts, is
+    whole cycles of dO's too), its do_empty arrivals one per MMA warp or thread, and a guard
+    (``do_guard``: dO's buffers on V's bytes) only where V is held in registers, whose load
+    into them is the MMA warps' last read of V before they release the ring."""
+    tl = kp.tile
+    if tl["q_stages"] % tl["do_stages"]:
+        raise BwdMainError(f"do_stages={tl['do_stages']} must divide q_stages={tl['q_stages']}")
+    if kp.mbarrier("do_empty").arrive_count not in (mma.num_warps, mma.threads):
+        raise BwdMainError("do_empty arrive_count must be one per MMA warp or per MMA thread")
+    if tl.get("do_guard") and not (tl.get("v_in_regs") and {
+            kp.buffer(b).alias_of for b in ("sdO", "sLSE", "sDelta")} <= {None, "sV"}):
+        raise BwdMainError("a guarded dO ring (do_guard) may only take V's bytes, with V held "
+                           "in registers")
+
+
 def _seq_major(t):
     """(B, S, H, D) → (S, D, H, B) view: the TMA box is (rows of S) x (D)."""
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
@@ -205,6 +222,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         # the plan's exchange_sync: 1 dV/dK read their group's P/dS and dQ all of dS, 2 the
         # other way round (mma.py); 0 the per-trip mma_sync barrier
         self.x_mode = exchange_mode(kplan)
+        # the plan's do_stages: dO and the row statistics on a ring of their own (load.py)
+        self.split_ring = "do_stages" in kplan.tile
+        if self.split_ring and "q_loads" in self.skip:
+            raise BwdMainError("the q_loads ablation is not wired into a split ring (do_stages)")
         if self.x_mode and "mma_sync" in self.skip:
             raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
                                "exchange_sync has none (force tile exchange_sync=0)")
@@ -244,10 +265,18 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         try:
             check_arrive_count(kp.mbarrier("kv_full"), arrive_count(Agent.ONE),
                                kp.buffer("sK").nbytes + kp.buffer("sV").nbytes)
-            check_arrive_count(kp.mbarrier("q_full"), arrive_count(Agent.ONE),
-                               kp.buffer("sQ").stage_bytes + kp.buffer("sdO").stage_bytes)
+            if "do_stages" in tl:  # the split ring: Q alone, dO alone
+                check_arrive_count(kp.mbarrier("q_full"), arrive_count(Agent.ONE),
+                                   kp.buffer("sQ").stage_bytes)
+                check_arrive_count(kp.mbarrier("do_full"), arrive_count(Agent.ONE),
+                                   kp.buffer("sdO").stage_bytes)
+            else:
+                check_arrive_count(kp.mbarrier("q_full"), arrive_count(Agent.ONE),
+                                   kp.buffer("sQ").stage_bytes + kp.buffer("sdO").stage_bytes)
         except ArriveCountError as e:
             raise BwdMainError(str(e)) from e
+        if "do_stages" in tl:
+            split_ring_check(kp, mma)
         if tl.get("exchange_sync"):
             exchange_mode(kp)
             ids = [kp.barrier(f"x_group{k}") for k in range(tl["x_groups"])]
@@ -376,6 +405,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             for s in cutlass.range_constexpr(q_full.stages):
                 cute.arch.mbarrier_init(sm.q_full + s, q_full.arrive_count)
                 cute.arch.mbarrier_init(sm.q_empty + s, q_empty.arrive_count)
+            if cutlass.const_expr(self.split_ring):
+                for name in ("do_full", "do_empty"):
+                    for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
+                        cute.arch.mbarrier_init(getattr(sm, name) + s,
+                                                kp.mbarrier(name).arrive_count)
             if cutlass.const_expr(self.x_mode):
                 for name in ("x_full", "x_empty"):
                     for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
@@ -419,4 +453,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             q_empty=smem.mbar_ptr(raw, kp.mbarrier("q_empty").offset),
             **({k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in ("x_full", "x_empty")}
                if self.x_mode else {}),
+            **({k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in ("do_full", "do_empty")}
+               if self.split_ring else {}),
         )

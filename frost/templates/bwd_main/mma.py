@@ -189,6 +189,9 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 cute.copy(c_K, tdPsV[None, None, k], rV[None, None, k])
             if cutlass.const_expr(x_stages == 2 or self.x_mode):
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
+            if cutlass.const_expr(tl.get("do_guard", 0)):  # V's bytes go to dO's ring now
+                for o in cutlass.range_constexpr(tl["do_stages"]):
+                    self.arrive(sm.do_empty + o, "do_empty")
         if cutlass.const_expr(self.dq_k_held):
             # K's B fragments of dQ = dS·K (whole d: one chunk) stay in registers for the pass;
             # K's smem is still read by S = Q·Kᵀ
@@ -199,6 +202,9 @@ class MmaRole(DqAtomics, SoftmaxGrad):
         w_q, w_i = masks.walk_start(t0, n_m)  # trip_step=1: divmod(t, n_m), stepped
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
+            o_stage = stage  # dO's and the row statistics' stage: a split ring's own
+            if cutlass.const_expr(self.split_ring):
+                o_stage = t % tl["do_stages"]
             if cutlass.const_expr(self.code.trip_step):
                 h = h_kv * group + w_q
                 m_block = masks.q_tile_at(w_i, m_min, n_m, start, self.q_rotate)
@@ -206,6 +212,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 h = h_kv * group + t // n_m
                 m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
+            if cutlass.const_expr(self.split_ring):
+                cute.arch.mbarrier_wait(sm.do_full + o_stage, (t // tl["do_stages"]) % 2)
 
             if cutlass.const_expr(self.serial_sdp):
                 # S, then P (kept in io-dtype registers), then dP: S's fp32 accumulator dies
@@ -218,7 +226,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 gemm_interleaved(self.job(mma_sdp, acc_S, tSrQ, tSrK,
                                           tSsQ[None, None, None, stage], c_Q, tSsK, c_K),
                                  lookahead=self.lookahead)
-                self.pointwise(acc_S, None, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
+                self.pointwise(acc_S, None, tScS, places, sm, o_stage, scale_log2, row0, col0, s_q,
                                s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
@@ -226,10 +234,10 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                                                cutlass.Float32)
                 acc_dP.fill(0.0)
                 gemm_interleaved(self.job(mma_sdp, acc_dP, tdPrdO, tdPrV,
-                                          tdPsdO[None, None, None, stage], c_Q,
+                                          tdPsdO[None, None, None, o_stage], c_Q,
                                           None if v_in_regs else tdPsV, c_K),
                                  lookahead=self.lookahead)
-                self.softmax_ds(rP, acc_dP, tScS, places, sm, stage)
+                self.softmax_ds(rP, acc_dP, tScS, places, sm, o_stage)
                 rdS = cute.make_fragment_like(acc_dP, dtype)
                 rdS.store(acc_dP.load().to(dtype))
             else:
@@ -244,7 +252,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                     odd_dP.fill(0.0)
                 job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q,
                                  tSsK, c_K, acc_odd=odd_S)
-                job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, stage],
+                job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, o_stage],
                                   c_Q, None if v_in_regs else tdPsV, c_K, acc_odd=odd_dP)
                 if cutlass.const_expr("dp_gemm" in self.skip):
                     gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
@@ -259,7 +267,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
 
                 row0 = m_block * t_m
                 col0 = n_block * t_n
-                self.pointwise(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
+                self.pointwise(acc_S, acc_dP, tScS, places, sm, o_stage, scale_log2, row0, col0, s_q,
                                s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
@@ -287,7 +295,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
             dkdv = [] if "dkdv_gemm" in self.skip else [
                 self.job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
-                    tdVsdOt[None, None, None, stage], c_dOt),
+                    tdVsdOt[None, None, None, o_stage], c_dOt),
                 self.job(mma_dkv, acc_dK, tdKrdS, tdKrQ, _xsel(tdKsdSt, xs, x_stages), c_Pt,
                     tdKsQt[None, None, None, stage], c_dOt)]
             n_chunks = 0 if "dq_gemm" in self.skip else dq_chunks
@@ -298,7 +306,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             with_dq = self.interleave >= 2 and dq_chunks == 1
             if cutlass.const_expr(not with_dq and x_mode != 2):
                 self.dkdv(dkdv)
-                self.release_q(sm.q_empty + stage)  # dV/dK were the last readers of stage s
+                self.release_q(sm, stage, o_stage)  # dV/dK were the last readers of stage s
                 if cutlass.const_expr(x_mode == 1 and not self.code.dq_lag):
                     cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's dS is in
             lag = self.code.dq_lag  # dQ of trip t-1 (its dS every warp stored a trip ago)
@@ -339,7 +347,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                     elif t > t0:
                         self.arrive(sm.x_empty + xq, "x_empty")
                 if cutlass.const_expr(ch == 0 and with_dq):
-                    self.release_q(sm.q_empty + stage)  # last read of sQ[stage] / sdO[stage]
+                    self.release_q(sm, stage, o_stage)  # last read of sQ[stage] / sdO[o_stage]
                 if cutlass.const_expr(acc_dQ is None):
                     pass
                 elif cutlass.const_expr(self.stage_dq):
@@ -367,7 +375,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             if cutlass.const_expr(x_mode == 2):
                 cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's P/dS is in
                 self.dkdv(dkdv)
-                self.release_q(sm.q_empty + stage)
+                self.release_q(sm, stage, o_stage)
                 self.arrive(sm.x_empty + xs, "x_empty")
             if cutlass.const_expr(self.code.trip_step):
                 w_q, w_i = masks.walk_next(w_q, w_i, n_m)
@@ -407,9 +415,12 @@ class MmaRole(DqAtomics, SoftmaxGrad):
         return Job(*args, reuse_k0="operand_loads" in self.skip, acc_odd=acc_odd)
 
     @cute.jit
-    def release_q(self, bar):
-        """Arrive on q_empty (:meth:`arrive`)."""
-        self.arrive(bar, "q_empty")
+    def release_q(self, sm, stage, o_stage):
+        """Arrive on q_empty[stage] (:meth:`arrive`), and under a split ring (the plan's
+        ``do_stages``) on dO's do_empty[o_stage] too."""
+        self.arrive(sm.q_empty + stage, "q_empty")
+        if cutlass.const_expr(self.split_ring):
+            self.arrive(sm.do_empty + o_stage, "do_empty")
 
     @cute.jit
     def arrive(self, bar, name: cutlass.Constexpr):

@@ -247,7 +247,8 @@ def check_persistent(kp, persistent, causal: bool, tail_split: int,
         raise CodeChoiceError("persistent > 0 runs non-causal kernels only (its tiles all "
                               "count the same trips)")
     for name, on in (("tail_split", tail_split), ("dq_lag", dq_lag),
-                     ("stage_reductions", kp.tile.get("stage_reductions"))):
+                     ("stage_reductions", kp.tile.get("stage_reductions")),
+                     ("do_stages", kp.tile.get("do_stages"))):
         if on:
             raise CodeChoiceError(f"persistent > 0 does not run with {name}")
     ring = ("sQ", "sdO", "sLSE", "sDelta")

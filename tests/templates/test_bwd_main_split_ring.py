@@ -1,0 +1,115 @@
+"""bwd_main's split ring (plan key ``do_stages``, v92): dO, LSE and delta leave Q's ring for a
+ring of their own, so Q can take two stages at d=256, where one Q/dO stage was all that fit. The
+dO ring's buffer takes V's bytes once V is in registers (a *guarded* ring: its first fill waits
+for the MMA warps' release after they load V). Plan, partition, refusals, compile and numerics."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from frost.ir.attention import sdpa_bwd_program
+from frost.sched.partition import partition
+from frost.sched.sdpa import DO_RING, plan_variant
+from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main.kernel import BwdMainError, split_ring_check
+from tests.templates.test_bwd_main import _resources, run_case
+
+SPLIT = {"do_stages": 1, "q_stages": 2}
+
+
+def _main(arch="sm_120a", d=256, causal=False, **tile):
+    return plan_variant(arch, d, causal=causal, tile={**SPLIT, **tile}).kernel("bwd_main")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_plan_two_q_stages_and_do_on_vs_bytes(causal):
+    """d=256: Q double-buffered, dO's one stage on V's bytes next to P/dS, the row statistics
+    on dO's ring (not on V's bytes), each ring with its own mbarriers and bytes, in budget."""
+    kp = _main(causal=causal)
+    t = kp.tile
+    assert (t["q_stages"], t["do_stages"], t["do_guard"]) == (2, 1, 1)
+    assert kp.buffer("sQ").stages == 2 and kp.buffer("sQ").alias_of is None
+    assert kp.buffer("sdO").alias_of == "sV" and kp.buffer("sdO").stages == 1
+    for b in ("sLSE", "sDelta"):
+        assert kp.buffer(b).alias_of is None and kp.buffer(b).stages == 1
+    assert kp.mbarrier("q_full").tx_bytes == kp.buffer("sQ").stage_bytes
+    assert kp.mbarrier("do_full").tx_bytes == kp.buffer("sdO").stage_bytes
+    assert (kp.mbarrier("q_empty").stages, kp.mbarrier("do_empty").stages) == (2, 1)
+    assert kp.smem_bytes <= 101_376
+    base = default_plan("sm_120a", 256, causal=causal)
+    assert base.tile["q_stages"] == 1 and "do_stages" not in base.tile
+    assert all(m.name not in ("do_full", "do_empty") for m in base.mbarriers)
+
+
+def test_row_statistics_ride_the_ring_of_their_sources():
+    """Partition gives the loop's loads of hoisted values (delta from dO and O, lse_log2 from
+    LSE) the ring their sources travel on; without a split everything stays on Q's."""
+    def rings(prog):
+        main = next(k.program for k in partition(prog) if k.role == "main")
+        return {s.name: s.ring for s in main.stages if s.name.startswith("load_")}
+
+    prog = sdpa_bwd_program("bf16")
+    assert set(rings(prog).values()) == {"kv", "q"}
+    split = rings(prog.with_rings(dict(DO_RING)))
+    assert split["load_Q"] == "q"
+    assert split["load_dO"] == split["load_delta"] == split["load_lse_log2"] == "do"
+    with pytest.raises(ValueError, match="not a load"):
+        prog.with_rings({"S": "do"})
+
+
+def test_split_ring_refusals():
+    """dO's ring must divide Q's in depth; the persistent grid and the q_loads ablation do not
+    take it; a guard needs dO's bytes on V's with V held."""
+    kp = _main()
+    mma = kp.role(BwdMainKernel.MMA)
+    split_ring_check(kp, mma)  # the plan as made passes
+    bad = dataclasses.replace(kp, tile={**kp.tile, "q_stages": 3, "do_stages": 2})
+    with pytest.raises(BwdMainError, match="must divide"):
+        split_ring_check(bad, mma)
+    with pytest.raises(BwdMainError, match="guarded dO ring"):
+        split_ring_check(dataclasses.replace(kp, tile={**kp.tile, "v_in_regs": 0}), mma)
+    with pytest.raises(BwdMainError, match="q_loads"):
+        BwdMainKernel(kp, skip=frozenset({"q_loads"}))
+    with pytest.raises(BwdMainError, match="do_stages"):  # store_warp: persistent's first need
+        BwdMainKernel(_main(store_warp=1), persistent=3)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_compile_split_ring(arch, causal):
+    """The same MMAs, atomics and ldmatrix as the one-stage default; two more mbarrier waits
+    (dO's full in the loop, its empty in the producer) and inits; one TMA load per ring
+    (Q's and dO's) where the default issues the pair together; spill-free."""
+    base = BwdMainKernel(default_plan(arch, 256, causal=causal), causal=causal,
+                         use_pdl=True).compile(arch)
+    split = BwdMainKernel(_main(arch, causal=causal), causal=causal, use_pdl=True).compile(arch)
+    for op in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix",
+               "cp.async.bulk.tensor", "griddepcontrol"):
+        assert split.count(op) == base.count(op), op
+    assert split.count("mbarrier.try_wait") > base.count("mbarrier.try_wait")
+    assert split.count("mbarrier.init") == base.count("mbarrier.init") + 2
+    assert _resources(split)[1] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal,align,shape", [
+    (False, "bottom_right", (2, 700, 650, 4, 2)),
+    (True, "bottom_right", (1, 650, 700, 4, 1)),
+    (True, "top_left", (1, 300, 300, 2, 2)),
+], ids=["gqa-ragged", "causal-mqa", "causal-top-left"])
+def test_gpu_split_ring_keeps_the_numerics(causal, align, shape):
+    """d=256 on the split ring: ragged S_q != S_kv, GQA/MQA, outputs poisoned, against the
+    float64 reference (many trips a CTA: every ring stage and parity is used)."""
+    b, sq, skv, hq, hkv = shape
+    run_case(b, sq, skv, hq, hkv, 256, causal=causal, align=align, tile=tuple(SPLIT.items()),
+             variant=True, seed=92 + sq)
+
+
+@pytest.mark.gpu
+def test_gpu_split_ring_fp16_short():
+    """fp16, a KV tile with fewer trips than Q's ring has stages (one q tile)."""
+    run_case(1, 20, 130, 2, 2, 256, dtype="fp16", tile=tuple(SPLIT.items()), variant=True,
+             seed=7)
