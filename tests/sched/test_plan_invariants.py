@@ -135,10 +135,11 @@ def test_symbolic_smem_matches_the_map(d):
 
     k = plan_sdpa_bwd(head_dim=d).kernel("bwd_main")
     t = k.tile
-    expr = sym(k.params["smem_expr"], {"q_stages": sympy.Symbol("q_stages", positive=True,
-                                                                integer=True)})
+    rings = [k_ for k_ in t if k_.endswith("_stages") and k_ != "exchange_stages"]  # q, do
+    expr = sym(k.params["smem_expr"], {r: sympy.Symbol(r, positive=True, integer=True)
+                                       for r in rings})
     values = {"tile_m": t["tile_m"], "tile_n": t["tile_n"], "d_qk": t["d"], "d_v": t["d_v"],
-              "q_stages": t["q_stages"]}
+              **{r: t[r] for r in rings}}
     n = int(expr.subs({s: values[s.name] for s in expr.free_symbols}))
     # the same bytes, before alignment padding (at most one 1 KB gap per region)
     assert n <= k.smem_bytes <= n + 1024 * len([b for b in k.buffers if not b.alias_of])

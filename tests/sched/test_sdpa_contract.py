@@ -47,9 +47,10 @@ def test_main_kernel_contract(arch, d):
     assert k.threads == 32 * sum(g.num_warps for g in k.roles)
     assert sum(g.threads * g.max_regs for g in k.roles) <= 65536
     assert all(g.max_regs % 8 == 0 for g in k.roles) and mma.max_regs <= 240
+    o_st = t.get("do_stages", t["q_stages"])  # dO and the row statistics: a split ring's own
     rows = {"sK": (t["tile_n"], t["d"], 1), "sV": (t["tile_n"], t["d_v"], 1),
-            "sQ": (t["tile_m"], t["d"], t["q_stages"]), "sdO": (t["tile_m"], t["d_v"], t["q_stages"]),
-            "sLSE": (t["tile_m"], 1, t["q_stages"]), "sDelta": (t["tile_m"], 1, t["q_stages"]),
+            "sQ": (t["tile_m"], t["d"], t["q_stages"]), "sdO": (t["tile_m"], t["d_v"], o_st),
+            "sLSE": (t["tile_m"], 1, o_st), "sDelta": (t["tile_m"], 1, o_st),
             "sP": (t["tile_m"], t["tile_n"], t.get("exchange_stages", 1)),
             "sdS": (t["tile_m"], t["tile_n"], t.get("exchange_stages", 1)),
             "sdK": (t["tile_n"], t["d"], 1), "sdV": (t["tile_n"], t["d_v"], 1)}
@@ -66,7 +67,15 @@ def test_main_kernel_contract(arch, d):
     assert (qf.stages, qf.arrive_count, qe.stages, qe.arrive_count) == \
         (t["q_stages"], 1, t["q_stages"], w)
     # Q, dO by TMA; the row statistics by the producer's lanes (they need a +inf / 0 fill)
-    assert qf.tx_bytes == k.buffer("sQ").stage_bytes + k.buffer("sdO").stage_bytes
+    if "do_stages" in t:  # the split ring (d > 192, v92): Q alone; dO on V's bytes, guarded
+        df, de = k.mbarrier("do_full"), k.mbarrier("do_empty")
+        assert (df.stages, df.arrive_count, de.stages, de.arrive_count) == (o_st, 1, o_st, w)
+        assert qf.tx_bytes == k.buffer("sQ").stage_bytes
+        assert df.tx_bytes == k.buffer("sdO").stage_bytes
+        assert k.buffer("sdO").alias_of == "sV" and t["do_guard"] == 1 and t["v_in_regs"]
+        assert t["d"] > 192
+    else:
+        assert qf.tx_bytes == k.buffer("sQ").stage_bytes + k.buffer("sdO").stage_bytes
     assert k.params["copy"] == {"sK": "tma", "sV": "tma", "sQ": "tma", "sdO": "tma",
                                 "sLSE": "lanes", "sDelta": "lanes"}
     assert k.barrier("mma_sync").threads == 32 * w

@@ -10,7 +10,8 @@ import pytest
 from frost.sched import plan_sdpa_bwd
 from frost.sched.sdpa import pad_head_dim
 from frost.sched.tuned import (AB_PICK_SOURCES, CAUSAL_OPTIONS, CAUSAL_OPTIONS_AB_SOURCES,
-                               CAUSAL_OPTIONS_SOURCES, OPTIONS,
+                               CAUSAL_OPTIONS_SOURCES, OPTION_GROUPS, OPTIONS,
+                               OPTIONS_ADDED_LATER,
                                OPTIONS_RECHECK_SOURCES, OPTIONS_SOURCES, SOURCE, TUNED,
                                tuned_options, tuned_tile)
 from frost.templates.bwd_main.code import CodeChoices
@@ -70,16 +71,18 @@ def test_scheduler_uses_the_pick_where_it_fits(d):
     # pick with all its options can be planned
     options = tuned_options("sm_120a", pad_head_dim(d))
     knob_opts = {k: v for k, v in options.items() if k in KNOBS}
+    extra = {}  # the options a knob option plans with (d=256: q_stages=2 with do_stages=1)
     if knob_opts:
         try:
             plan_sdpa_bwd("sm_120a", d, tile={**pick, **options})
             pick = {**pick, **knob_opts}
+            extra = {k: options[k] for g in OPTION_GROUPS if g & set(knob_opts) for k in g}
         except ValueError:
             pass
     tile = plan_sdpa_bwd("sm_120a", d).kernel("bwd_main").tile
     got = {k: tile[k] for k in KNOBS}
     try:
-        forced = plan_sdpa_bwd("sm_120a", d, tile=pick).kernel("bwd_main").tile
+        forced = plan_sdpa_bwd("sm_120a", d, tile={**pick, **extra}).kernel("bwd_main").tile
     except ValueError:  # the pick cannot be planned at this head dim: the model decides
         assert got == {k: plan_sdpa_bwd("sm_120a", d, tile={}).kernel("bwd_main").tile[k]
                        for k in KNOBS}
@@ -109,6 +112,9 @@ def _ab_ratios(d, option):
     choices, all of them equal to what bwd_main picks on the default plan (a plan option can
     be measured alone and with the code choice it enables, e.g. v20's d=64 dQ grid)."""
     key, val = option
+    row = OPTIONS["sm_120a"][d]
+    group = next((g for g in OPTION_GROUPS if key in g), {key})  # timed together
+    want = {f"tile.{k}": row.get(k, val) if k != key else val for k in group}
     out = []
     for src in OPTIONS_SOURCES:
         data = json.loads((ROOT / src).read_text())
@@ -117,7 +123,7 @@ def _ab_ratios(d, option):
         for r in data["results"]:
             tile = {k: v for k, v in r["kwargs"].items() if k.startswith("tile.")}
             code = {k: v for k, v in r["kwargs"].items() if not k.startswith("tile.")}
-            if r["d"] != d or tile != {f"tile.{key}": val} or _confounded(r, data["results"]):
+            if r["d"] != d or tile != want or _confounded(r, data["results"]):
                 continue
             if all(shipped.get(k) == v for k, v in code.items()) and \
                     (best is None or len(code) > best[0]):
@@ -183,7 +189,8 @@ def test_each_causal_option_was_measured_faster(d):
     row's options alone in one round-robin run (both forced), or a run whose default was the
     row's options alone measured it faster (CAUSAL_OPTIONS_AB_SOURCES), or a run whose default
     carried it measured the other value slower."""
-    row = OPTIONS["sm_120a"][d]
+    row = {k: v for k, v in OPTIONS["sm_120a"][d].items()  # the row as those runs had it
+           if k not in OPTIONS_ADDED_LATER.get(d, ())}
     runs, singles = [], []
     for src in CAUSAL_OPTIONS_SOURCES:
         data = json.loads((ROOT / src).read_text())
@@ -211,8 +218,9 @@ def test_each_causal_option_was_measured_faster(d):
         others = [r for k, v, r in singles if k == f"tile.{key}" and v != val]
         assert wins or others, f"no causal A/B of {key}={val} at d={d}"
         assert all(wins) and all(r > 1.0 for r in others), (key, val, added, others)
-    assert tuned_options("sm_120a", d, causal=True) == {**row, **CAUSAL_OPTIONS["sm_120a"][d]}
-    assert tuned_options("sm_120a", d) == row
+    full = OPTIONS["sm_120a"][d]
+    assert tuned_options("sm_120a", d, causal=True) == {**full, **CAUSAL_OPTIONS["sm_120a"][d]}
+    assert tuned_options("sm_120a", d) == full
 
 
 @pytest.mark.parametrize("d", [32, 72, 96, 104, 128, 136, 160, 224, 256])

@@ -14,7 +14,7 @@ from frost.sched.partition import partition
 from frost.sched.sdpa import DO_RING, plan_variant
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import BwdMainError, split_ring_check
-from tests.templates.test_bwd_main import _resources, run_case
+from tests.templates.test_bwd_main import _resources, pre_split_plan, run_case
 
 SPLIT = {"do_stages": 1, "q_stages": 2}
 
@@ -38,7 +38,8 @@ def test_plan_two_q_stages_and_do_on_vs_bytes(causal):
     assert kp.mbarrier("do_full").tx_bytes == kp.buffer("sdO").stage_bytes
     assert (kp.mbarrier("q_empty").stages, kp.mbarrier("do_empty").stages) == (2, 1)
     assert kp.smem_bytes <= 101_376
-    base = default_plan("sm_120a", 256, causal=causal)
+    assert default_plan("sm_120a", 256, causal=causal).tile == t  # the default since v92
+    base = pre_split_plan("sm_120a", 256, causal=causal)
     assert base.tile["q_stages"] == 1 and "do_stages" not in base.tile
     assert all(m.name not in ("do_full", "do_empty") for m in base.mbarriers)
 
@@ -80,10 +81,10 @@ def test_split_ring_refusals():
 @pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_compile_split_ring(arch, causal):
-    """The same MMAs, atomics, ldmatrix and TMA loads as the one-stage default; more mbarrier
+    """The same MMAs, atomics, ldmatrix and TMA loads as the one-stage ring; more mbarrier
     waits (dO's full in the loop, its empty in the producer) and one init a planned stage;
     spill-free."""
-    base_kp, kp = default_plan(arch, 256, causal=causal), _main(arch, causal=causal)
+    base_kp, kp = pre_split_plan(arch, 256, causal=causal), _main(arch, causal=causal)
     base = BwdMainKernel(base_kp, causal=causal, use_pdl=True).compile(arch)
     split = BwdMainKernel(kp, causal=causal, use_pdl=True).compile(arch)
     for op in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix",

@@ -10,6 +10,12 @@ Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
 3. ``bar.warp.sync``, then lane 0 arrives on ``q_full[s]`` with expect-tx = Q + dO tile bytes and
    issues the two TMA loads; the phase completes when both tiles have landed.
 
+Under the plan's ``do_stages`` (a *split ring*, v92) Q travels alone on ``q_full``/``q_empty``
+and dO with the row statistics on ``do_full``/``do_empty`` (stage t % do_stages): the producer
+fills Q's stage (step 3 for Q alone), then waits on do_empty and does steps 2–3 for dO. With
+``do_guard`` (dO's buffer on V's bytes) every do_empty wait counts one more completion: the MMA
+warps' release once V is in their registers.
+
 With ``kv_prefetch`` = L, the trip L before the last (or the first) also prefetches the next
 CTA's K/V tile into L2 between steps 1 and 2 (:meth:`ProducerRole.prefetch_next_kv`).
 
@@ -84,7 +90,10 @@ class ProducerRole:
         S_kv) a persistent CTA's own next one (None: the trip ``kv_prefetch`` before t1, and the
         next CTA's tile, :meth:`prefetch_next_kv`)."""
         kp = self.kp
+        t_m = kp.tile["tile_m"]
         stages = kp.tile["q_stages"]
+        lane = cute.arch.lane_idx()
+        q_full = kp.mbarrier("q_full")
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
@@ -103,84 +112,56 @@ class ProducerRole:
                     else:  # a persistent CTA's next tile (roles.py), decoded only here
                         lin, s_kv = pf_tile
                         self.prefetch_next_kv(sm, tmas, self.next_of(lin, mLSE2, s_kv, group))
-            if cutlass.const_expr(self.split_ring):  # Q's ring, then dO's (its own ring)
-                self.fill_split(sm, tmas, mLSE2, mDelta, t, origin, stage, m_block, h, b, s_q)
+            st = stage  # the row statistics' stage (under a split ring: dO's ring's)
+            if cutlass.const_expr(self.split_ring):  # Q alone on its ring; then dO's ring
+                if lane == 0:
+                    cute.arch.mbarrier_arrive_and_expect_tx(sm.q_full + stage, q_full.tx_bytes)
+                cute.arch.sync_warp()
+                self.load_ring_tile(tmas.q, tmas.mQ, sm.sQ[None, None, stage], kp.tile["d"],
+                                    sm.q_full + stage, m_block, h, b)
+                st = t % kp.tile["do_stages"]
+                # do_guard: each stage's first fill waits too, for the MMA warps' release once
+                # V (whose bytes dO's ring takes) is in their registers (MmaRole.consume)
+                d_fill = (t - origin) // kp.tile["do_stages"] + kp.tile.get("do_guard", 0)
+                if d_fill > 0:
+                    cute.arch.mbarrier_wait(sm.do_empty + st, (d_fill - 1) % 2)
+            # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.
+            for i in cutlass.range_constexpr((t_m + 31) // 32):
+                r = lane + 32 * i
+                if cutlass.const_expr(t_m % 32 == 0) or r < t_m:
+                    row = m_block * t_m + r
+                    lse = cutlass.Float32(float("inf"))
+                    dlt = cutlass.Float32(0.0)
+                    if row < s_q:
+                        lse = mLSE2[b, h, row]
+                        dlt = mDelta[b, h, row]
+                    slot = r
+                    if cutlass.const_expr(self.code.stat_vec):  # the MMA threads' vectors
+                        slot = stat_slot(r, t_m, kp.tile["s_wm"])
+                    sm.sLSE[slot, st] = lse
+                    sm.sDelta[slot, st] = dlt
+            cute.arch.sync_warp()
+            if cutlass.const_expr(self.split_ring):
+                if lane == 0:
+                    cute.arch.mbarrier_arrive_and_expect_tx(sm.do_full + st,
+                                                            kp.mbarrier("do_full").tx_bytes)
+                cute.arch.sync_warp()
+                self.load_ring_tile(tmas.do, tmas.mdO, sm.sdO[None, None, st], kp.tile["d_v"],
+                                    sm.do_full + st, m_block, h, b)
             else:
-                self.fill_stage(sm, tmas, mLSE2, mDelta, stage, fill, m_block, h, b, s_q)
-
-    @cute.jit
-    def fill_stage(self, sm, tmas, mLSE2, mDelta, stage, fill, m_block, h, b, s_q):
-        """One stage of the shared Q/dO ring (its q_empty wait done by the caller): the row
-        statistics, then Q and dO by TMA on q_full[stage]."""
-        lane = cute.arch.lane_idx()
-        q_full = self.kp.mbarrier("q_full")
-        self.write_stats(sm, mLSE2, mDelta, stage, m_block, h, b, s_q)
-        cute.arch.sync_warp()
-        bar = sm.q_full + stage
-        if cutlass.const_expr("q_loads" not in self.skip):
-            if lane == 0:
-                cute.arch.mbarrier_arrive_and_expect_tx(bar, q_full.tx_bytes)
-            cute.arch.sync_warp()
-            self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
-        else:  # ablation (timing only): a stage is loaded once; its refills only arrive
-            if lane == 0:
-                cute.arch.mbarrier_arrive_and_expect_tx(
-                    bar, cutlass.select_(fill == 0, q_full.tx_bytes, 0))
-            cute.arch.sync_warp()
-            if fill == 0:
-                self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
-
-    @cute.jit
-    def write_stats(self, sm, mLSE2, mDelta, stage, m_block, h, b, s_q):
-        """All lanes: q tile ``m_block``'s lse_log2 and delta rows into sLSE/sDelta[stage]
-        (generic proxy; the caller's warp sync orders them before the ring's arrive)."""
-        t_m = self.kp.tile["tile_m"]
-        lane = cute.arch.lane_idx()
-        for i in cutlass.range_constexpr((t_m + 31) // 32):
-            r = lane + 32 * i
-            if cutlass.const_expr(t_m % 32 == 0) or r < t_m:
-                row = m_block * t_m + r
-                lse = cutlass.Float32(float("inf"))
-                dlt = cutlass.Float32(0.0)
-                if row < s_q:
-                    lse = mLSE2[b, h, row]
-                    dlt = mDelta[b, h, row]
-                slot = r
-                if cutlass.const_expr(self.code.stat_vec):  # the MMA threads' vectors
-                    slot = stat_slot(r, t_m, self.kp.tile["s_wm"])
-                sm.sLSE[slot, stage] = lse
-                sm.sDelta[slot, stage] = dlt
-
-    @cute.jit
-    def fill_split(self, sm, tmas, mLSE2, mDelta, t, origin, stage, m_block, h, b, s_q):
-        """Trip ``t`` under the plan's ``do_stages`` (a split ring): Q alone into Q's ring stage
-        ``stage`` (its q_empty wait done by the caller), then dO and the row statistics into
-        stage t % do_stages of dO's ring, after its do_empty wait. With ``do_guard`` (the
-        ring's buffers take V's bytes) every fill waits, the first ones for the MMA warps'
-        release once V is in registers (:meth:`MmaRole.consume`)."""
-        kp = self.kp
-        tl = kp.tile
-        lane = cute.arch.lane_idx()
-        if lane == 0:
-            cute.arch.mbarrier_arrive_and_expect_tx(sm.q_full + stage, kp.mbarrier("q_full").tx_bytes)
-        cute.arch.sync_warp()
-        sQ_p, gQ_p = tma_tile(tmas.q, tmas.mQ, sm.sQ[None, None, stage], tl["tile_m"], tl["d"],
-                              m_block, h, b)
-        hint = l2_hint(self.code, 3, "evict_last")  # read again by the head's other KV tiles
-        cute.copy(tmas.q, gQ_p, sQ_p, tma_bar_ptr=sm.q_full + stage, **hint)
-        d_stages = tl["do_stages"]
-        ds = t % d_stages
-        fill = (t - origin) // d_stages + tl.get("do_guard", 0)
-        if fill > 0:
-            cute.arch.mbarrier_wait(sm.do_empty + ds, (fill - 1) % 2)
-        self.write_stats(sm, mLSE2, mDelta, ds, m_block, h, b, s_q)
-        cute.arch.sync_warp()
-        if lane == 0:
-            cute.arch.mbarrier_arrive_and_expect_tx(sm.do_full + ds, kp.mbarrier("do_full").tx_bytes)
-        cute.arch.sync_warp()
-        sdO_p, gdO_p = tma_tile(tmas.do, tmas.mdO, sm.sdO[None, None, ds], tl["tile_m"],
-                                tl["d_v"], m_block, h, b)
-        cute.copy(tmas.do, gdO_p, sdO_p, tma_bar_ptr=sm.do_full + ds, **hint)
+                bar = sm.q_full + stage
+                if cutlass.const_expr("q_loads" not in self.skip):
+                    if lane == 0:
+                        cute.arch.mbarrier_arrive_and_expect_tx(bar, q_full.tx_bytes)
+                    cute.arch.sync_warp()
+                    self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
+                else:  # ablation (timing only): a stage is loaded once; its refills only arrive
+                    if lane == 0:
+                        cute.arch.mbarrier_arrive_and_expect_tx(
+                            bar, cutlass.select_(fill == 0, q_full.tx_bytes, 0))
+                    cute.arch.sync_warp()
+                    if fill == 0:
+                        self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
 
     @cute.jit
     def prefetch_next_kv(self, sm, tmas, tile=None):
@@ -211,3 +192,11 @@ class ProducerRole:
         hint = l2_hint(self.code, 3, "evict_last")  # read again by the head's other KV tiles
         cute.copy(tmas.q, gQ_p, sQ_p, tma_bar_ptr=bar, **hint)
         cute.copy(tmas.do, gdO_p, sdO_p, tma_bar_ptr=bar, **hint)
+
+    @cute.jit
+    def load_ring_tile(self, atom, m_t, s_tile, cols: cutlass.Constexpr, bar, m_block, h, b):
+        """A split ring's TMA of one tile (Q or dO, ``cols`` wide) of q tile ``m_block`` into
+        the stage view ``s_tile``, completing on mbarrier ``bar``."""
+        s_p, g_p = tma_tile(atom, m_t, s_tile, self.kp.tile["tile_m"], cols, m_block, h, b)
+        hint = l2_hint(self.code, 3, "evict_last")  # read again by the head's other KV tiles
+        cute.copy(atom, g_p, s_p, tma_bar_ptr=bar, **hint)
