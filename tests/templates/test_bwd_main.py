@@ -199,8 +199,8 @@ DEFAULT_PTX_SHA = {
     ("sm_120a", 128, True): "e60bc628a4d6", ("sm_121a", 128, True): "5c88b12e36f0",
     ("sm_120a", 160, False): "9d4a72eeb628", ("sm_121a", 160, False): "135cd62e4402",
     ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
-    ("sm_120a", 256, False): "78eea25e38fc", ("sm_121a", 256, False): "44d78a0436a1",
-    ("sm_120a", 256, True): "2fd3ae1f8adc", ("sm_121a", 256, True): "76f019a5fed2",
+    ("sm_120a", 256, False): "63ea62d295a1", ("sm_121a", 256, False): "8d34ce04b5e7",
+    ("sm_120a", 256, True): "597ae426cfe9", ("sm_121a", 256, True): "5e4848a6e9a5",
 }
 
 
