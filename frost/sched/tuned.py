@@ -83,7 +83,9 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # d=256, the split ring (v92: dO and the row statistics on a one-stage ring of their own on V's
 # bytes, so Q takes two stages): do_stages=1 with q_stages=2, which only plan together
 # (OPTION_GROUPS) and were timed as one variant: 0.979x (2,8,4096), causal 0.960x (4,16,4096),
-# every round below 1 (bench/results/v92, 8 rounds).
+# every round below 1 (bench/results/v92, 8 rounds). On it two P/dS copies fit again next to
+# dO on V's bytes, and non-causal they measured 0.961x [0.958, 0.967] of one (v93, 8 rounds;
+# the one-stage ring there 1.025x), so exchange_stages=2 is a row option again (causal had it).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -96,13 +98,14 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    *(f"bench/results/{v}/{r}/bwd_main_ab.json" for v, rows in (
                        ("v48", ("d128", "d128c", "d64", "d64c")),
                        ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")),
-                       ("v53", ("d32",)), ("v92", ("d256", "d256c")))
+                       ("v53", ("d32",)), ("v92", ("d256", "d256c")), ("v93", ("d256",)))
                      for r in rows))
 # Options that plan only together and are timed as one variant (each counts that variant).
 OPTION_GROUPS: tuple[frozenset[str], ...] = (frozenset({"do_stages", "q_stages"}),)
 # Row options adopted after the row's causal options were measured (their causal A/Bs ran on
 # top of the causal options, so the causal evidence predates them).
-OPTIONS_ADDED_LATER: dict[int, tuple[str, ...]] = {256: ("do_stages", "q_stages")}
+OPTIONS_ADDED_LATER: dict[int, tuple[str, ...]] = {256: ("do_stages", "q_stages",
+                                                          "exchange_stages")}
 OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",
                                             "bench/results/v79/d64/bwd_main_ab.json",
                                             "bench/results/v79/d64s/bwd_main_ab.json")
@@ -113,7 +116,7 @@ _SM120_OPTIONS = {
     128: dict(exchange_stages=2, exchange_sync=1),
     160: dict(exchange_stages=2),
     192: dict(exchange_stages=2),
-    256: dict(s_rows=2, do_stages=1, q_stages=2),
+    256: dict(s_rows=2, do_stages=1, q_stages=2, exchange_stages=2),
 }
 OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
                                                   "sm_121a": _SM120_OPTIONS}
@@ -124,7 +127,7 @@ CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v18/ab18/d256_causal/bwd_main_ab.json",
                           "bench/results/v79/d64c/bwd_main_ab.json")  # store_warp=1 slower
 _SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0),
-                         256: dict(dq_rows=2, exchange_stages=2)}
+                         256: dict(dq_rows=2)}
 # Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
 # the causal option, faster in its median, is the evidence (v53: d=64's exchange_sync=2).
 CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",)
