@@ -14,15 +14,15 @@ from frost.sched.sdpa import FORCEABLE
 from frost.templates.bwd_main import BwdMainKernel
 from frost.templates.bwd_main.kernel import BwdMainError, exchange_mode
 from tests.conftest import ARCHS
-from tests.templates.test_bwd_main import ONE_RING, _resources, run_case
+from tests.templates.test_bwd_main import _resources, pre_split_tile, run_case
 
 X = {"exchange_sync": 1}
 
 
 def x_plan(d, causal=False, arch="sm_120a", rule=1):
-    """exchange_sync forced on the default; at d > 192 on the one-stage ring it was measured on
-    (v48; on v92's split ring it spills 8 B on sm_120a)."""
-    ring = ONE_RING if d > 192 else {}
+    """exchange_sync forced on the default; at d > 192 on the plan it was measured on (v48; on
+    v92's split ring it spills 8 B on sm_120a): ``pre_split_tile``."""
+    ring = pre_split_tile(causal) if d > 192 else {}
     return plan_variant(arch, d, None, causal, "bf16",
                         {"exchange_sync": rule, **ring}).kernel("bwd_main")
 
@@ -100,7 +100,8 @@ def test_compile_exchange_sync(arch, d, causal):
     kern = BwdMainKernel(kp, "bf16", causal=causal)
     rep = kern.compile(arch)
     off = plan_variant(arch, d, None, causal, "bf16",
-                       {"exchange_sync": 0, **(ONE_RING if d > 192 else {})}).kernel("bwd_main")
+                       {"exchange_sync": 0, **(pre_split_tile(causal) if d > 192 else {})}
+                       ).kernel("bwd_main")
     base = BwdMainKernel(off, "bf16", causal=causal).compile(arch)
     sync = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
     assert len(sync.findall(rep.ptx)) < len(sync.findall(base.ptx))
