@@ -202,7 +202,7 @@ DEFAULT_PTX_SHA = {
     ("sm_120a", 160, False): "9d4a72eeb628", ("sm_121a", 160, False): "135cd62e4402",
     ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
     ("sm_120a", 256, False): "cacda71b8984", ("sm_121a", 256, False): "ef11556762f0",
-    ("sm_120a", 256, True): "597ae426cfe9", ("sm_121a", 256, True): "5e4848a6e9a5",
+    ("sm_120a", 256, True): "2e85e9e0220a", ("sm_121a", 256, True): "395748174a5f",
 }
 
 

@@ -15,10 +15,14 @@ D256_2X4 = (("s_rows", 2), ("dq_rows", 2))  # the non-causal d=256 default with 
 
 
 def test_dq_ds_held_limits():
-    """Off by default; 1 taken where dQ is chunked (d=256: four chunks); refused by name for
-    one chunk (nothing to hold across) and for values other than the ints 0/1."""
+    """Off by default but at causal d=256 (v95); 1 taken where dQ is chunked (d=256: four
+    chunks); refused by name for one chunk (nothing to hold across) and for values other than
+    the ints 0/1; the default gives it up where a forced dq_chunks=1 leaves nothing to hold."""
     kp = default_plan("sm_120a", 256, causal=True)
-    assert BwdMainKernel(kp, causal=True).code.dq_ds_held == 0
+    assert BwdMainKernel(kp, causal=True).code.dq_ds_held == 1
+    assert BwdMainKernel(default_plan("sm_120a", 256)).code.dq_ds_held == 0
+    assert BwdMainKernel(kp, causal=True, dq_chunks=1).code.dq_ds_held == 0
+    assert BwdMainKernel(kp, causal=True, dq_ds_held=0).code.dq_ds_held == 0
     assert BwdMainKernel(kp, causal=True, dq_ds_held=1).code.dq_ds_held == 1
     assert BwdMainKernel(default_plan("sm_120a", 128), dq_chunks=2, dq_ds_held=1).code.dq_ds_held
     for bad in (2, -1, True, "1", 1.0):
@@ -42,7 +46,7 @@ def test_compile_dq_ds_held_reads_less(arch):
     """Causal d=256 (dQ grid 2x4, four chunks): the same MMAs, fewer ldmatrix (dS's fragments
     once a trip instead of once a chunk), spill-free on the SM120 targets."""
     kp = default_plan(arch, 256, causal=True)
-    base = BwdMainKernel(kp, causal=True, use_pdl=True).compile(arch)
+    base = BwdMainKernel(kp, causal=True, use_pdl=True, dq_ds_held=0).compile(arch)
     held = BwdMainKernel(kp, causal=True, use_pdl=True, dq_ds_held=1).compile(arch)
     mma = "mma.sync.aligned.m16n8k16"
     assert held.count(mma) == base.count(mma)

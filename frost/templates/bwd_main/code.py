@@ -71,6 +71,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   a build asked for another ``reg_usage`` keeps -O3)
 ``dq_ds_held``    1: dS's A fragments of dQ = dS·K loaded once a trip and held through every
                   dQ chunk (chunked dQ re-reads only K; v88); 0: each chunk re-reads dS
+                  (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at causal d=256, v95)
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -87,9 +88,9 @@ from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_U
                                    ptxas_options)
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
-from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_kv_prefetch, pick_ptxas_opt,
-                       pick_reg_usage, pick_sdp_accs, pick_stat_vec, pick_trip_step,
-                       stat_vec_fits)
+from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_dq_ds_held, pick_kv_prefetch,
+                       pick_ptxas_opt, pick_reg_usage, pick_sdp_accs, pick_stat_vec,
+                       pick_trip_step, stat_vec_fits)
 
 
 class CodeChoiceError(ValueError):
@@ -310,7 +311,7 @@ class CodeChoices:
                 sdp_accs: int | None = None, stat_vec: int | None = None,
                 kv_prefetch: int | None = None, l2_hints: int = 0,
                 reg_usage: int | None = None,
-                ptxas_opt: int | None = None, dq_ds_held: int = 0,
+                ptxas_opt: int | None = None, dq_ds_held: int | None = None,
                 persistent: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
@@ -412,6 +413,7 @@ class CodeChoices:
         if isinstance(opt, bool) or not isinstance(opt, int) or not 1 <= opt <= 3:
             raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "
                                   f"got {ptxas_opt!r}")
+        dq_ds_held = pick_dq_ds_held(kp, causal, chunks) if dq_ds_held is None else dq_ds_held
         if isinstance(dq_ds_held, bool) or not isinstance(dq_ds_held, int) or \
                 dq_ds_held not in (0, 1) or (dq_ds_held and chunks < 2):
             # (dq_lag and dq_k_held need one chunk: they never meet a held dS)

@@ -10,8 +10,8 @@ from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_US
 MAX_KV_PREFETCH = 64
 """The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
 
-MEASURED_CHOICES = ("dq_accs", "kv_prefetch", "ptxas_opt", "reg_usage", "sdp_accs", "stat_vec",
-                    "trip_step")
+MEASURED_CHOICES = ("dq_accs", "dq_ds_held", "kv_prefetch", "ptxas_opt", "reg_usage",
+                    "sdp_accs", "stat_vec", "trip_step")
 """The code choices picked here (on :func:`measured_plan` only). An A/B variant whose plan is
 not the measured default resolves them to their first forms: where that differs from its run's
 default, the variant measured those choices too (tests/sched/test_tuned.py refuses it as
@@ -68,6 +68,21 @@ def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1,
     if dq_chunks != 1 or dq_lag or not measured_plan(kp, causal):
         return 1
     return DQ_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1)
+
+
+DQ_DS_HELD_MEASURED = {(256, True): 1}
+"""(padded d, causal) -> dq_ds_held on the default plan (:func:`measured_plan`) with dQ in two
+or more chunks, where holding dS's fragments through the chunks measured faster every round
+(bench/RESULTS.md v95, on the split-ring default of v92/v93, 6 rounds): causal d=256 0.982
+[0.979, 0.987] (v88 on the old one-stage ring: 1.001). Elsewhere 0: d=256 1.027 (v95; v88 1.055
+with 32 B spilled)."""
+
+
+def pick_dq_ds_held(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) -> int:
+    """:data:`DQ_DS_HELD_MEASURED` on a default plan with dQ in 2 or more chunks; else 0."""
+    if dq_chunks < 2 or not measured_plan(kp, causal):
+        return 0
+    return DQ_DS_HELD_MEASURED.get((kp.tile["d"], bool(causal)), 0)
 
 
 TRIP_STEP_MEASURED = {64: 1}
