@@ -124,6 +124,9 @@ def _materialise(prog: Program, hoist: set[str], main: set[str]) -> list[tuple[S
         # order), so a value made from a split ring's tiles rides with them ("": the body's)
         ups = nx.ancestors(prog.graph, h)
         src = [s.ring for s in prog.stages if s.name in ups and isinstance(s, Load)]
+        if len(set(src)) > 1:
+            raise ValueError(f"{prog.name}: hoisted {t.name} is computed from loads on rings "
+                             f"{sorted(set(src))}; the loop could not load it on one of them")
         out.append((Store(f"store_{t.name}", stage.level, t, gt),
                     Load("", stage.level, gt, t, ring=src[0] if src else "")))
     return out

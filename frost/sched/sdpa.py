@@ -38,6 +38,14 @@ x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip (the s
 differently). The measured table adds it at d=32 (2), d=64 (1; causal 2) and d=128 (1)
 (bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96 and d=256 it measured slower.
 
+``tile={"do_stages": n}`` (a *split ring*, v92): dO, O and LSE leave Q's load ring for a ring
+of ``n`` stages of their own (so delta and lse_log2 ride it too; ``n`` must divide
+``q_stages``), with its own ``do_full``/``do_empty`` mbarriers. The ring is guarded: its
+first fills wait for the MMA warps' release after their prologue, so where V is held its
+buffer may take V's bytes (the plan then says ``do_guard=1``). At d=256 that is how Q takes
+two stages (``do_stages=1, q_stages=2``, the measured options since v92: bwd_main 0.979x,
+causal 0.960x), with two P/dS copies next to dO (v93: 0.961x).
+
 ``tile={"store_warp": 1}``: the producer warp, its loads done, issues bwd_main's dK/dV TMA
 stores; the MMA warps only arrive on the epilogue barrier after staging them (the measured
 table adds it at non-causal d=64: bwd_main 0.96-0.97x, bench/RESULTS.md v78; causal d=64
@@ -125,6 +133,14 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
 DO_RING = (("load_dO", "do"), ("load_O", "do"), ("load_LSE", "do"))
 
 
+def _rings(q_stages: int, do_stages: int):
+    """(ring depths, loads moved, guarded rings) of a plan: one Q/dO ring, or with
+    ``do_stages`` dO's (with the row statistics) split off, guarded (it may take V's bytes)."""
+    if not do_stages:
+        return {"q": q_stages}, (), frozenset()
+    return {"q": q_stages, "do": do_stages}, DO_RING, frozenset({"do"})
+
+
 def check_tile(tile) -> dict[str, int]:
     """``tile`` as a dict of forced keys, each an int among :data:`FORCEABLE`'s values for its
     key; ValueError naming the key and what it may be otherwise."""
@@ -192,9 +208,11 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         if c["v_in_regs"] and "V" not in can_hold:
             continue
         held = frozenset({"V"}) if c["v_in_regs"] else frozenset()
-        rings = {"q": c["q_stages"]}
-        if c["do_stages"]:  # dO's ring split from Q's: Q keeps q_stages
-            rings["do"] = c["do_stages"]
+        rings, ring_of, guarded = _rings(c["q_stages"], c["do_stages"])
+        if c["q_stages"] % (c["do_stages"] or c["q_stages"]):
+            rejected.append((c, f"do_stages={c['do_stages']} must divide "
+                                f"q_stages={c['q_stages']}"))
+            continue
         choice = TileChoice(sizes, rings, c["num_mma_warps"], held,
                             exchange_stages=c["exchange_stages"],
                             stage_reductions=bool(c["stage_reductions"]),
@@ -206,8 +224,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                             ctas_per_sm=c["ctas_per_sm"],
                             hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),),
                             exchange_sync=c["exchange_sync"], store_warp=c["store_warp"],
-                            ring_of=DO_RING if c["do_stages"] else (),
-                            guarded_rings=frozenset({"do"}) if c["do_stages"] else frozenset())
+                            ring_of=ring_of, guarded_rings=guarded)
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:

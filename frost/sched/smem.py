@@ -6,8 +6,9 @@ occupant of that region it would overlap is dead while it is live; it then recor
 ``alias_of = <region>``. Buffers filled asynchronously by TMA never reuse bytes: the producer
 warp runs ahead of the consumers and would overwrite a tile they still read. The exception is a
 *guarded* buffer, whose ring's first fills wait for the consumers to release it once after
-their prologue: it may take the bytes of a tile that dies there. Preference: a region of exactly its own shape (so epilogue staging of
-dK lands on K), then the smallest region that fits. Otherwise it is appended at the end.
+their prologue: it may take the bytes of a tile that dies there. Preference: a region of
+exactly its own shape (so epilogue staging of dK lands on K), then the smallest region that
+fits. Otherwise it is appended at the end.
 
 Swizzled buffers start on 1024-byte boundaries (the 128-byte swizzle repeats every 1024 bytes
 and TMA wants it), others on 128. Mbarriers follow the buffers, 8 bytes each.

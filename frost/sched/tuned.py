@@ -34,7 +34,7 @@ _SM120 = {
     160: dict(tile_m=32, tile_n=64, q_stages=2, num_mma_warps=8, v_in_regs=1),  # v32
     192: dict(tile_m=32, tile_n=64, q_stages=2, num_mma_warps=8, v_in_regs=1),  # v32
     256: dict(tile_m=32, tile_n=64, q_stages=1, num_mma_warps=8, v_in_regs=1),
-}
+}  # (d=256 runs q_stages=2 since v92: an option with do_stages=1, OPTION_GROUPS below)
 
 TUNED: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120, "sm_121a": _SM120}
 

@@ -114,7 +114,7 @@ def _ab_ratios(d, option):
     key, val = option
     row = OPTIONS["sm_120a"][d]
     group = next((g for g in OPTION_GROUPS if key in g), {key})  # timed together
-    want = {f"tile.{k}": row.get(k, val) if k != key else val for k in group}
+    want = {f"tile.{k}": row[k] if k != key else val for k in group}
     out = []
     for src in OPTIONS_SOURCES:
         data = json.loads((ROOT / src).read_text())

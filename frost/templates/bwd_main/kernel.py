@@ -47,7 +47,8 @@ every P-th KV tile (``roles.py``).
 Warp roles from the plan: MMA warps (``mma.py``), one TMA producer warp (``load.py``) and register
 donors in its warpgroup; ``setmaxnreg`` moves registers from the producer warpgroup to the MMA
 warps. Q/dO stream through a
-``q_stages`` mbarrier ring; K/V are loaded once. dK/dV leave through ``epilogue.py``.
+``q_stages`` mbarrier ring (the plan's ``do_stages``: dO and the row statistics through a ring of
+their own, ``do_full``/``do_empty``, v92); K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
 Verified (H200, sm_90a build, 2026-12-01: all 180 GPU tests at 0bb1fc2, bench/results/v44):
 tests/templates/test_bwd_main.py covers head dims 32..256 (padded 40/72/200), causal both
@@ -64,12 +65,13 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
 (v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
 ``stat_vec`` (v63), ``kv_prefetch`` (v72), ``l2_hints`` (v77), the ptxas flags ``reg_usage`` /
-``ptxas_opt`` (v80-v86), ``dq_ds_held`` (v88, opt-in) and ``persistent`` (v89, opt-in) to their
+``ptxas_opt`` (v80-v86), ``dq_ds_held`` (v88; the default at causal d=256 since v95) and
+``persistent`` (v89, opt-in) to their
 measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``,
-``store_warp``) are documented, with where each is applied and what it measured, in
+``store_warp``, ``do_stages``) are documented, with where each is applied and what it measured, in
 :mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`;
 this template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
 
@@ -148,17 +150,15 @@ def exchange_mode(kp: KernelPlan) -> int:
     return mode
 
 
-def split_ring_check(kp: KernelPlan, mma) -> None:
+def split_ring_check(kp: KernelPlan) -> None:
     """BwdMainError unless the plan's split ring (``do_stages``) is one this template runs:
     dO's ring a divisor of Q's in depth (so Q's ring cycle, the unit of tail-split cuts, is
-    whole cycles of dO's too), its do_empty arrivals one per MMA warp or thread, and a guard
+    whole cycles of dO's too; its do_empty arrivals are checked with q_empty's), and a guard
     (``do_guard``: dO's buffers on V's bytes) only where V is held in registers, whose load
     into them is the MMA warps' last read of V before they release the ring."""
     tl = kp.tile
     if tl["q_stages"] % tl["do_stages"]:
         raise BwdMainError(f"do_stages={tl['do_stages']} must divide q_stages={tl['q_stages']}")
-    if kp.mbarrier("do_empty").arrive_count not in (mma.num_warps, mma.threads):
-        raise BwdMainError("do_empty arrive_count must be one per MMA warp or per MMA thread")
     if tl.get("do_guard") and not (tl.get("v_in_regs") and {
             kp.buffer(b).alias_of for b in ("sdO", "sLSE", "sDelta")} <= {None, "sV"}):
         raise BwdMainError("a guarded dO ring (do_guard) may only take V's bytes, with V held "
@@ -253,8 +253,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         if kp.smem_bytes > budget:
             raise BwdMainError(f"bwd_main plan needs {kp.smem_bytes} B smem > {budget:,}")
         mma = kp.role(WarpRole.MMA)
-        if kp.mbarrier("q_empty").arrive_count not in (mma.num_warps, mma.threads):
-            raise BwdMainError("q_empty arrive_count must be one per MMA warp or per MMA thread")
+        for name in ("q_empty", "do_empty") if "do_stages" in tl else ("q_empty",):
+            if kp.mbarrier(name).arrive_count not in (mma.num_warps, mma.threads):
+                raise BwdMainError(f"{name} arrive_count must be one per MMA warp or per MMA "
+                                   f"thread")
         if mma.first_warp != 0 or mma.num_warps != tl["num_mma_warps"]:
             raise BwdMainError("bwd_main expects the MMA warps first, num_mma_warps of them")
         rest = [g for g in kp.roles if g.role != WarpRole.MMA]
@@ -276,7 +278,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         except ArriveCountError as e:
             raise BwdMainError(str(e)) from e
         if "do_stages" in tl:
-            split_ring_check(kp, mma)
+            split_ring_check(kp)
         if tl.get("exchange_sync"):
             exchange_mode(kp)
             ids = [kp.barrier(f"x_group{k}") for k in range(tl["x_groups"])]
@@ -405,16 +407,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             for s in cutlass.range_constexpr(q_full.stages):
                 cute.arch.mbarrier_init(sm.q_full + s, q_full.arrive_count)
                 cute.arch.mbarrier_init(sm.q_empty + s, q_empty.arrive_count)
-            if cutlass.const_expr(self.split_ring):
-                for name in ("do_full", "do_empty"):
-                    for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
-                        cute.arch.mbarrier_init(getattr(sm, name) + s,
-                                                kp.mbarrier(name).arrive_count)
-            if cutlass.const_expr(self.x_mode):
-                for name in ("x_full", "x_empty"):
-                    for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
-                        cute.arch.mbarrier_init(getattr(sm, name) + s,
-                                                kp.mbarrier(name).arrive_count)
+            for name in self.extra_mbarriers():  # the split ring's, then exchange_sync's
+                for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
+                    cute.arch.mbarrier_init(getattr(sm, name) + s, kp.mbarrier(name).arrive_count)
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
         if cutlass.const_expr(self.use_pdl):
@@ -451,8 +446,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             kv_full=smem.mbar_ptr(raw, kp.mbarrier("kv_full").offset),
             q_full=smem.mbar_ptr(raw, kp.mbarrier("q_full").offset),
             q_empty=smem.mbar_ptr(raw, kp.mbarrier("q_empty").offset),
-            **({k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in ("x_full", "x_empty")}
-               if self.x_mode else {}),
-            **({k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in ("do_full", "do_empty")}
-               if self.split_ring else {}),
+            **{k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in self.extra_mbarriers()},
         )
+
+    def extra_mbarriers(self) -> tuple[str, ...]:
+        """The plan's mbarriers besides kv_full and the Q ring's: the split ring's (do_*) and
+        exchange_sync's (x_*), in that order."""
+        return (("do_full", "do_empty") if self.split_ring else ()) + \
+            (("x_full", "x_empty") if self.x_mode else ())

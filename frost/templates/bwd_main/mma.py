@@ -1,10 +1,11 @@
 """MMA warps of ``bwd_main``: the five GEMMs and the softmax-gradient pointwise, per q tile.
 
-Per iteration t (ring stage s = t % q_stages)::
+Per iteration t (ring stage s = t % q_stages; under the plan's split ring ``do_stages``, dO
+and the row statistics on stage o = t % do_stages of dO's own ring, else o = s)::
 
-    wait q_full[s]
+    wait q_full[s]      (split ring: and do_full[o])
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
-    dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[s], sV
+    dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[o], sV
                         (S and dP k-blocks interleaved at level ≥ 1:
                         tile_dsl.interleave.gemm_interleaved; sdp_accs=2: odd k-blocks into
                         second accumulators, added back here; serial_sdp=1: S, P → io-dtype
@@ -14,14 +15,16 @@ Per iteration t (ring stage s = t % q_stages)::
                         masks.tile_needs_mask)
     bar mma_sync ; P, dS → sP, sdS (io dtype; stmatrix.x4, or 32-bit st.shared where a warp's
                    S tile is 8 columns wide) ; bar mma_sync
-    dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[s]
+    dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[o]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
                         (dq_k_held=1: K's B fragments loaded once, only sdS is read;
                         dq_ds_held=1: dS's A fragments once a trip for all dQ chunks)
                         (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
                         dV with dK, then dQ; 0: one GEMM at a time; code.pick_interleave)
-    arrive q_empty[s]   (once per warp or thread; the producer may refill stage s)
+    arrive q_empty[s]   (once per warp or thread; the producer may refill stage s; split
+                        ring: and do_empty[o]. With do_guard, dO's buffer on V's bytes, every
+                        warp also arrives on each do_empty once after loading V, before trip 0)
     red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, all into
                         the pad, or checked on the edge q tile only; dq_accs=2: two
                         accumulators; dq_vec=4: 4 columns, .v4)
@@ -180,7 +183,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
         cute.arch.mbarrier_wait(sm.kv_full, kv_phase)
         v_in_regs = tl.get("v_in_regs", 0)
         if cutlass.const_expr(v_in_regs):
-            # V stays in registers (B operand of dP); its smem is reused by sP/sdS, which are
+            # V stays in registers (B operand of dP); its smem is reused by sP/sdS (and, under
+            # do_guard, by dO's ring, released to the producer below), which are
             # first written after this iteration's first mma_sync barrier (one stage), or after
             # the barrier below (two stages, or exchange_sync: no barrier precedes a trip's
             # P/dS writes, and x_empty's first waits pass at once).
