@@ -14,7 +14,7 @@ import itertools
 import sympy
 
 from frost.ir.program import Program
-from frost.ir.stages import Accumulate, AtomicReduce, Gemm, Load
+from frost.ir.stages import AtomicReduce, Gemm, Load
 from frost.ir.symbols import Level
 from frost.ir.tensor import Space
 from frost.sched import barriers as bar
@@ -256,7 +256,7 @@ def _grids_and_regs(prog: Program, order, held, warps: int, budget: int,
         if isinstance(s, Gemm):
             shapes.setdefault(s.warp_grid, []).append((_int(s.m), _int(s.n), _int(s.k)))
     held_by = {s.warp_grid: s for s in prog.stages if isinstance(s, Gemm) and s.b.name in held}
-    base = _register_estimate(prog, order, warps)
+    base = W.register_estimate(prog, order, warps)
     out, regs = {}, base
     over = 0  # registers a forced grid adds past the budget
     for g, sh in shapes.items():
@@ -393,31 +393,6 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
     local = [n for g in readers if g in orders for n in names[g]]
     late = [n for g in readers if g not in orders for n in names[g]]
     return {"groups": groups, "div": div, "orders": orders, "local": local, "late": late}
-
-
-def _register_estimate(prog: Program, order, warps: int) -> int:
-    """Registers per MMA thread: loop-carried accumulators + the peak of per-iteration tiles."""
-    threads = 32 * warps
-    fused = {s.src.name for s in prog.stages if isinstance(s, Accumulate)}
-    acc = sum(W.regs_for(_int(s.out.numel), 4, threads)
-              for s in prog.stages if isinstance(s, Accumulate) and not s.out.is_vector)
-    body = [s for s in order if s.level == Level.BODY]
-    last = {}
-    for i, s in enumerate(body):
-        for t in s.inputs:
-            last[t.name] = i
-    peak = 0
-    for i in range(len(body)):
-        live = 0
-        for j, s in enumerate(body[: i + 1]):
-            if isinstance(s, (Load, Accumulate)):  # smem / counted in ``acc``
-                continue
-            for t in s.outputs:
-                if (t.space == Space.TILE and not t.is_vector and t.name not in fused
-                        and last.get(t.name, j) >= i):
-                    live += W.regs_for(_int(t.numel), t.dtype.nbytes, threads)
-        peak = max(peak, live)
-    return acc + peak + W.REG_OVERHEAD
 
 
 # -- loop-free kernels ----------------------------------------------------------------------

@@ -25,6 +25,10 @@ from typing import NamedTuple
 
 import networkx as nx
 
+from frost.ir.stages import Accumulate, Load
+from frost.ir.symbols import Level
+from frost.ir.tensor import Space
+
 from frost.sched.arch import Arch
 from frost.sched.plan import WarpGroupPlan, WarpRole
 from frost.tile_dsl.warp_grid import Order, cols_of, rows_of, warp_mn
@@ -96,6 +100,32 @@ def roles(arch: Arch, mma_warps: int, ctas_per_sm: int = 1
 def regs_for(elems: int, elem_bytes: int, threads: int) -> int:
     """32-bit registers per thread to hold ``elems`` elements spread over ``threads``."""
     return math.ceil(elems * elem_bytes / 4 / threads)
+
+
+def register_estimate(prog, order, warps: int) -> int:
+    """Registers per MMA thread of a concrete program (``order``: its stage order):
+    loop-carried accumulators + the peak of per-iteration tiles."""
+    threads = 32 * warps
+    fused = {s.src.name for s in prog.stages if isinstance(s, Accumulate)}
+    acc = sum(regs_for(int(s.out.numel), 4, threads)
+              for s in prog.stages if isinstance(s, Accumulate) and not s.out.is_vector)
+    body = [s for s in order if s.level == Level.BODY]
+    last = {}
+    for i, s in enumerate(body):
+        for t in s.inputs:
+            last[t.name] = i
+    peak = 0
+    for i in range(len(body)):
+        live = 0
+        for j, s in enumerate(body[: i + 1]):
+            if isinstance(s, (Load, Accumulate)):  # smem / counted in ``acc``
+                continue
+            for t in s.outputs:
+                if (t.space == Space.TILE and not t.is_vector and t.name not in fused
+                        and last.get(t.name, j) >= i):
+                    live += regs_for(int(t.numel), t.dtype.nbytes, threads)
+        peak = max(peak, live)
+    return acc + peak + REG_OVERHEAD
 
 
 # -- warps that exchange tiles through shared memory ------------------------------------------

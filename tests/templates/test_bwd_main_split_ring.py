@@ -13,7 +13,8 @@ from frost.ir.attention import sdpa_bwd_program
 from frost.sched.partition import partition
 from frost.sched.sdpa import DO_RING, plan_variant
 from frost.templates.bwd_main import BwdMainKernel, default_plan
-from frost.templates.bwd_main.kernel import BwdMainError, split_ring_check
+from frost.templates.bwd_main.kernel import BwdMainError
+from frost.templates.bwd_main.load import split_ring_problem
 from tests.templates.test_bwd_main import _resources, pre_split_plan, run_case
 
 SPLIT = {"do_stages": 1, "q_stages": 2}
@@ -64,12 +65,13 @@ def test_split_ring_refusals():
     """dO's ring must divide Q's in depth; the persistent grid and the q_loads ablation do not
     take it; a guard needs dO's bytes on V's with V held."""
     kp = _main()
-    split_ring_check(kp)  # the plan as made passes
+    assert split_ring_problem(kp) is None  # the plan as made passes
+    BwdMainKernel.can_implement(kp)
     bad = dataclasses.replace(kp, tile={**kp.tile, "q_stages": 3, "do_stages": 2})
     with pytest.raises(BwdMainError, match="must divide"):
-        split_ring_check(bad)
+        BwdMainKernel.can_implement(bad)
     with pytest.raises(BwdMainError, match="guarded dO ring"):
-        split_ring_check(dataclasses.replace(kp, tile={**kp.tile, "v_in_regs": 0}))
+        BwdMainKernel.can_implement(dataclasses.replace(kp, tile={**kp.tile, "v_in_regs": 0}))
     with pytest.raises(BwdMainError, match="q_loads"):
         BwdMainKernel(kp, skip=frozenset({"q_loads"}))
     with pytest.raises(BwdMainError, match="do_stages"):  # store_warp: persistent's first need

@@ -123,7 +123,7 @@ from . import masks
 from .code import CodeChoiceError, CodeChoices, exchange_split, pick_dq_chunks, pick_interleave
 from .epilogue import EpilogueRole
 from .host import HostMixin
-from .load import ProducerRole
+from .load import ProducerRole, split_ring_problem
 from .mma import MmaRole
 from .roles import RolesMixin
 
@@ -148,21 +148,6 @@ def exchange_mode(kp: KernelPlan) -> int:
         raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
                            f"one way or the other; the plan has {kp.params.get('exchange')}")
     return mode
-
-
-def split_ring_check(kp: KernelPlan) -> None:
-    """BwdMainError unless the plan's split ring (``do_stages``) is one this template runs:
-    dO's ring a divisor of Q's in depth (so Q's ring cycle, the unit of tail-split cuts, is
-    whole cycles of dO's too; its do_empty arrivals are checked with q_empty's), and a guard
-    (``do_guard``: dO's buffers on V's bytes) only where V is held in registers, whose load
-    into them is the MMA warps' last read of V before they release the ring."""
-    tl = kp.tile
-    if tl["q_stages"] % tl["do_stages"]:
-        raise BwdMainError(f"do_stages={tl['do_stages']} must divide q_stages={tl['q_stages']}")
-    if tl.get("do_guard") and not (tl.get("v_in_regs") and {
-            kp.buffer(b).alias_of for b in ("sdO", "sLSE", "sDelta")} <= {None, "sV"}):
-        raise BwdMainError("a guarded dO ring (do_guard) may only take V's bytes, with V held "
-                           "in registers")
 
 
 def _seq_major(t):
@@ -277,8 +262,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
                                    kp.buffer("sQ").stage_bytes + kp.buffer("sdO").stage_bytes)
         except ArriveCountError as e:
             raise BwdMainError(str(e)) from e
-        if "do_stages" in tl:
-            split_ring_check(kp)
+        why = split_ring_problem(kp) if "do_stages" in tl else None
+        if why:
+            raise BwdMainError(why)
         if tl.get("exchange_sync"):
             exchange_mode(kp)
             ids = [kp.barrier(f"x_group{k}") for k in range(tl["x_groups"])]

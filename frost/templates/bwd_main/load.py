@@ -49,6 +49,20 @@ def l2_hint(code, level: int, priority: str) -> dict:
     return {"cache_policy": cutlass.Int64(L2_POLICY[priority])}
 
 
+def split_ring_problem(kp) -> str | None:
+    """Why this template cannot run the plan's split ring (``do_stages``), or None: dO's ring
+    must divide Q's in depth (so Q's ring cycle, the unit of tail-split cuts, is whole cycles
+    of dO's too), and a guard (``do_guard``: dO's buffers on V's bytes) needs V held in
+    registers, whose load is the MMA warps' last read of V before they release the ring."""
+    tl = kp.tile
+    if tl["q_stages"] % tl["do_stages"]:
+        return f"do_stages={tl['do_stages']} must divide q_stages={tl['q_stages']}"
+    if tl.get("do_guard") and not (tl.get("v_in_regs") and {
+            kp.buffer(b).alias_of for b in ("sdO", "sLSE", "sDelta")} <= {None, "sV"}):
+        return "a guarded dO ring (do_guard) may only take V's bytes, with V held in registers"
+    return None
+
+
 class ProducerRole:
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the TMA producer warp."""
 
