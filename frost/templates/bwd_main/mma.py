@@ -271,8 +271,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
 
                 row0 = m_block * t_m
                 col0 = n_block * t_n
-                self.pointwise(acc_S, acc_dP, tScS, places, sm, o_stage, scale_log2, row0, col0, s_q,
-                               s_kv)
+                self.pointwise(acc_S, acc_dP, tScS, places, sm, o_stage, scale_log2, row0, col0,
+                               s_q, s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 rdS = cute.make_fragment_like(acc_dP, dtype)
