@@ -6,6 +6,5 @@
 set -u
 out=${OUT:-bench/out}/v92
 . bench/ab_lib.sh
-mkdir -p "$out"
 ab d256 256 "" "default;tile.do_stages=1,tile.q_stages=2" 8 2,8,4096
 ab d256c 256 --causal "default;tile.do_stages=1,tile.q_stages=2" 8

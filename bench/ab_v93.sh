@@ -5,6 +5,5 @@
 set -u
 out=${OUT:-bench/out}/v93
 . bench/ab_lib.sh
-mkdir -p "$out"
 ab d256 256 "" "default;tile.do_stages=0,tile.q_stages=1;tile.exchange_stages=2;reg_usage=3" 8 2,8,4096
 ab d256c 256 --causal "default;tile.do_stages=0,tile.q_stages=1;tile.exchange_stages=1" 6

@@ -5,6 +5,5 @@
 set -u
 out=${OUT:-bench/out}/v94
 . bench/ab_lib.sh
-mkdir -p "$out"
 ab d256 256 "" "default;reg_usage=3;tile.exchange_stages=1" 8 2,8,4096
 ab d256c 256 --causal "default;reg_usage=3" 6

@@ -5,6 +5,5 @@
 set -u
 out=${OUT:-bench/out}/v95
 . bench/ab_lib.sh
-mkdir -p "$out"
 ab d256 256 "" "default;dq_chunks=2;dq_ds_held=1;tile.dq_rows=2;interleave=0" 6 2,8,4096
 ab d256c 256 --causal "default;dq_ds_held=1;dq_chunks=2" 6

@@ -4,5 +4,4 @@
 set -u
 out=${OUT:-bench/out}/v96
 . bench/ab_lib.sh
-mkdir -p "$out"
 ab d256 256 "" "default;tile.dq_rows=2,dq_ds_held=1;tile.dq_rows=2" 8 2,8,4096
