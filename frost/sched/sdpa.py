@@ -26,7 +26,7 @@ measured slower (v8), so only when forced. ``reduce_block`` (default 8; ``tile={
 key; rowdot zeroes whole row bands, the same bytes either way. Staged reductions keep rows.
 ``tile={"s_rows": n}`` / ``{"dq_rows": n}`` force n warp rows in the S/dP or dQ grid even past
 the register estimate (the compile's spill report decides; the measured table uses s_rows=2 at
-d=256, and causal dq_rows=2, v17; dq_rows=2 at d=64, where bwd_main then holds K's dQ
+d=256, v17, and dq_rows=2 there, v17 causal / v96; dq_rows=2 at d=64, where bwd_main then holds K's dQ
 fragments, v20/v21). ``tile={"ctas_per_sm": 2}``: two CTAs share each SM; the plan must fit
 half of its shared memory (50,176 B on SM120) and registers (128 at launch), and bwd_main
 launches with that occupancy bound. Measured slower at d=64 (1.30x, causal 1.03x; v25), so only

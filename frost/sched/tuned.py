@@ -52,7 +52,7 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # d=256, s_rows=2 (the S/dP warp grid 2x4 with V held, past the register estimate; v17):
 # 0.953x non-causal, 0.955x causal (bench/results/v17/ab17, 8 rounds). Causal plans add
 # dq_rows=2 (the dQ grid 2x4): with s_rows=2, 0.934x of s_rows alone (0.892x of the v16
-# default); non-causal it measured 1.017x, so it is a causal-only option (CAUSAL_OPTIONS).
+# default); non-causal it measured 1.017x then, so it was a causal-only option until v96.
 # d=64, v_in_regs=1 (V held, v18): 0.982x, causal 0.984x (bench/results/v18/ab18, 10 rounds;
 # v12 had it 1.011x before the blocked dQ workspace). d=256 non-causal drops exchange_stages=2
 # once S/dP runs 2x4: one copy measured 0.985x (v17 re-check) and 0.981x (v18); causal keeps
@@ -86,6 +86,9 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # every round below 1 (bench/results/v92, 8 rounds). On it two P/dS copies fit again next to
 # dO on V's bytes, and non-causal they measured 0.961x [0.958, 0.967] of one (v93, 8 rounds;
 # the one-stage ring there 1.025x), so exchange_stages=2 is a row option again (causal had it).
+# d=256's 2x4 dQ grid (dq_rows=2), causal-only since v18, is a row option since v96: with dS
+# held through the dQ chunks (measured.DQ_DS_HELD_MEASURED) it timed 0.975x [0.970, 0.983]
+# non-causal on the split-ring default (the grid alone 0.993x; bench/results/v96, 8 rounds).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -98,14 +101,19 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    *(f"bench/results/{v}/{r}/bwd_main_ab.json" for v, rows in (
                        ("v48", ("d128", "d128c", "d64", "d64c")),
                        ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")),
-                       ("v53", ("d32",)), ("v92", ("d256", "d256c")), ("v93", ("d256",)))
+                       ("v53", ("d32",)), ("v92", ("d256", "d256c")), ("v93", ("d256",)),
+                       ("v96", ("d256",)))
                      for r in rows))
 # Options that plan only together and are timed as one variant (each counts that variant).
 OPTION_GROUPS: tuple[frozenset[str], ...] = (frozenset({"do_stages", "q_stages"}),)
 # Row options adopted after the row's causal options were measured (their causal A/Bs ran on
 # top of the causal options, so the causal evidence predates them).
 OPTIONS_ADDED_LATER: dict[int, tuple[str, ...]] = {256: ("do_stages", "q_stages",
-                                                          "exchange_stages")}
+                                                          "exchange_stages", "dq_rows")}
+# Options whose A/B evidence counts only from the named run on: the row's earlier runs of them
+# timed them on a default its later options replaced (d=256's dQ grid: v17 ran it on the 1x8
+# S/dP grid and the one-stage ring, and alone, without the held dS it enables).
+OPTIONS_EVIDENCE_SINCE: dict[int, dict[str, str]] = {256: {"dq_rows": "v96"}}
 OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",
                                             "bench/results/v79/d64/bwd_main_ab.json",
                                             "bench/results/v79/d64s/bwd_main_ab.json")
@@ -116,7 +124,7 @@ _SM120_OPTIONS = {
     128: dict(exchange_stages=2, exchange_sync=1),
     160: dict(exchange_stages=2),
     192: dict(exchange_stages=2),
-    256: dict(s_rows=2, do_stages=1, q_stages=2, exchange_stages=2),
+    256: dict(s_rows=2, do_stages=1, q_stages=2, exchange_stages=2, dq_rows=2),
 }
 OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
                                                   "sm_121a": _SM120_OPTIONS}
@@ -126,8 +134,7 @@ OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
 CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v18/ab18/d256_causal/bwd_main_ab.json",
                           "bench/results/v79/d64c/bwd_main_ab.json")  # store_warp=1 slower
-_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0),
-                         256: dict(dq_rows=2)}
+_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0)}
 # Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
 # the causal option, faster in its median, is the evidence (v53: d=64's exchange_sync=2).
 CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",)

@@ -11,7 +11,7 @@ from frost.sched import plan_sdpa_bwd
 from frost.sched.sdpa import pad_head_dim
 from frost.sched.tuned import (AB_PICK_SOURCES, CAUSAL_OPTIONS, CAUSAL_OPTIONS_AB_SOURCES,
                                CAUSAL_OPTIONS_SOURCES, OPTION_GROUPS, OPTIONS,
-                               OPTIONS_ADDED_LATER,
+                               OPTIONS_ADDED_LATER, OPTIONS_EVIDENCE_SINCE,
                                OPTIONS_RECHECK_SOURCES, OPTIONS_SOURCES, SOURCE, TUNED,
                                tuned_options, tuned_tile)
 from frost.templates.bwd_main.code import CodeChoices
@@ -106,6 +106,12 @@ def _confounded(result, results):
     return {} if base is None else unasked_differences(result, base, result["kwargs"])
 
 
+def _version(src):
+    """The run number of a results path or a version name: "bench/results/v96/d256/..." -> 96."""
+    part = next(p for p in src.split("/") if p[:1] == "v" and p[1:3].isdigit())
+    return int("".join(c for c in part[1:] if c.isdigit()))
+
+
 def _ab_ratios(d, option):
     """(median ratio vs the default) of every A/B run in OPTIONS_SOURCES that forced ``option``
     at head dim d, one per run: the variant that ships, i.e. the option with the most code
@@ -115,8 +121,11 @@ def _ab_ratios(d, option):
     row = OPTIONS["sm_120a"][d]
     group = next((g for g in OPTION_GROUPS if key in g), {key})  # timed together
     want = {f"tile.{k}": row[k] if k != key else val for k in group}
+    since = OPTIONS_EVIDENCE_SINCE.get(d, {}).get(key)
     out = []
     for src in OPTIONS_SOURCES:
+        if since and _version(src) < _version(since):
+            continue
         data = json.loads((ROOT / src).read_text())
         shipped = _shipped_code(d, data["meta"]["causal"])
         best = None
@@ -250,3 +259,12 @@ def test_options_fall_back_to_the_tile_alone():
         tuned._SM120_OPTIONS.clear()
         tuned._SM120_OPTIONS.update(saved)
         sdpa._best.cache_clear()
+
+
+def test_evidence_since_names_a_source_run():
+    """Each OPTIONS_EVIDENCE_SINCE cut names a run among OPTIONS_SOURCES, and the option is on
+    its row (else the cut would hide nothing or everything)."""
+    for d, cuts in OPTIONS_EVIDENCE_SINCE.items():
+        for key, since in cuts.items():
+            assert key in OPTIONS["sm_120a"][d], (d, key)
+            assert any(_version(s) == _version(since) for s in OPTIONS_SOURCES), (d, since)

@@ -176,7 +176,10 @@ def _no_file_cache():
 # workspace); on the split ring those variants spill 56-68 B on sm_120a, which the default
 # (rows, blocked) does not.
 def pre_split_tile(causal=False):
-    return {"do_stages": 0, "q_stages": 1, "exchange_stages": 2 if causal else 1}
+    """d=256's default before the split ring (v92/v93/v96): one Q/dO stage; non-causal one P/dS
+    copy and the 1x8 dQ grid, causal two copies and the 2x4 grid."""
+    return {"do_stages": 0, "q_stages": 1, "exchange_stages": 2 if causal else 1,
+            "dq_rows": 2 if causal else 1}
 
 
 def pre_split_plan(arch, d, causal=False):
@@ -201,7 +204,7 @@ DEFAULT_PTX_SHA = {
     ("sm_120a", 128, True): "e60bc628a4d6", ("sm_121a", 128, True): "5c88b12e36f0",
     ("sm_120a", 160, False): "9d4a72eeb628", ("sm_121a", 160, False): "135cd62e4402",
     ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
-    ("sm_120a", 256, False): "cacda71b8984", ("sm_121a", 256, False): "ef11556762f0",
+    ("sm_120a", 256, False): "b1a4f18fa43a", ("sm_121a", 256, False): "f65dafe9825c",
     ("sm_120a", 256, True): "2e85e9e0220a", ("sm_121a", 256, True): "395748174a5f",
 }
 

@@ -6,21 +6,25 @@ from __future__ import annotations
 
 import pytest
 
+from frost.sched import plan_sdpa_bwd
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.tile_dsl.interleave import Job
 from tests.templates.test_bwd_main import _resources, run_case
 
-D256_2X4 = (("s_rows", 2), ("dq_rows", 2))  # the non-causal d=256 default with the dQ grid 2x4
+D256_2X4 = (("s_rows", 2), ("dq_rows", 2))  # both grids 2x4 on the cost model's one-stage ring
 
 
 def test_dq_ds_held_limits():
-    """Off by default but at causal d=256 (v95); 1 taken where dQ is chunked (d=256: four
+    """Off by default but at d=256 (v95 causal, v96); 1 taken where dQ is chunked (d=256: four
     chunks); refused by name for one chunk (nothing to hold across) and for values other than
     the ints 0/1; the default gives it up where a forced dq_chunks=1 leaves nothing to hold."""
     kp = default_plan("sm_120a", 256, causal=True)
     assert BwdMainKernel(kp, causal=True).code.dq_ds_held == 1
-    assert BwdMainKernel(default_plan("sm_120a", 256)).code.dq_ds_held == 0
+    assert BwdMainKernel(default_plan("sm_120a", 256)).code.dq_ds_held == 1
+    assert BwdMainKernel(default_plan("sm_120a", 128)).code.dq_ds_held == 0
+    one_row = plan_sdpa_bwd("sm_120a", 256, tile={"dq_rows": 1}).kernel("bwd_main")
+    assert BwdMainKernel(one_row).code.dq_ds_held == 0  # not the measured plan (v95: 1.027)
     assert BwdMainKernel(kp, causal=True, dq_chunks=1).code.dq_ds_held == 0
     assert BwdMainKernel(kp, causal=True, dq_ds_held=0).code.dq_ds_held == 0
     assert BwdMainKernel(kp, causal=True, dq_ds_held=1).code.dq_ds_held == 1
@@ -72,14 +76,18 @@ def test_compile_dq_ds_held_under_exchange_sync_groups():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("d,causal,knobs,tile", [
-    (256, True, (), ()),
-    (256, False, (("reg_usage", 3),), ()),
-    (256, False, (("reg_usage", 7),), D256_2X4),
-    (128, False, (("dq_chunks", 2),), ()),
-    (64, False, (("dq_chunks", 2), ("dq_k_held", 0)), ()),
-], ids=["d256-causal", "d256-1x8", "d256-2x4", "d128-2chunks", "d64-groups-2chunks"])
-def test_gpu_dq_ds_held_keeps_the_numerics(d, causal, knobs, tile):
-    """GQA 2:1, ragged S_q != S_kv, outputs poisoned, against the float64 reference."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile,
+@pytest.mark.parametrize("d,causal,knobs,tile,variant", [
+    (256, True, (), (), False),
+    (256, False, (("reg_usage", 3),), (), False),
+    (256, False, (), (("dq_rows", 1),), True),
+    (256, False, (("reg_usage", 7),), D256_2X4, False),
+    (128, False, (("dq_chunks", 2),), (), False),
+    (64, False, (("dq_chunks", 2), ("dq_k_held", 0)), (), False),
+], ids=["d256-causal", "d256-level3", "d256-1x8", "d256-one-ring-2x4", "d128-2chunks",
+        "d64-groups-2chunks"])
+def test_gpu_dq_ds_held_keeps_the_numerics(d, causal, knobs, tile, variant):
+    """GQA 2:1, ragged S_q != S_kv, outputs poisoned, against the float64 reference. d=256's
+    default holds dS on the 2x4 dQ grid (v96); its 1x8 grid is the default's plan with
+    ``dq_rows=1`` forced (``variant``)."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, variant=variant,
              knobs=(("dq_ds_held", 1),) + knobs, seed=53 + d)

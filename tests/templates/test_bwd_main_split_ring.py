@@ -15,7 +15,7 @@ from frost.sched.sdpa import DO_RING, plan_variant
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.templates.bwd_main.load import split_ring_problem
-from tests.templates.test_bwd_main import _resources, pre_split_plan, run_case
+from tests.templates.test_bwd_main import _resources, pre_split_plan, pre_split_tile, run_case
 
 SPLIT = {"do_stages": 1, "q_stages": 2}
 
@@ -85,7 +85,10 @@ def test_compile_split_ring(arch, causal):
     """The same MMAs, atomics, ldmatrix and TMA loads as the one-stage ring; more mbarrier
     waits (dO's full in the loop, its empty in the producer) and one init a planned stage;
     spill-free."""
-    base_kp, kp = pre_split_plan(arch, 256, causal=causal), _main(arch, causal=causal)
+    kp = _main(arch, causal=causal)
+    # the one-stage ring on the same dQ grid (the default's since v96; pre-split non-causal: 1x8)
+    base_kp = plan_variant(arch, 256, causal=causal, tile={
+        **pre_split_tile(causal), "dq_rows": kp.tile["dq_rows"]}).kernel("bwd_main")
     # (dS held at causal d=256 is the default's code choice since v95: off in both here)
     base = BwdMainKernel(base_kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
     split = BwdMainKernel(kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)

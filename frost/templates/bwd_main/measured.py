@@ -70,12 +70,12 @@ def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1,
     return DQ_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1)
 
 
-DQ_DS_HELD_MEASURED = {(256, True): 1}
+DQ_DS_HELD_MEASURED = {(256, True): 1, (256, False): 1}
 """(padded d, causal) -> dq_ds_held on the default plan (:func:`measured_plan`) with dQ in two
 or more chunks, where holding dS's fragments through the chunks measured faster every round
-(bench/RESULTS.md v95, on the split-ring default of v92/v93, 6 rounds): causal d=256 0.982
-[0.979, 0.987] (v88 on the old one-stage ring: 1.001). Elsewhere 0: d=256 1.027 (v95; v88 1.055
-with 32 B spilled)."""
+(bench/RESULTS.md, on the split-ring default of v92/v93): causal d=256 0.982 [0.979, 0.987]
+(v95, 6 rounds; v88 on the old one-stage ring: 1.001); d=256 on the 2x4 dQ grid 0.975
+[0.970, 0.983] with the grid (v96, 8 rounds; on the 1x8 grid it lost, 1.027 in v95)."""
 
 
 def pick_dq_ds_held(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) -> int:
