@@ -171,3 +171,56 @@ def test_gpu_split_ring_elsewhere(d, tile, knobs, tail):
     shape = (2, 256, 256, 2, 2) if tail else (1, 700, 650, 4, 2)
     run_case(*shape, d, tile=(("q_stages", 2),) + tile, knobs=knobs, tail=tail,
              variant=not tail, seed=d + len(knobs))
+
+
+def _arrive_gaps(ptx):
+    """MMAs between consecutive mbarrier arrives in PTX order (the last: after the last)."""
+    gaps, n = [], 0
+    for line in ptx.splitlines():
+        if "mma.sync" in line:
+            n += 1
+        elif "mbarrier.arrive" in line:
+            gaps, n = gaps + [n], 0
+    return gaps + [n]
+
+
+def test_do_early_limits():
+    """do_early (v98) needs a split ring, no exchange_sync, interleave >= 1; 0/1 ints only."""
+    kp = default_plan("sm_120a", 256)
+    assert BwdMainKernel(kp).code.do_early == 0 and BwdMainKernel(kp, do_early=1).code.do_early
+    for bad, kw in ((1, dict(interleave=0)), (2, {}), (True, {}), ("1", {})):
+        with pytest.raises(BwdMainError, match="do_early"):
+            BwdMainKernel(kp, do_early=bad, **kw)
+    with pytest.raises(BwdMainError, match="do_early"):  # one ring: no dO stage of its own
+        BwdMainKernel(pre_split_plan("sm_120a", 256), do_early=1)
+    with pytest.raises(BwdMainError, match="do_early"):  # d=128's exchange_sync
+        BwdMainKernel(_main(d=128, do_stages=1), do_early=1)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_compile_do_early_moves_the_release(arch, causal):
+    """d=256: the same MMAs, ldmatrix and arrives; by default the trip's last two arrives (Q's
+    and dO's release) are adjacent, with do_early dK and dQ's first chunk run between dO's
+    release and Q's; spill-free."""
+    kp = default_plan(arch, 256, causal=causal)
+    base = BwdMainKernel(kp, causal=causal, use_pdl=True).compile(arch)
+    early = BwdMainKernel(kp, causal=causal, use_pdl=True, do_early=1).compile(arch)
+    for op in ("mma.sync.aligned.m16n8k16", "ldmatrix", "mbarrier.arrive", "red.global.add"):
+        assert early.count(op) == base.count(op), op
+    assert _arrive_gaps(base.ptx)[-2] == 0
+    assert _arrive_gaps(early.ptx)[-2] > 0
+    assert early.ptx_sha != base.ptx_sha and _resources(early)[1] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,tile", [
+    (256, False, ()), (256, True, ()),
+    (192, False, (("do_stages", 1), ("q_stages", 3))),
+], ids=["d256", "d256-causal", "d192-q3-do1"])
+def test_gpu_do_early_keeps_the_numerics(d, causal, tile):
+    """dO's stage released after dV (its refill overlaps dK and dQ): GQA 2:1, ragged, many
+    trips a CTA, outputs poisoned, against the float64 reference."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, variant=bool(tile),
+             knobs=(("do_early", 1),), seed=98 + d)

@@ -72,6 +72,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``dq_ds_held``    1: dS's A fragments of dQ = dS·K loaded once a trip and held through every
                   dQ chunk (chunked dQ re-reads only K; v88); 0: each chunk re-reads dS
                   (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at causal d=256, v95)
+``do_early``      1 (the plan's split ring, ``do_stages``): dV = Pᵀ dO runs alone first and
+                  releases dO's stage, then dK runs with dQ's first chunk and releases Q's, so
+                  dO's refill overlaps dK and dQ; 0: both released after dV/dK (v98)
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -287,6 +290,7 @@ class CodeChoices:
     ptxas_opt: int = PTXAS_DEFAULT_OPT_LEVEL
     dq_ds_held: int = 0
     persistent: int = 0
+    do_early: int = 0
 
     @property
     def compile_options(self) -> str:
@@ -312,7 +316,7 @@ class CodeChoices:
                 kv_prefetch: int | None = None, l2_hints: int = 0,
                 reg_usage: int | None = None,
                 ptxas_opt: int | None = None, dq_ds_held: int | None = None,
-                persistent: int = 0) -> "CodeChoices":
+                persistent: int = 0, do_early: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -419,9 +423,14 @@ class CodeChoices:
             # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
                                   f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
+        if isinstance(do_early, bool) or do_early not in (0, 1) or (do_early and (
+                "do_stages" not in tl or tl.get("exchange_sync") or level == 0)):
+            raise CodeChoiceError(f"do_early must be 0 or 1, and 1 only on the plan's split ring "
+                                  f"(do_stages), without exchange_sync, at interleave >= 1, got "
+                                  f"{do_early!r}")
         from .roles import check_persistent  # (roles.py imports this module's error)
 
         check_persistent(kp, persistent, causal, split, lag)
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
                    split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held,
-                   persistent)
+                   persistent, do_early)

@@ -17,6 +17,7 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                    S tile is 8 columns wide) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[o]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
+                        (do_early=1: dV alone, arrive do_empty[o], dK with dQ's chunk 0)
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
                         (dq_k_held=1: K's B fragments loaded once, only sdS is read;
                         dq_ds_held=1: dS's A fragments once a trip for all dQ chunks)
@@ -307,7 +308,13 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             # dV with dK (level 1) or one at a time (0), then dQ (chunked for d > 192)
             # (exchange_sync: x_mode 1 runs dV/dK on the group's P/dS, then dQ after x_full;
             # x_mode 2 runs dQ on the group's dS, then dV/dK after x_full)
-            with_dq = self.interleave >= 2 and dq_chunks == 1
+            early = self.code.do_early  # dV alone, dO's stage released; dK runs with dQ
+            if cutlass.const_expr(early):
+                for job in dkdv[:1]:  # (none under the dkdv_gemm ablation)
+                    gemm_interleaved(job, lookahead=self.lookahead)
+                self.arrive(sm.do_empty + o_stage, "do_empty")  # dV was dO's last reader
+                dkdv = dkdv[1:]
+            with_dq = (self.interleave >= 2 and dq_chunks == 1) or early
             if cutlass.const_expr(not with_dq and x_mode != 2):
                 self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)  # dV/dK were the last readers of stage s
@@ -421,9 +428,9 @@ class MmaRole(DqAtomics, SoftmaxGrad):
     @cute.jit
     def release_q(self, sm, stage, o_stage):
         """Arrive on q_empty[stage] (:meth:`arrive`), and under a split ring (the plan's
-        ``do_stages``) on dO's do_empty[o_stage] too."""
+        ``do_stages``) on dO's do_empty[o_stage] too, unless ``do_early`` released it."""
         self.arrive(sm.q_empty + stage, "q_empty")
-        if cutlass.const_expr(self.split_ring):
+        if cutlass.const_expr(self.split_ring and not self.code.do_early):
             self.arrive(sm.do_empty + o_stage, "do_empty")
 
     @cute.jit
