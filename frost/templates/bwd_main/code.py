@@ -74,7 +74,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at causal d=256, v95)
 ``do_early``      1 (the plan's split ring, ``do_stages``): dV = Pᵀ dO runs alone first and
                   releases dO's stage, then dK runs with dQ's first chunk and releases Q's, so
-                  dO's refill overlaps dK and dQ; 0: both released after dV/dK (v98)
+                  dO's refill overlaps dK and dQ; 0: both released after dV/dK. Opt-in: d=256
+                  0.995x, causal 1.015x; 1.04-1.09x on d=160/192 split rings (v98)
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
