@@ -231,6 +231,17 @@ def make_tiled_mma(ab_dtype, warp_grid: tuple[int, int], acc_dtype=None, n_per_w
                                permutation_mnk=(MMA_M * wm, perm_n, MMA_K))
 
 
+def ldmatrix_atom(dtype, transpose: bool, n_warp: int = 16):
+    """The ldmatrix copy atom of an operand a warp reads ``n_warp`` columns of per MMA step:
+    x4 (four 8x8 matrices) where that is a multiple of 16, else x2; ``.trans`` for an operand
+    read transposed (MN-major). The model of what it moves: :func:`ldmatrix`."""
+    import cutlass.cute as cute
+    from cutlass.cute.nvgpu import warp
+
+    return cute.make_copy_atom(warp.LdMatrix8x8x16bOp(
+        transpose=transpose, num_matrices=4 if n_warp % 16 == 0 else 2), dtype)
+
+
 def warp_grid_of(tiled_mma) -> tuple[int, int]:
     """``(wm, wn)`` of a tiled MMA built by :func:`make_tiled_mma`."""
     import cutlass.cute as cute
@@ -289,17 +300,13 @@ def make_warp_gemm(tiled_mma, sA, sB, tid, a_major: Major = Major.K, b_major: Ma
     S = Q Kᵀ and dP = dO Vᵀ (K, K); dQ = dS K (K, MN); dV = Pᵀ dO and dK = dSᵀ Q (MN, MN).
     """
     import cutlass.cute as cute
-    from cutlass.cute.nvgpu import warp
 
     thr_mma = tiled_mma.get_slice(tid)
     n_per_warp = tiled_mma.get_tile_size(1) // warp_grid_of(tiled_mma)[1]
-    b_matrices = 4 if n_per_warp % 16 == 0 else 2
     vB = sB if b_major == Major.K else transposed_view(sB)
     rB = thr_mma.make_fragment_B(thr_mma.partition_B(vB))
     copy_B = cute.make_tiled_copy_B(
-        cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=b_major == Major.MN,
-                                                   num_matrices=b_matrices),
-                            sB.element_type), tiled_mma)
+        ldmatrix_atom(sB.element_type, b_major == Major.MN, n_per_warp), tiled_mma)
     thr_copy_B = copy_B.get_slice(tid)
     tBsB, tBrB = thr_copy_B.partition_S(vB), thr_copy_B.retile(rB)
 
@@ -307,8 +314,7 @@ def make_warp_gemm(tiled_mma, sA, sB, tid, a_major: Major = Major.K, b_major: Ma
         vA = sA if a_major == Major.K else transposed_view(sA)
         rA = thr_mma.make_fragment_A(thr_mma.partition_A(vA))
         copy_A = cute.make_tiled_copy_A(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=a_major == Major.MN, num_matrices=4),
-                                sA.element_type), tiled_mma)
+            ldmatrix_atom(sA.element_type, a_major == Major.MN), tiled_mma)
         thr_copy_A = copy_A.get_slice(tid)
         tAsA, tArA = thr_copy_A.partition_S(vA), thr_copy_A.retile(rA)
     else:

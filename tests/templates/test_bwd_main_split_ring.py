@@ -185,10 +185,13 @@ def _arrive_gaps(ptx):
 
 
 def test_do_early_limits():
-    """do_early (v98) needs a split ring, no exchange_sync, interleave >= 1; 0/1 ints only."""
+    """do_early (v98, v99) needs a split ring, no exchange_sync, interleave >= 1, and 2 needs
+    dQ in chunks; the ints 0/1/2 only."""
     kp = default_plan("sm_120a", 256)
-    assert BwdMainKernel(kp).code.do_early == 0 and BwdMainKernel(kp, do_early=1).code.do_early
-    for bad, kw in ((1, dict(interleave=0)), (2, {}), (True, {}), ("1", {})):
+    assert BwdMainKernel(kp).code.do_early == 0
+    assert [BwdMainKernel(kp, do_early=e).code.do_early for e in (1, 2)] == [1, 2]
+    for bad, kw in ((1, dict(interleave=0)), (2, dict(dq_chunks=1)), (3, {}), (True, {}),
+                    ("1", {})):
         with pytest.raises(BwdMainError, match="do_early"):
             BwdMainKernel(kp, do_early=bad, **kw)
     with pytest.raises(BwdMainError, match="do_early"):  # one ring: no dO stage of its own
@@ -201,26 +204,31 @@ def test_do_early_limits():
 @pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_compile_do_early_moves_the_release(arch, causal):
-    """d=256: the same MMAs, ldmatrix and arrives; by default the trip's last two arrives (Q's
-    and dO's release) are adjacent, with do_early dK and dQ's first chunk run between dO's
-    release and Q's; spill-free."""
+    """d=256 (four dQ chunks): the same MMAs, ldmatrix and arrives. By default the trip's last
+    two arrives (Q's and dO's release) are adjacent, after dV/dK; with do_early dK and one dQ
+    chunk run between them (1: dV alone before; 2: dV with chunk 0), and 2 leaves one chunk
+    fewer after Q's release than 1; spill-free."""
     kp = default_plan(arch, 256, causal=causal)
     base = BwdMainKernel(kp, causal=causal, use_pdl=True).compile(arch)
-    early = BwdMainKernel(kp, causal=causal, use_pdl=True, do_early=1).compile(arch)
-    for op in ("mma.sync.aligned.m16n8k16", "ldmatrix", "mbarrier.arrive", "red.global.add"):
-        assert early.count(op) == base.count(op), op
-    assert _arrive_gaps(base.ptx)[-2] == 0
-    assert _arrive_gaps(early.ptx)[-2] > 0
-    assert early.ptx_sha != base.ptx_sha and _resources(early)[1] == 0
+    early = [BwdMainKernel(kp, causal=causal, use_pdl=True, do_early=e).compile(arch)
+             for e in (1, 2)]
+    for rep in early:
+        for op in ("mma.sync.aligned.m16n8k16", "ldmatrix", "mbarrier.arrive", "red.global.add"):
+            assert rep.count(op) == base.count(op), op
+        assert rep.ptx_sha != base.ptx_sha and _resources(rep)[1] == 0
+    gaps = [_arrive_gaps(r.ptx) for r in (base, *early)]
+    assert gaps[0][-2] == 0 < gaps[1][-2] == gaps[2][-2]
+    chunk = gaps[1][-1] - gaps[2][-1]  # one dQ chunk's MMAs moved ahead of Q's release
+    assert chunk > 0 and gaps[0][-1] == gaps[1][-1] + chunk == gaps[2][-1] + 2 * chunk
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("d,causal,tile", [
-    (256, False, ()), (256, True, ()),
-    (192, False, (("do_stages", 1), ("q_stages", 3))),
-], ids=["d256", "d256-causal", "d192-q3-do1"])
-def test_gpu_do_early_keeps_the_numerics(d, causal, tile):
+@pytest.mark.parametrize("d,causal,tile,early", [
+    (256, False, (), 1), (256, True, (), 1), (256, False, (), 2), (256, True, (), 2),
+    (192, False, (("do_stages", 1), ("q_stages", 3)), 1),
+], ids=["d256", "d256-causal", "d256-with-dq", "d256-causal-with-dq", "d192-q3-do1"])
+def test_gpu_do_early_keeps_the_numerics(d, causal, tile, early):
     """dO's stage released after dV (its refill overlaps dK and dQ): GQA 2:1, ragged, many
     trips a CTA, outputs poisoned, against the float64 reference."""
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, variant=bool(tile),
-             knobs=(("do_early", 1),), seed=98 + d)
+             knobs=(("do_early", early),), seed=98 + d + early)

@@ -74,8 +74,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at causal d=256, v95)
 ``do_early``      1 (the plan's split ring, ``do_stages``): dV = Pᵀ dO runs alone first and
                   releases dO's stage, then dK runs with dQ's first chunk and releases Q's, so
-                  dO's refill overlaps dK and dQ; 0: both released after dV/dK. Opt-in: d=256
-                  0.995x, causal 1.015x; 1.04-1.09x on d=160/192 split rings (v98)
+                  dO's refill overlaps dK and dQ; 2 (dQ in chunks): dV with dQ's chunk 0, then
+                  dK with chunk 1; 0: both released after dV/dK. Opt-in: 1 at d=256 0.995x,
+                  causal 1.015x; 1.04-1.09x on d=160/192 split rings (v98; 2: v99)
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -424,11 +425,12 @@ class CodeChoices:
             # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
                                   f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
-        if isinstance(do_early, bool) or do_early not in (0, 1) or (do_early and (
-                "do_stages" not in tl or tl.get("exchange_sync") or level == 0)):
-            raise CodeChoiceError(f"do_early must be 0 or 1, and 1 only on the plan's split ring "
-                                  f"(do_stages), without exchange_sync, at interleave >= 1, got "
-                                  f"{do_early!r}")
+        if isinstance(do_early, bool) or do_early not in (0, 1, 2) or (do_early and (
+                "do_stages" not in tl or tl.get("exchange_sync") or level == 0)) or \
+                (do_early == 2 and chunks < 2):
+            raise CodeChoiceError(f"do_early must be 0, 1 or 2, and not 0 only on the plan's "
+                                  f"split ring (do_stages), without exchange_sync, at interleave "
+                                  f">= 1 (2: with dQ in 2 or more chunks), got {do_early!r}")
         from .roles import check_persistent  # (roles.py imports this module's error)
 
         check_persistent(kp, persistent, causal, split, lag)

@@ -17,7 +17,8 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                    S tile is 8 columns wide) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[o]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
-                        (do_early=1: dV alone, arrive do_empty[o], dK with dQ's chunk 0)
+                        (do_early: arrive do_empty[o] after dV, alone (1) or with dQ's
+                        chunk 0 (2); dK then with dQ's next chunk)
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
                         (dq_k_held=1: K's B fragments loaded once, only sdS is read;
                         dq_ds_held=1: dS's A fragments once a trip for all dQ chunks)
@@ -52,17 +53,13 @@ from cutlass.cute.nvgpu import warp
 
 from frost.tile_dsl.copy import tma_box
 from frost.tile_dsl.interleave import Job, gemm_interleaved
+from frost.tile_dsl.mma import ldmatrix_atom as ldmatrix
 from frost.tile_dsl.smem import transpose_view
 from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 
 from . import masks
 from .dq_add import DqAtomics
 from .pointwise import SoftmaxGrad, stat_places
-
-
-def ldmatrix(dtype, transpose: bool, n_warp: int = 16):
-    return cute.make_copy_atom(
-        warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4 if n_warp == 16 else 2), dtype)
 
 
 def _xsel(part, xs, n_copies: int):
@@ -308,13 +305,15 @@ class MmaRole(DqAtomics, SoftmaxGrad):
             # dV with dK (level 1) or one at a time (0), then dQ (chunked for d > 192)
             # (exchange_sync: x_mode 1 runs dV/dK on the group's P/dS, then dQ after x_full;
             # x_mode 2 runs dQ on the group's dS, then dV/dK after x_full)
-            early = self.code.do_early  # dV alone, dO's stage released; dK runs with dQ
-            if cutlass.const_expr(early):
+            early = self.code.do_early  # dO's stage released after dV, its last reader:
+            if cutlass.const_expr(early == 1):  # dV alone, then dK with dQ's chunk 0
                 for job in dkdv[:1]:  # (none under the dkdv_gemm ablation)
                     gemm_interleaved(job, lookahead=self.lookahead)
-                self.arrive(sm.do_empty + o_stage, "do_empty")  # dV was dO's last reader
+                self.arrive(sm.do_empty + o_stage, "do_empty")
                 dkdv = dkdv[1:]
             with_dq = (self.interleave >= 2 and dq_chunks == 1) or early
+            # the dV/dK jobs run with dQ chunk i (do_early=2: dV with chunk 0, dK with chunk 1)
+            rides = [[j] for j in dkdv] + [[]] * (2 - len(dkdv)) if early == 2 else [dkdv]
             if cutlass.const_expr(not with_dq and x_mode != 2):
                 self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)  # dV/dK were the last readers of stage s
@@ -336,8 +335,8 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 for k in cutlass.range_constexpr(n_k):
                     cute.copy(c_dS, ds_src[None, None, k], rdS_dq[None, None, k])
                 ds_src = None
-            for ch in cutlass.range_constexpr(max(n_chunks, 1)):
-                jobs = list(dkdv) if ch == 0 and with_dq else []
+            for ch in cutlass.range_constexpr(max(n_chunks, len(rides))):
+                jobs = list(rides[ch]) if with_dq and ch < len(rides) else []
                 acc_dQ, acc_odd = None, None
                 if cutlass.const_expr(ch < n_chunks):
                     acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
@@ -352,12 +351,14 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 gemm_interleaved(*jobs, lookahead=self.lookahead)
                 if cutlass.const_expr(acc_odd is not None):
                     acc_dQ.store(acc_dQ.load() + acc_odd.load())
-                if cutlass.const_expr(x_mode == 1 and ch == max(n_chunks, 1) - 1):
+                if cutlass.const_expr(x_mode == 1 and ch == max(n_chunks, len(rides)) - 1):
                     if cutlass.const_expr(not lag):
                         self.arrive(sm.x_empty + xs, "x_empty")  # its last read of this copy
                     elif t > t0:
                         self.arrive(sm.x_empty + xq, "x_empty")
-                if cutlass.const_expr(ch == 0 and with_dq):
+                if cutlass.const_expr(ch == 0 and early == 2):
+                    self.arrive(sm.do_empty + o_stage, "do_empty")
+                if cutlass.const_expr(ch == len(rides) - 1 and with_dq):
                     self.release_q(sm, stage, o_stage)  # last read of sQ[stage] / sdO[o_stage]
                 if cutlass.const_expr(acc_dQ is None):
                     pass
