@@ -65,9 +65,9 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
 (v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
 ``stat_vec`` (v63), ``kv_prefetch`` (v72), ``l2_hints`` (v77), the ptxas flags ``reg_usage`` /
-``ptxas_opt`` (v80-v86), ``dq_ds_held`` (v88; the default at causal d=256 since v95) and
-``persistent`` (v89, opt-in) to their
-measured defaults; ``self.code`` holds them.
+``ptxas_opt`` (v80-v86), ``dq_ds_held`` (v88; the default at d=256 since v95/v96),
+``persistent`` (v89, opt-in) and ``do_early`` (v98-v100, opt-in) to their measured defaults;
+``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``,
