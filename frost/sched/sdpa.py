@@ -82,9 +82,10 @@ HEAD_DIM_RANGE = (32, 256)
 # d=64 4x2 dQ grid (64 registers) spilled 32 B on sm_120a.
 HOLD_DQ_K_MAX_REGS = 32
 PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
-# ... and above WIDE_FROM to a multiple of WIDE_PAD: d=200..224 run the d=256 plan, whose 1x8
-# dQ grid and four 64-column dQ chunks padded 224 cannot take (bench/RESULTS.md v31, bwd_main
-# on the H200: d=200 0.975x, d=224 0.958x, causal 0.933x / 0.965x of the 224 plan)
+# ... and above WIDE_FROM to a multiple of WIDE_PAD: d=200..224 run the d=256 plan (its options
+# too, timed at d=256 only), whose 1x8 dQ grid of v31 and four 64-column dQ chunks padded 224
+# cannot take (bench/RESULTS.md v31, bwd_main on the H200: d=200 0.975x, d=224 0.958x, causal
+# 0.933x / 0.965x of the 224 plan)
 WIDE_FROM, WIDE_PAD = 192, 64
 
 SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {

@@ -86,7 +86,7 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # every round below 1 (bench/results/v92, 8 rounds). On it two P/dS copies fit again next to
 # dO on V's bytes, and non-causal they measured 0.961x [0.958, 0.967] of one (v93, 8 rounds;
 # the one-stage ring there 1.025x), so exchange_stages=2 is a row option again (causal had it).
-# d=256's 2x4 dQ grid (dq_rows=2), causal-only since v18, is a row option since v96: with dS
+# d=256's 2x4 dQ grid (dq_rows=2), causal-only since v17, is a row option since v96: with dS
 # held through the dQ chunks (measured.DQ_DS_HELD_MEASURED) it timed 0.975x [0.970, 0.983]
 # non-causal on the split-ring default (the grid alone 0.993x; bench/results/v96, 8 rounds).
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
@@ -134,7 +134,9 @@ OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
 CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v18/ab18/d256_causal/bwd_main_ab.json",
                           "bench/results/v79/d64c/bwd_main_ab.json")  # store_warp=1 slower
-_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0)}
+# (d=256's dq_rows=2 is a row option since v96; it stays here, the same value, so that its
+# causal evidence, v17/v18 on the one-stage ring, is still checked against these sources)
+_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0), 256: dict(dq_rows=2)}
 # Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
 # the causal option, faster in its median, is the evidence (v53: d=64's exchange_sync=2).
 CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from frost.sched import plan_sdpa_bwd
+from frost.sched import plan_variant
 from frost.templates.bwd_main import BwdMainKernel, default_plan
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.tile_dsl.interleave import Job
@@ -23,7 +23,8 @@ def test_dq_ds_held_limits():
     assert BwdMainKernel(kp, causal=True).code.dq_ds_held == 1
     assert BwdMainKernel(default_plan("sm_120a", 256)).code.dq_ds_held == 1
     assert BwdMainKernel(default_plan("sm_120a", 128)).code.dq_ds_held == 0
-    one_row = plan_sdpa_bwd("sm_120a", 256, tile={"dq_rows": 1}).kernel("bwd_main")
+    one_row = plan_variant("sm_120a", 256, tile={"dq_rows": 1}).kernel("bwd_main")
+    assert one_row.tile["do_stages"] == 1 and one_row.tile["dq_rows"] == 1
     assert BwdMainKernel(one_row).code.dq_ds_held == 0  # not the measured plan (v95: 1.027)
     assert BwdMainKernel(kp, causal=True, dq_chunks=1).code.dq_ds_held == 0
     assert BwdMainKernel(kp, causal=True, dq_ds_held=0).code.dq_ds_held == 0

@@ -89,7 +89,7 @@ def test_compile_split_ring(arch, causal):
     # the one-stage ring on the same dQ grid (the default's since v96; pre-split non-causal: 1x8)
     base_kp = plan_variant(arch, 256, causal=causal, tile={
         **pre_split_tile(causal), "dq_rows": kp.tile["dq_rows"]}).kernel("bwd_main")
-    # (dS held at causal d=256 is the default's code choice since v95: off in both here)
+    # (dS held at d=256 is the default's code choice since v95/v96: off in both here)
     base = BwdMainKernel(base_kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
     split = BwdMainKernel(kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
     for op in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix",
@@ -191,13 +191,17 @@ def test_do_early_limits():
     assert BwdMainKernel(kp).code.do_early == 0
     assert [BwdMainKernel(kp, do_early=e).code.do_early for e in (1, 2)] == [1, 2]
     for bad, kw in ((1, dict(interleave=0)), (2, dict(dq_chunks=1)), (3, {}), (True, {}),
-                    ("1", {})):
+                    ("1", {}), (1.0, {})):
         with pytest.raises(BwdMainError, match="do_early"):
             BwdMainKernel(kp, do_early=bad, **kw)
+    one_ring = pre_split_plan("sm_120a", 256)
+    assert "do_stages" not in one_ring.tile
     with pytest.raises(BwdMainError, match="do_early"):  # one ring: no dO stage of its own
-        BwdMainKernel(pre_split_plan("sm_120a", 256), do_early=1)
+        BwdMainKernel(one_ring, do_early=1)
+    synced = _main(d=128, do_stages=1)
+    assert synced.tile["do_stages"] == 1 and synced.tile["exchange_sync"]
     with pytest.raises(BwdMainError, match="do_early"):  # d=128's exchange_sync
-        BwdMainKernel(_main(d=128, do_stages=1), do_early=1)
+        BwdMainKernel(synced, do_early=1)
 
 
 @pytest.mark.compile

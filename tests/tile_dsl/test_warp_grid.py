@@ -114,7 +114,7 @@ def test_local_readers_read_only_their_groups_part(d, causal, rule):
     import cutlass.cute as cute
 
     from frost.sched import plan_variant
-    from frost.templates.bwd_main.mma import ldmatrix
+    from frost.tile_dsl.mma import ldmatrix_atom as ldmatrix
 
     kp = plan_variant("sm_120a", d, None, causal, "bf16", {"exchange_sync": rule}).kernel(
         "bwd_main")

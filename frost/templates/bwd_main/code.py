@@ -71,12 +71,16 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   a build asked for another ``reg_usage`` keeps -O3)
 ``dq_ds_held``    1: dS's A fragments of dQ = dS·K loaded once a trip and held through every
                   dQ chunk (chunked dQ re-reads only K; v88); 0: each chunk re-reads dS
-                  (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at causal d=256, v95)
+                  (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at d=256, causal v95, v96)
 ``do_early``      1 (the plan's split ring, ``do_stages``): dV = Pᵀ dO runs alone first and
-                  releases dO's stage, then dK runs with dQ's first chunk and releases Q's, so
-                  dO's refill overlaps dK and dQ; 2 (dQ in chunks): dV with dQ's chunk 0, then
-                  dK with chunk 1; 0: both released after dV/dK. Opt-in: 1 at d=256 0.995x,
-                  causal 1.015x; 1.04-1.09x on d=160/192 split rings (v98; 2: v99)
+                  releases dO's stage, then dK runs with dQ's first chunk and releases Q's;
+                  2 (dQ in chunks): dV with dQ's chunk 0, then dK with chunk 1; either way
+                  interleave 1 and 2 build the same trip. 0: both stages released together
+                  after dV/dK (after dQ too at interleave 2 with one chunk). The refill starts
+                  early only where do_stages < q_stages (the producer waits on Q's stage
+                  first). Opt-in: 1 at d=256 0.995x / 0.986x / 0.996x (pooled 0.995, under the
+                  0.99 bar), causal 1.015x / 1.018x; 2 at d=256 1.001x, causal 1.116x;
+                  1.04-1.09x on d=160/192 split rings (v98-v100)
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -425,7 +429,8 @@ class CodeChoices:
             # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
                                   f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
-        if isinstance(do_early, bool) or do_early not in (0, 1, 2) or (do_early and (
+        if isinstance(do_early, bool) or not isinstance(do_early, int) or \
+                do_early not in (0, 1, 2) or (do_early and (
                 "do_stages" not in tl or tl.get("exchange_sync") or level == 0)) or \
                 (do_early == 2 and chunks < 2):
             raise CodeChoiceError(f"do_early must be 0, 1 or 2, and not 0 only on the plan's "

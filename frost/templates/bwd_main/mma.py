@@ -17,16 +17,16 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                    S tile is 8 columns wide) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[o]
     dK += dSᵀ Q         (mma_dkv: tile_n x d)                   ldmatrix.trans sdS, sQ[s]
-                        (do_early: arrive do_empty[o] after dV, alone (1) or with dQ's
-                        chunk 0 (2); dK then with dQ's next chunk)
     dQ  = dS K          (mma_dq: tile_m x d, K-dim tile_n)      ldmatrix / .trans sdS, sK
                         (dq_k_held=1: K's B fragments loaded once, only sdS is read;
                         dq_ds_held=1: dS's A fragments once a trip for all dQ chunks)
                         (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
                         dV with dK, then dQ; 0: one GEMM at a time; code.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s; split
-                        ring: and do_empty[o]. With do_guard, dO's buffer on V's bytes, every
-                        warp also arrives on each do_empty once after loading V, before trip 0)
+                        ring: and do_empty[o]; do_early arrives on it right after dV, run
+                        alone (1) or with dQ's chunk 0 (2), dK then with the next chunk).
+                        With do_guard (dO on V's bytes) every warp also arrives on each
+                        do_empty once after loading V, before trip 0)
     red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, all into
                         the pad, or checked on the edge q tile only; dq_accs=2: two
                         accumulators; dq_vec=4: 4 columns, .v4)
