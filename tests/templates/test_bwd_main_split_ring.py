@@ -226,6 +226,27 @@ def test_compile_do_early_moves_the_release(arch, causal):
     assert chunk > 0 and gaps[0][-1] == gaps[1][-1] + chunk == gaps[2][-1] + 2 * chunk
 
 
+@pytest.mark.compile
+@pytest.mark.parametrize("d,tile,knobs", [
+    (256, {}, dict(dq_chunks=2, do_early=2)),
+    (192, {"do_stages": 1, "q_stages": 3}, dict(interleave=1, do_early=1)),
+], ids=["d256-2chunks-early2", "d192-one-chunk-interleave1-early1"])
+def test_compile_do_early_other_groupings(d, tile, knobs):
+    """The groupings the default builds do not use: two dQ chunks (dV with chunk 0, dK with
+    chunk 1, nothing left after Q's release) and one chunk at interleave 1 (dK with the only
+    chunk). The same MMAs as without do_early, dO released before Q with MMAs between, and as
+    many MMAs after dO's release as after the default's pair of arrives."""
+    kp = plan_variant("sm_120a", d, tile=tile).kernel("bwd_main")
+    base_knobs = {k: v for k, v in knobs.items() if k != "do_early"}
+    base = BwdMainKernel(kp, use_pdl=True, **base_knobs).compile("sm_120a")
+    early = BwdMainKernel(kp, use_pdl=True, **knobs).compile("sm_120a")
+    mma = "mma.sync.aligned.m16n8k16"
+    assert early.count(mma) == base.count(mma)
+    g0, g1 = _arrive_gaps(base.ptx), _arrive_gaps(early.ptx)
+    assert g0[-2] == 0 < g1[-2] and g1[-1] == 0
+    assert g1[-3] < g0[-3] and sum(g1[-3:]) == sum(g0[-3:])
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,causal,tile,early", [
     (256, False, (), 1), (256, True, (), 1), (256, False, (), 2), (256, True, (), 2),
