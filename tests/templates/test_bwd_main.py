@@ -827,7 +827,8 @@ def test_compile_skip_ablations(arch):
     on q_full with 0 bytes expected on the refills; mma_sync keeps all of those and drops the
     per-trip barrier (the epilogue's remain); diag_trips is the same PTX (a causal-only
     ablation), mask drops the masked softmax copy (half the ex2), kv_load the K/V TMA loads
-    and dkdv_store the dK/dV TMA stores. On d=128's tile with the
+    and dkdv_store the dK/dV TMA stores; dq_atomic2 doubles the atomics and keeps the rest;
+    x_waits is the same PTX here (an exchange_sync ablation). On d=128's tile with the
     per-trip barrier (the default now runs exchange_sync, which has none to drop)."""
     kp = default_plan(arch, 128, tile=dict(EXCHANGE2))
     base = BwdMainKernel(kp, "bf16").compile(arch)
@@ -844,6 +845,8 @@ def test_compile_skip_ablations(arch):
         ptx[name] = rep.ptx
         assert _resources(rep)[1] == 0, (name, "spills")
     assert ptx["diag_trips"] == base.ptx  # a causal-only ablation
+    assert ptx["x_waits"] == base.ptx  # an exchange_sync-only ablation
+    assert got["dq_atomic2"] == (mma, 2 * red) and other["dq_atomic2"] == (ldm, ex2)
     # kv_load: no K/V TMA loads (half the boxes here: 2 of K, 2 of V; the Q/dO ones stay);
     # dkdv_store: no TMA store; both keep every MMA, atomic, ldmatrix and exponential
     tma_ld = re.compile(r"cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global")
@@ -870,6 +873,31 @@ def test_compile_skip_ablations(arch):
     q_loads = BwdMainKernel(kp, "bf16", skip={"q_loads"}).compile(arch)
     tma = "cp.async.bulk.tensor"
     assert q_loads.count(tma) == base.count(tma) > 0 and q_loads.ptx != base.ptx
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("d", [64, 128])
+def test_compile_exchange_sync_ablations(d):
+    """v101's ablations on the exchange_sync defaults: x_waits drops the MMA warps' x_full /
+    x_empty waits (two a trip: the copy's x_empty before the stores, x_full before the late
+    GEMM) and keeps every MMA, atomic, ldmatrix, exponential, group barrier and arrival;
+    dq_atomic2 doubles the atomics only, spill-free. x_waits is spill-free at d=64; at d=128
+    ptxas, free of the waits, keeps more values live across the trip and spills 32–44 B (sm_120a
+    40 B, 32 with PDL; sm_90a 44 B), which v101's reading of that build counts in."""
+    kp = default_plan("sm_120a", d)
+    assert kp.tile.get("exchange_sync")
+    counts = lambda r: tuple(r.count(x) for x in (  # noqa: E731
+        "mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix", "ex2.approx", "bar.sync",
+        "mbarrier.arrive"))
+    base = BwdMainKernel(kp, "bf16").compile("sm_120a")
+    xw = BwdMainKernel(kp, "bf16", skip={"x_waits"}).compile("sm_120a")
+    a2 = BwdMainKernel(kp, "bf16", skip={"dq_atomic2"}).compile("sm_120a")
+    waits = lambda r: r.count("mbarrier.try_wait")  # noqa: E731
+    assert counts(xw) == counts(base) and 0 < waits(xw) < waits(base)
+    assert waits(base) - waits(xw) >= 2
+    c = counts(base)
+    assert counts(a2) == (c[0], 2 * c[1]) + c[2:] and waits(a2) == waits(base)
+    assert _resources(a2)[1] == 0 and _resources(xw)[1] <= (0 if d == 64 else 48)
 
 
 @pytest.mark.compile

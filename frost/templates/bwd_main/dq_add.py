@@ -78,9 +78,11 @@ class DqAtomics:
         convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
         v54). Unchecked adds are safe for ``dq_guard="pad"`` (the workspace's S_q_pad is a
         multiple of tile_m, checked at launch: a row past S_q lands in the pad, which
-        dq_convert never reads) and for ``"tile"``'s tiles wholly inside S_q."""
+        dq_convert never reads) and for ``"tile"``'s tiles wholly inside S_q. The
+        ``dq_atomic2`` ablation (timing only) issues each add twice: dQ comes out doubled."""
         add = red_add_v4_f32 if len(vals) == 4 else red_add_v2_f32
-        if cutlass.const_expr(not checked):
-            add(ptr, *vals)
-        elif ok:
-            add(ptr, *vals)
+        for _ in cutlass.range_constexpr(2 if "dq_atomic2" in self.skip else 1):
+            if cutlass.const_expr(not checked):
+                add(ptr, *vals)
+            elif ok:
+                add(ptr, *vals)

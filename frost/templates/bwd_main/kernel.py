@@ -99,6 +99,10 @@ identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arr
     mask        no element mask on any tile (the diagonal and edge trips run the unmasked path)
     kv_load     no K/V TMA (kv_full completes on a plain arrive): the CTA's K/V wait
     dkdv_store  dK/dV staged in smem as usual, but no TMA store of them (nor its wait)
+    dq_atomic2  every dQ red.global.add issued twice (dQ doubled): what twice the atomic traffic
+                costs, as a split of dQ into two partials a trip would add (v101)
+    x_waits     exchange_sync: no x_full / x_empty waits (group barriers and arrivals stay; warps
+                read P/dS other groups may not have written): what the cross-group sync costs
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -136,7 +140,7 @@ class BwdMainError(ValueError):
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
                          "softmax", "q_loads", "mma_sync", "diag_trips", "mask", "kv_load",
-                         "dkdv_store"})
+                         "dkdv_store", "dq_atomic2", "x_waits"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 

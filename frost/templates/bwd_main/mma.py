@@ -60,6 +60,7 @@ from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 from . import masks
 from .dq_add import DqAtomics
 from .pointwise import SoftmaxGrad, stat_places
+from .sync import MmaSync
 
 
 def _xsel(part, xs, n_copies: int):
@@ -72,7 +73,7 @@ def _one(view, n_copies: int):
     return view if n_copies == 1 else view[None, None, 0]
 
 
-class MmaRole(DqAtomics, SoftmaxGrad):
+class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
     """Mixin of :class:`~frost.templates.bwd_main.kernel.BwdMainKernel`: the math warps."""
 
     @cute.jit
@@ -285,7 +286,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
             trip_sync = "mma_sync" not in self.skip and not x_mode  # the ablation: none
             if cutlass.const_expr(x_mode):  # every reader of this copy's last trip is done
-                cute.arch.mbarrier_wait(sm.x_empty + xs, 1 - xph)
+                self.x_wait(sm.x_empty + xs, 1 - xph)
             elif cutlass.const_expr(x_stages == 1 and trip_sync):  # last trip's readers are done
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
             cute.copy(r2s, r2s.retile(rP), _xsel(tPsP, xs, x_stages))
@@ -318,14 +319,14 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                 self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)  # dV/dK were the last readers of stage s
                 if cutlass.const_expr(x_mode == 1 and not self.code.dq_lag):
-                    cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's dS is in
+                    self.x_wait(sm.x_full + xs, xph)  # every warp's dS is in
             lag = self.code.dq_lag  # dQ of trip t-1 (its dS every warp stored a trip ago)
             xq, hq, mq = ((t + 1) % 2, h_kv * group + (t - 1) // n_m,
                           masks.q_tile(t - 1, m_min, n_m, start, self.q_rotate)) if lag else \
                 (xs, h, m_block)
             if cutlass.const_expr(lag):
                 if t > t0:  # trip t0 runs a dQ of nothing (whatever copy 1 holds), unused
-                    cute.arch.mbarrier_wait(sm.x_full + xq, ((t - 1 - t0) // 2) % 2)
+                    self.x_wait(sm.x_full + xq, ((t - 1 - t0) // 2) % 2)
             ds_src = _xsel(tdQsdS, xq, x_stages)
             if cutlass.const_expr(self.code.dq_ds_held and n_chunks > 0):
                 # dS's A fragments once a trip, held through the chunks (only K is re-read);
@@ -385,7 +386,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
             if cutlass.const_expr(x_mode == 2):
-                cute.arch.mbarrier_wait(sm.x_full + xs, xph)  # every warp's P/dS is in
+                self.x_wait(sm.x_full + xs, xph)  # every warp's P/dS is in
                 self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)
                 self.arrive(sm.x_empty + xs, "x_empty")
@@ -395,7 +396,7 @@ class MmaRole(DqAtomics, SoftmaxGrad):
         if cutlass.const_expr(self.code.dq_lag):  # the last trip's dQ
             if t1 > t0:
                 tq = t1 - 1
-                cute.arch.mbarrier_wait(sm.x_full + tq % 2, ((tq - t0) // 2) % 2)
+                self.x_wait(sm.x_full + tq % 2, ((tq - t0) // 2) % 2)
                 acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)), cutlass.Float32)
                 acc_dQ.fill(0.0)
                 gemm_interleaved(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK, _xsel(tdQsdS, tq % 2, 2),
@@ -425,25 +426,3 @@ class MmaRole(DqAtomics, SoftmaxGrad):
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
         operands reused for every k-block, timing only)."""
         return Job(*args, reuse_k0="operand_loads" in self.skip, acc_odd=acc_odd)
-
-    @cute.jit
-    def release_q(self, sm, stage, o_stage):
-        """Arrive on q_empty[stage] (:meth:`arrive`), and under a split ring (the plan's
-        ``do_stages``) on dO's do_empty[o_stage] too, unless ``do_early`` released it."""
-        self.arrive(sm.q_empty + stage, "q_empty")
-        if cutlass.const_expr(self.split_ring and not self.code.do_early):
-            self.arrive(sm.do_empty + o_stage, "do_empty")
-
-    @cute.jit
-    def arrive(self, bar, name: cutlass.Constexpr):
-        """Arrive on the plan's mbarrier ``name``: once per MMA warp (lane 0 after a warp sync,
-        which orders the other lanes' shared-memory accesses before lane 0's release) or once
-        per thread, whichever its arrive_count says."""
-        count = self.kp.mbarrier(name).arrive_count
-        mma = self.kp.role(self.MMA)
-        if cutlass.const_expr(count == mma.num_warps):
-            cute.arch.sync_warp()
-            if cute.arch.lane_idx() == 0:
-                cute.arch.mbarrier_arrive(bar)
-        else:
-            cute.arch.mbarrier_arrive(bar)
