@@ -6,6 +6,7 @@ PTX instruction -- both without a GPU.
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
     python3 bench/sass_mix.py --dims 64,128 --arch sm_90a --schedules reg_usage=0-10  # v80
+    python3 bench/sass_mix.py --dims 64,128,256 --arch sm_90a --operand-distance   # v101a
 
 Needs ``cuobjdump`` (``pip install nvidia-cuda-cuobjdump``; found on PATH or in the
 ``nvidia/cu13/bin`` folder of site-packages) and, for ``--probe``, ``ptxas`` on PATH.
@@ -100,6 +101,37 @@ def nop_neighbours(insns, lo: int, hi: int) -> collections.Counter:
     return runs
 
 
+def _regs(operand: str, n: int) -> list[int]:
+    """The ``n`` consecutive registers an operand names (``R12`` -> 12..12+n-1; none for RZ/URx)."""
+    m = re.match(r"\s*R(\d+)", operand)
+    return list(range(int(m.group(1)), int(m.group(1)) + n)) if m else []
+
+
+def operand_distances(insns, lo: int, hi: int) -> collections.Counter:
+    """For each HMMA in [lo, hi]: how many instructions after the nearest earlier LDSM that
+    wrote one of its A (4 registers) or B (2) operand registers it issues; ``None`` where no
+    LDSM in the range wrote them (operands held in registers, or loaded before ``lo``). A
+    register written again by any other instruction no longer counts as the LDSM's. Distance
+    1-3: the HMMA waits out the ldmatrix's latency unless another warp has work (v101a)."""
+    writer: dict[int, int] = {}  # register -> index of the LDSM that wrote it last
+    out: collections.Counter = collections.Counter()
+    body = [(op, args) for a, op, args in insns if lo <= a <= hi]
+    for i, (op, args) in enumerate(body):
+        parts = args.replace(".reuse", "").split(",")
+        if op.startswith("HMMA"):
+            src = (_regs(parts[1], 4) if len(parts) > 1 else []) + \
+                  (_regs(parts[2], 2) if len(parts) > 2 else [])
+            hits = [i - writer[r] for r in src if r in writer]
+            out[min(hits) if hits else None] += 1
+        width = {".4": 4, ".2": 2}.get(op[-2:], 1) if op.startswith("LDSM") else 1
+        for r in _regs(parts[0], width) if parts and parts[0].strip() else []:
+            if op.startswith("LDSM"):
+                writer[r] = i
+            else:
+                writer.pop(r, None)
+    return out
+
+
 def product_plan(arch: str, d: int, causal: bool):
     """The bwd_main plan frost.sdpa runs on ``arch`` (``variant_plan``: sm_90a runs the sm_120a
     plans). Until session 19 this module built ``default_plan(arch)``, which for sm_90a is the
@@ -120,6 +152,23 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
     return {"d": d, "arch": arch, "causal": causal, "loop": [hex(lo), hex(hi)],
             "total": sum(c.values()), "mix": dict(c.most_common()),
             "nop_runs": [[*k, v] for k, v in nops.most_common()]}
+
+
+def distance_line(d: int, arch: str, causal: bool) -> str:
+    """One line of ``--operand-distance`` for the product build of (d, arch, causal)."""
+    from frost.templates.bwd_main import BwdMainKernel
+
+    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal,
+                        use_pdl=True).compile(arch)
+    insns = instructions(sass_of(rep.cubin))
+    c = operand_distances(insns, *main_loop(insns))
+    n = sum(c.values())
+    near = sum(v for k, v in c.items() if k is not None and k <= 3)
+    far = sorted(k for k, v in c.items() if k is not None for _ in range(v))
+    med = far[len(far) // 2] if far else "-"
+    return (f"d={d} {arch}{' causal' if causal else ''}: {n} HMMA, {near} within 3 "
+            f"instructions of their LDSM ({100 * near / max(n, 1):.0f} %), median distance "
+            f"{med}, {c[None]} on held or earlier-loaded operands")
 
 
 def loop_ops(d: int, arch: str, causal: bool, skip_stages=(), operands: bool = False,
@@ -236,6 +285,9 @@ def main(argv=None) -> None:
                     help="instead: does the skip ablation VARIANT (e.g. dkdv_store, or a+b), or "
                     "the code choices key=value[,key=value] (e.g. l2_hints=1), leave the trip "
                     "loop's SASS as the default's? (v76: not always)")
+    ap.add_argument("--operand-distance", action="store_true",
+                    help="instead: for each HMMA of the trip loop, how many instructions after "
+                    "the LDSM of its operands it issues (v101a: d=256's loop is register-starved)")
     ap.add_argument("--schedules", metavar="KEY=VALUES",
                     help="instead: build the default with each value of one code choice (e.g. "
                     "reg_usage=0-10, ptxas_opt=1,2,3) and group the values that give the same "
@@ -253,6 +305,10 @@ def main(argv=None) -> None:
         return
     if a.probe:
         print("\n".join(probe(a.probe, a.arch)))
+        return
+    if a.operand_distance:
+        for d in a.dims.split(","):
+            print(distance_line(int(d), a.arch, a.causal))
         return
     if a.same_loop:
         for d in a.dims.split(","):

@@ -264,6 +264,25 @@ def test_sass_mix_places_nop_runs_between_their_neighbours():
     assert runs == {("HMMA", "HMMA", 1): 2, ("HMMA", "FADD", 2): 1}
 
 
+def test_sass_mix_operand_distance_counts_from_the_last_ldsm_writer():
+    """bench/sass_mix.py --operand-distance (v101a): an HMMA right after the LDSM of its A
+    operand is at distance 1, one whose B came from an LDSM three instructions back at 3; a
+    register rewritten by another instruction no longer counts as loaded; operands no LDSM in
+    the range wrote are ``None``; .x2 loads cover two registers."""
+    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    rows = [("LDSM.16.M88.4", " R8, [R2]"), ("LDSM.16.M88.2", " R12, [R3]"),
+            ("IADD3", " R4, R4, 0x1, RZ"), ("HMMA.16816.F32.BF16", " R20, R8.reuse, R13, R20"),
+            ("HMMA.16816.F32.BF16", " R24, R40, R42, R24"),   # held operands: None
+            ("MOV", " R9, RZ"),                                # R9 no longer the LDSM's
+            ("HMMA.16816.F32.BF16", " R28, R9, R44, R28"),     # only R9..R12 of A: R10-R12
+            ("BRA", " 0x0")]
+    insns = [(16 * i, op, args) for i, (op, args) in enumerate(rows)]
+    got = mod.operand_distances(insns, 0, 16 * 6)
+    # HMMA 3: A R8-R11 from LDSM 0 (3 back), B R13 from LDSM 1 (2 back) -> 2
+    # HMMA 6: A R9-R12: R10, R11 from LDSM 0 (6 back), R12 from LDSM 1 (5 back) -> 5
+    assert got == {2: 1, None: 1, 5: 1}
+
+
 def test_sass_mix_main_loop_is_the_innermost_loop_with_all_the_hmma():
     """bench/sass_mix.py's trip loop: of the backward branches around the most HMMAs, the
     shortest. An outer (tile) loop and an out-of-line retry branch that jumps back into the
