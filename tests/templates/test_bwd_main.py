@@ -204,7 +204,7 @@ DEFAULT_PTX_SHA = {
     ("sm_120a", 128, True): "e60bc628a4d6", ("sm_121a", 128, True): "5c88b12e36f0",
     ("sm_120a", 160, False): "9d4a72eeb628", ("sm_121a", 160, False): "135cd62e4402",
     ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
-    ("sm_120a", 256, False): "b1a4f18fa43a", ("sm_121a", 256, False): "f65dafe9825c",
+    ("sm_120a", 256, False): "1f31e63a2068", ("sm_121a", 256, False): "13c57dbb3693",
     ("sm_120a", 256, True): "2e85e9e0220a", ("sm_121a", 256, True): "395748174a5f",
 }
 

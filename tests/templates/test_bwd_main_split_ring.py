@@ -186,10 +186,14 @@ def _arrive_gaps(ptx):
 
 def test_do_early_limits():
     """do_early (v98, v99) needs a split ring, no exchange_sync, interleave >= 1, and 2 needs
-    dQ in chunks; the ints 0/1/2 only."""
+    dQ in chunks; the ints 0/1/2 only. Measured default (v102/v103): 1 at non-causal d=256 on
+    its default plan, where interleave 0 resolves it to 0; 0 causal and on other plans."""
     kp = default_plan("sm_120a", 256)
-    assert BwdMainKernel(kp).code.do_early == 0
-    assert [BwdMainKernel(kp, do_early=e).code.do_early for e in (1, 2)] == [1, 2]
+    assert BwdMainKernel(kp).code.do_early == 1
+    assert BwdMainKernel(kp, interleave=0).code.do_early == 0
+    assert BwdMainKernel(default_plan("sm_120a", 256, causal=True), causal=True).code.do_early == 0
+    assert BwdMainKernel(_main(d=192, do_stages=1)).code.do_early == 0  # not a measured plan
+    assert [BwdMainKernel(kp, do_early=e).code.do_early for e in (0, 1, 2)] == [0, 1, 2]
     for bad, kw in ((1, dict(interleave=0)), (2, dict(dq_chunks=1)), (3, {}), (True, {}),
                     ("1", {}), (1.0, {})):
         with pytest.raises(BwdMainError, match="do_early"):
@@ -213,7 +217,7 @@ def test_compile_do_early_moves_the_release(arch, causal):
     chunk run between them (1: dV alone before; 2: dV with chunk 0), and 2 leaves one chunk
     fewer after Q's release than 1; spill-free."""
     kp = default_plan(arch, 256, causal=causal)
-    base = BwdMainKernel(kp, causal=causal, use_pdl=True).compile(arch)
+    base = BwdMainKernel(kp, causal=causal, use_pdl=True, do_early=0).compile(arch)
     early = [BwdMainKernel(kp, causal=causal, use_pdl=True, do_early=e).compile(arch)
              for e in (1, 2)]
     for rep in early:
@@ -237,7 +241,7 @@ def test_compile_do_early_other_groupings(d, tile, knobs):
     chunk). The same MMAs as without do_early, dO released before Q with MMAs between, and as
     many MMAs after dO's release as after the default's pair of arrives."""
     kp = plan_variant("sm_120a", d, tile=tile).kernel("bwd_main")
-    base_knobs = {k: v for k, v in knobs.items() if k != "do_early"}
+    base_knobs = {**knobs, "do_early": 0}
     base = BwdMainKernel(kp, use_pdl=True, **base_knobs).compile("sm_120a")
     early = BwdMainKernel(kp, use_pdl=True, **knobs).compile("sm_120a")
     mma = "mma.sync.aligned.m16n8k16"

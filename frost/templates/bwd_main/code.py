@@ -78,9 +78,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   interleave 1 and 2 build the same trip. 0: both stages released together
                   after dV/dK (after dQ too at interleave 2 with one chunk). The refill starts
                   early only where do_stages < q_stages (the producer waits on Q's stage
-                  first). Opt-in: 1 at d=256 0.995x / 0.986x / 0.996x (pooled 0.995, under the
-                  0.99 bar), causal 1.015x / 1.018x; 2 at d=256 1.001x, causal 1.116x;
-                  1.04-1.09x on d=160/192 split rings (v98-v100)
+                  first). :data:`.measured.DO_EARLY_MEASURED`: 1 at non-causal d=256 with
+                  ptxas level 3 (0.98x, v102/v103); causal 1.015x / 1.018x; 2 at d=256
+                  1.001x, causal 1.116x; 1.04-1.09x on d=160/192 split rings (v98-v100)
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -97,9 +97,9 @@ from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_U
                                    ptxas_options)
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
-from .measured import (MAX_KV_PREFETCH, pick_dq_accs, pick_dq_ds_held, pick_kv_prefetch,
-                       pick_ptxas_opt, pick_reg_usage, pick_sdp_accs, pick_stat_vec,
-                       pick_trip_step, stat_vec_fits)
+from .measured import (MAX_KV_PREFETCH, pick_do_early, pick_dq_accs, pick_dq_ds_held,
+                       pick_kv_prefetch, pick_ptxas_opt, pick_reg_usage, pick_sdp_accs,
+                       pick_stat_vec, pick_trip_step, stat_vec_fits)
 
 
 class CodeChoiceError(ValueError):
@@ -322,7 +322,7 @@ class CodeChoices:
                 kv_prefetch: int | None = None, l2_hints: int = 0,
                 reg_usage: int | None = None,
                 ptxas_opt: int | None = None, dq_ds_held: int | None = None,
-                persistent: int = 0, do_early: int = 0) -> "CodeChoices":
+                persistent: int = 0, do_early: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -429,6 +429,7 @@ class CodeChoices:
             # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
                                   f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
+        do_early = pick_do_early(kp, causal, level) if do_early is None else do_early
         if isinstance(do_early, bool) or not isinstance(do_early, int) or \
                 do_early not in (0, 1, 2) or (do_early and (
                 "do_stages" not in tl or tl.get("exchange_sync") or level == 0)) or \

@@ -10,8 +10,8 @@ from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_US
 MAX_KV_PREFETCH = 64
 """The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
 
-MEASURED_CHOICES = ("dq_accs", "dq_ds_held", "kv_prefetch", "ptxas_opt", "reg_usage",
-                    "sdp_accs", "stat_vec", "trip_step")
+MEASURED_CHOICES = ("do_early", "dq_accs", "dq_ds_held", "kv_prefetch", "ptxas_opt",
+                    "reg_usage", "sdp_accs", "stat_vec", "trip_step")
 """The code choices picked here (on :func:`measured_plan` only). An A/B variant whose plan is
 not the measured default resolves them to their first forms: where that differs from its run's
 default, the variant measured those choices too (tests/sched/test_tuned.py refuses it as
@@ -145,7 +145,8 @@ def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) 
     return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
 
 
-REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True): 3}
+REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True): 3,
+                                                    (256, False): 3}
 """(padded d, causal) -> ptxas ``--register-usage-level`` for the default plan's plain build
 (:func:`measured_plan`, no tail splits; its dq_splits builds too), where another level than
 ptxas' 5 measured faster. The level changes only how ptxas allocates and schedules the same PTX
@@ -155,7 +156,27 @@ with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86
 after v84's 0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there
 level 3 alone measured 1.005, v80, and -O2 alone 1.002, v82). Elsewhere ptxas' own level was
 the fastest: level 3 d=64 1.008, causal d=64 1.017, d=256 1.006; with -O2 d=64 1.007, causal
-d=64 1.017; level 6 slower on every row (1.002-1.083; d=128 spills 16 B on sm_90a there)."""
+d=64 1.017; level 6 slower on every row (1.002-1.083; d=128 spills 16 B on sm_90a there).
+Non-causal d=256 takes level 3 with :data:`DO_EARLY_MEASURED`'s early release, as timed
+together (v102/v103, 10 rounds each: 0.982, 0.980, 0.980, every round below 1; level 3 alone
+1.002, the release alone 0.981 / 0.982 that day): level 3 adds no measured speed there, and its
+sm_90a build (the H200's) is spill-free where level 5's spills 20 B (v101a). Causal d=256 level
+3: 1.007 (v102)."""
+
+
+DO_EARLY_MEASURED: dict[tuple[int, bool], int] = {(256, False): 1}
+"""(padded d, causal) -> ``do_early`` on the default plan (:func:`measured_plan`, whose split
+ring it needs), at interleave >= 1: dO's stage released right after dV. Non-causal d=256, with
+ptxas level 3 (:data:`REG_USAGE_MEASURED`), 0.982 / 0.980 / 0.980 (v102, v103: every round
+below 1); alone 0.995 / 0.986 / 0.996 (v98-v100) and 0.981 / 0.982 (v103). Causal d=256 1.015 /
+1.018 (v98, v99): 0 there."""
+
+
+def pick_do_early(kp: KernelPlan, causal: bool = False, interleave: int = 1) -> int:
+    """:data:`DO_EARLY_MEASURED` on a default plan at interleave >= 1; else 0."""
+    if interleave < 1 or not measured_plan(kp, causal):
+        return 0
+    return DO_EARLY_MEASURED.get((kp.tile["d"], bool(causal)), 0)
 
 PTXAS_OPT_MEASURED: dict[tuple[int, bool], int] = {(128, True): 2}
 """(padded d, causal) -> ptxas ``-O`` level for the default plan's plain build, as
