@@ -7,6 +7,7 @@ PTX instruction -- both without a GPU.
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
     python3 bench/sass_mix.py --dims 64,128 --arch sm_90a --schedules reg_usage=0-10  # v80
     python3 bench/sass_mix.py --dims 64,128,256 --arch sm_90a --operand-distance   # v101a
+    python3 bench/sass_mix.py --dims 256 --arch sm_90a --operand-distance reg_usage=5,do_early=0
 
 Needs ``cuobjdump`` (``pip install nvidia-cuda-cuobjdump``; found on PATH or in the
 ``nvidia/cu13/bin`` folder of site-packages) and, for ``--probe``, ``ptxas`` on PATH.
@@ -107,6 +108,18 @@ def _regs(operand: str, n: int) -> list[int]:
     return list(range(int(m.group(1)), int(m.group(1)) + n)) if m else []
 
 
+def _dest_width(op: str) -> int:
+    """Registers an instruction writes from its first operand on: LDSM .x4 / .x2 / .x1, an
+    fp32 HMMA's 4 accumulators (fp16 ones: 2), 64-bit results (IMAD.WIDE, .64) 2, .128 4."""
+    if op.startswith("LDSM"):
+        return {".4": 4, ".2": 2}.get(op[-2:], 1)
+    if op.startswith("HMMA"):
+        return 4 if ".F32" in op else 2
+    if ".128" in op:
+        return 4
+    return 2 if ".WIDE" in op or ".64" in op else 1
+
+
 def operand_distances(insns, lo: int, hi: int) -> collections.Counter:
     """For each HMMA in [lo, hi]: how many instructions after the nearest earlier LDSM that
     wrote one of its A (4 registers) or B (2) operand registers it issues; ``None`` where no
@@ -123,8 +136,7 @@ def operand_distances(insns, lo: int, hi: int) -> collections.Counter:
                   (_regs(parts[2], 2) if len(parts) > 2 else [])
             hits = [i - writer[r] for r in src if r in writer]
             out[min(hits) if hits else None] += 1
-        width = {".4": 4, ".2": 2}.get(op[-2:], 1) if op.startswith("LDSM") else 1
-        for r in _regs(parts[0], width) if parts and parts[0].strip() else []:
+        for r in _regs(parts[0], _dest_width(op)) if parts and parts[0].strip() else []:
             if op.startswith("LDSM"):
                 writer[r] = i
             else:
@@ -154,21 +166,29 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
             "nop_runs": [[*k, v] for k, v in nops.most_common()]}
 
 
-def distance_line(d: int, arch: str, causal: bool) -> str:
-    """One line of ``--operand-distance`` for the product build of (d, arch, causal)."""
+def product_insns(d: int, arch: str, causal: bool, skip_stages=(), **choices):
+    """(SASS instructions, spill bytes) of the build ``frost.sdpa`` runs on ``arch`` (PDL on),
+    or of it with a ``skip`` ablation or other code ``choices``."""
     from frost.templates.bwd_main import BwdMainKernel
 
-    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal,
-                        use_pdl=True).compile(arch)
-    insns = instructions(sass_of(rep.cubin))
+    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
+                        skip=frozenset(skip_stages), **choices).compile(arch)
+    return instructions(sass_of(rep.cubin)), rep.total_spill_bytes
+
+
+def distance_line(d: int, arch: str, causal: bool, **choices) -> str:
+    """One line of ``--operand-distance`` for the product build of (d, arch, causal), or of it
+    with other code ``choices`` (e.g. v101a's ``reg_usage=5, do_early=0`` at d=256)."""
+    insns, spilled = product_insns(d, arch, causal, **choices)
     c = operand_distances(insns, *main_loop(insns))
     n = sum(c.values())
     near = sum(v for k, v in c.items() if k is not None and k <= 3)
     far = sorted(k for k, v in c.items() if k is not None for _ in range(v))
     med = far[len(far) // 2] if far else "-"
-    return (f"d={d} {arch}{' causal' if causal else ''}: {n} HMMA, {near} within 3 "
+    asked = "".join(f" {k}={v}" for k, v in choices.items())
+    return (f"d={d} {arch}{' causal' if causal else ''}{asked}: {n} HMMA, {near} within 3 "
             f"instructions of their LDSM ({100 * near / max(n, 1):.0f} %), median distance "
-            f"{med}, {c[None]} on held or earlier-loaded operands")
+            f"{med}, {c[None]} on held or earlier-loaded operands, {spilled} B spilled")
 
 
 def loop_ops(d: int, arch: str, causal: bool, skip_stages=(), operands: bool = False,
@@ -182,14 +202,10 @@ def loop_ops(d: int, arch: str, causal: bool, skip_stages=(), operands: bool = F
 
 
 def _loop(d, arch, causal, skip_stages=(), operands=False, **choices):
-    from frost.templates.bwd_main import BwdMainKernel
-
-    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
-                        skip=frozenset(skip_stages), **choices).compile(arch)  # as frost.sdpa
-    insns = instructions(sass_of(rep.cubin))
+    insns, spilled = product_insns(d, arch, causal, skip_stages, **choices)  # as frost.sdpa
     ops = [op + args if operands else op for _, op, args in insns]
     hmma = [i for i, (_, op, _) in enumerate(insns) if op.startswith("HMMA")]
-    return (ops[hmma[0]:hmma[-1] + 1] if hmma else []), rep.total_spill_bytes
+    return (ops[hmma[0]:hmma[-1] + 1] if hmma else []), spilled
 
 
 def group_schedules(loops: dict) -> list[tuple[list, int, int]]:
@@ -285,9 +301,11 @@ def main(argv=None) -> None:
                     help="instead: does the skip ablation VARIANT (e.g. dkdv_store, or a+b), or "
                     "the code choices key=value[,key=value] (e.g. l2_hints=1), leave the trip "
                     "loop's SASS as the default's? (v76: not always)")
-    ap.add_argument("--operand-distance", action="store_true",
+    ap.add_argument("--operand-distance", nargs="?", const="default", metavar="CHOICES",
                     help="instead: for each HMMA of the trip loop, how many instructions after "
-                    "the LDSM of its operands it issues (v101a: d=256's loop is register-starved)")
+                    "the LDSM of its operands it issues (v101a: d=256's loop is register-starved); "
+                    "optionally of a build with code choices key=value[,key=value] "
+                    "(e.g. reg_usage=5,do_early=0)")
     ap.add_argument("--schedules", metavar="KEY=VALUES",
                     help="instead: build the default with each value of one code choice (e.g. "
                     "reg_usage=0-10, ptxas_opt=1,2,3) and group the values that give the same "
@@ -307,8 +325,9 @@ def main(argv=None) -> None:
         print("\n".join(probe(a.probe, a.arch)))
         return
     if a.operand_distance:
+        kw = {} if a.operand_distance == "default" else variant_kwargs(a.operand_distance)
         for d in a.dims.split(","):
-            print(distance_line(int(d), a.arch, a.causal))
+            print(distance_line(int(d), a.arch, a.causal, **kw))
         return
     if a.same_loop:
         for d in a.dims.split(","):

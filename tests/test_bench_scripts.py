@@ -281,6 +281,13 @@ def test_sass_mix_operand_distance_counts_from_the_last_ldsm_writer():
     # HMMA 3: A R8-R11 from LDSM 0 (3 back), B R13 from LDSM 1 (2 back) -> 2
     # HMMA 6: A R9-R12: R10, R11 from LDSM 0 (6 back), R12 from LDSM 1 (5 back) -> 5
     assert got == {2: 1, None: 1, 5: 1}
+    # .trans x4 and x1 loads; an fp32 HMMA overwrites all 4 of its accumulator registers
+    rows = [("LDSM.16.MT88.4", " R8, [R2]"), ("LDSM.16.M88", " R30, [R3]"),
+            ("HMMA.16816.F32.BF16", " R8, R50, R30, RZ"),      # B R30 from the x1: 1 back
+            ("HMMA.16816.F32.BF16", " R60, R10, R44, R60"),    # R10 rewritten by the HMMA
+            ("HMMA.16816.F32.BF16", " R64, R52, R31, R64")]    # R31: not the x1's (None)
+    insns = [(16 * i, op, args) for i, (op, args) in enumerate(rows)]
+    assert mod.operand_distances(insns, 0, 16 * 4) == {1: 1, None: 2}
 
 
 def test_sass_mix_main_loop_is_the_innermost_loop_with_all_the_hmma():

@@ -814,6 +814,11 @@ def test_gpu_dq_splits_deterministic(d, tile, seed):
 def test_skip_rejects_unknown_stage():
     with pytest.raises(ValueError, match="unknown bwd_main skip"):
         BwdMainKernel(default_plan("sm_120a", 64), "bf16", skip={"dq_atomics"})
+    # dq_atomic2 doubles red.global.add; a staged dQ goes by TMA reduce instead
+    staged = default_plan("sm_120a", 128, tile=dict(STAGED_DQ))
+    with pytest.raises(BwdMainError, match="dq_atomic2"):
+        BwdMainKernel(staged, "bf16", skip={"dq_atomic2"})
+    assert BwdMainKernel(staged, "bf16", skip={"dq_atomic"}).skip == {"dq_atomic"}
 
 
 @pytest.mark.compile

@@ -79,12 +79,12 @@ def test_compile_dq_ds_held_under_exchange_sync_groups():
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,causal,knobs,tile,variant", [
     (256, True, (), (), False),
-    (256, False, (("reg_usage", 3),), (), False),
+    (256, False, (("do_early", 0),), (), False),
     (256, False, (), (("dq_rows", 1),), True),
     (256, False, (("reg_usage", 7),), D256_2X4, False),
     (128, False, (("dq_chunks", 2),), (), False),
     (64, False, (("dq_chunks", 2), ("dq_k_held", 0)), (), False),
-], ids=["d256-causal", "d256-level3", "d256-1x8", "d256-one-ring-2x4", "d128-2chunks",
+], ids=["d256-causal", "d256-level3-no-early", "d256-1x8", "d256-one-ring-2x4", "d128-2chunks",
         "d64-groups-2chunks"])
 def test_gpu_dq_ds_held_keeps_the_numerics(d, causal, knobs, tile, variant):
     """GQA 2:1, ragged S_q != S_kv, outputs poisoned, against the float64 reference. d=256's

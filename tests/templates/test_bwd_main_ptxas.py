@@ -38,7 +38,8 @@ def test_ptxas_opt_choice_limits():
 
 def test_reg_usage_choice_limits_and_options():
     """The measured level where one was adopted (d=128 non-causal: 3, timed on the plain build;
-    its deterministic dq_splits build and head dims padded to 128 take it too, untimed), ptxas'
+    its deterministic dq_splits build and head dims padded to 128 take it too, untimed; non-causal
+    d=256: 3, with do_early, v102/v103), ptxas'
     default elsewhere, on tail-split builds and on forced plans; 0..10 taken, anything else
     refused by name; the choice's compile options carry the level."""
     kp = default_plan("sm_120a", 128)
@@ -47,9 +48,10 @@ def test_reg_usage_choice_limits_and_options():
         "--ptxas-options '--register-usage-level=3'"
     assert BwdMainKernel(default_plan("sm_120a", 120)).code.reg_usage == 3  # pads to 128
     assert BwdMainKernel(kp, dq_splits=True).code.reg_usage == 3
+    assert BwdMainKernel(default_plan("sm_120a", 256)).code.reg_usage == 3
     for other in (BwdMainKernel(default_plan("sm_120a", 64)),
                   BwdMainKernel(default_plan("sm_120a", 64), causal=True),
-                  BwdMainKernel(default_plan("sm_120a", 256)),
+                  BwdMainKernel(default_plan("sm_120a", 256, causal=True), causal=True),
                   BwdMainKernel(kp, tail_split=1),
                   BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1}))):
         assert other.code.reg_usage == PTXAS_DEFAULT_REG_USAGE

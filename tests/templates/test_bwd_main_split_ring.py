@@ -192,7 +192,11 @@ def test_do_early_limits():
     assert BwdMainKernel(kp).code.do_early == 1
     assert BwdMainKernel(kp, interleave=0).code.do_early == 0
     assert BwdMainKernel(default_plan("sm_120a", 256, causal=True), causal=True).code.do_early == 0
-    assert BwdMainKernel(_main(d=192, do_stages=1)).code.do_early == 0  # not a measured plan
+    assert BwdMainKernel(_main(d=192, do_stages=1)).code.do_early == 0  # no measured entry
+    one_row = plan_variant("sm_120a", 256, tile={"dq_rows": 1}).kernel("bwd_main")
+    assert "do_stages" in one_row.tile and not one_row.tile.get("exchange_sync")
+    assert BwdMainKernel(one_row).code.do_early == 0  # d=256's entry, but not its measured plan
+    assert BwdMainKernel(one_row, do_early=1).code.do_early == 1
     assert [BwdMainKernel(kp, do_early=e).code.do_early for e in (0, 1, 2)] == [0, 1, 2]
     for bad, kw in ((1, dict(interleave=0)), (2, dict(dq_chunks=1)), (3, {}), (True, {}),
                     ("1", {}), (1.0, {})):
@@ -212,7 +216,7 @@ def test_do_early_limits():
 @pytest.mark.parametrize("arch", ["sm_120a", "sm_121a"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_compile_do_early_moves_the_release(arch, causal):
-    """d=256 (four dQ chunks): the same MMAs, ldmatrix and arrives. By default the trip's last
+    """d=256 (four dQ chunks): the same MMAs, ldmatrix and arrives. With do_early=0 the trip's last
     two arrives (Q's and dO's release) are adjacent, after dV/dK; with do_early dK and one dQ
     chunk run between them (1: dV alone before; 2: dV with chunk 0), and 2 leaves one chunk
     fewer after Q's release than 1; spill-free."""

@@ -65,9 +65,9 @@ Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``
 (opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
 (v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
 ``stat_vec`` (v63), ``kv_prefetch`` (v72), ``l2_hints`` (v77), the ptxas flags ``reg_usage`` /
-``ptxas_opt`` (v80-v86), ``dq_ds_held`` (v88; the default at d=256 since v95/v96),
-``persistent`` (v89, opt-in) and ``do_early`` (v98-v100, opt-in) to their measured defaults;
-``self.code`` holds them.
+``ptxas_opt`` (v80-v86, v102), ``dq_ds_held`` (v88; the default at d=256 since v95/v96),
+``persistent`` (v89, opt-in) and ``do_early`` (v98-v103; 1 at non-causal d=256 since v103) to
+their measured defaults; ``self.code`` holds them.
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``,
@@ -100,7 +100,8 @@ identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arr
     kv_load     no K/V TMA (kv_full completes on a plain arrive): the CTA's K/V wait
     dkdv_store  dK/dV staged in smem as usual, but no TMA store of them (nor its wait)
     dq_atomic2  every dQ red.global.add issued twice (dQ doubled): what twice the atomic traffic
-                costs, as a split of dQ into two partials a trip would add (v101)
+                costs, as a split of dQ into two partials a trip would add (v101; refused with
+                the plan's stage_reductions, whose dQ goes by TMA reduce)
     x_waits     exchange_sync: no x_full / x_empty waits (group barriers and arrivals stay; warps
                 read P/dS other groups may not have written): what the cross-group sync costs
 
@@ -218,6 +219,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         if self.x_mode and "mma_sync" in self.skip:
             raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
                                "exchange_sync has none (force tile exchange_sync=0)")
+        if self.stage_dq and "dq_atomic2" in self.skip:
+            raise BwdMainError("the dq_atomic2 ablation doubles the red.global.add atomics: the "
+                               "plan's stage_reductions adds dQ by a TMA reduce instead")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None

@@ -155,13 +155,15 @@ ptxas' 5 measured faster. The level changes only how ptxas allocates and schedul
 with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86, 10 rounds,
 after v84's 0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there
 level 3 alone measured 1.005, v80, and -O2 alone 1.002, v82). Elsewhere ptxas' own level was
-the fastest: level 3 d=64 1.008, causal d=64 1.017, d=256 1.006; with -O2 d=64 1.007, causal
+the fastest: level 3 d=64 1.008, causal d=64 1.017, d=256 1.006 (v80; v94 1.015, both before
+v96's d=256 default); with -O2 d=64 1.007, causal
 d=64 1.017; level 6 slower on every row (1.002-1.083; d=128 spills 16 B on sm_90a there).
 Non-causal d=256 takes level 3 with :data:`DO_EARLY_MEASURED`'s early release, as timed
 together (v102/v103, 10 rounds each: 0.982, 0.980, 0.980, every round below 1; level 3 alone
 1.002, the release alone 0.981 / 0.982 that day): level 3 adds no measured speed there, and its
-sm_90a build (the H200's) is spill-free where level 5's spills 20 B (v101a). Causal d=256 level
-3: 1.007 (v102)."""
+sm_90a build (the H200's) is spill-free where level 5's spills 20 B (v101a). So a build that
+asks for no early release (``do_early=0``, or interleave 0) keeps level 3 on purpose: timed flat
+(1.002) and spill-free. Causal d=256 level 3: 1.007 (v102)."""
 
 
 DO_EARLY_MEASURED: dict[tuple[int, bool], int] = {(256, False): 1}
@@ -177,6 +179,7 @@ def pick_do_early(kp: KernelPlan, causal: bool = False, interleave: int = 1) -> 
     if interleave < 1 or not measured_plan(kp, causal):
         return 0
     return DO_EARLY_MEASURED.get((kp.tile["d"], bool(causal)), 0)
+
 
 PTXAS_OPT_MEASURED: dict[tuple[int, bool], int] = {(128, True): 2}
 """(padded d, causal) -> ptxas ``-O`` level for the default plan's plain build, as
