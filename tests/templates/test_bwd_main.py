@@ -852,6 +852,9 @@ def test_compile_skip_ablations(arch):
     assert ptx["diag_trips"] == base.ptx  # a causal-only ablation
     assert ptx["x_waits"] == base.ptx  # an exchange_sync-only ablation
     assert got["dq_atomic2"] == (mma, 2 * red) and other["dq_atomic2"] == (ldm, ex2)
+    # dq_half: the same instructions, every atomic now behind the warp's kv-parity test
+    assert got["dq_half"] == (mma, red) and other["dq_half"] == (ldm, ex2)
+    assert ptx["dq_half"] != base.ptx
     # kv_load: no K/V TMA loads (half the boxes here: 2 of K, 2 of V; the Q/dO ones stay);
     # dkdv_store: no TMA store; both keep every MMA, atomic, ldmatrix and exponential
     tma_ld = re.compile(r"cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global")
@@ -886,7 +889,8 @@ def test_compile_exchange_sync_ablations(d):
     """v101's ablations on the exchange_sync defaults: x_waits drops the MMA warps' x_full /
     x_empty waits (two a trip: the copy's x_empty before the stores, x_full before the late
     GEMM) and keeps every MMA, atomic, ldmatrix, exponential, group barrier and arrival;
-    dq_atomic2 doubles the atomics only, spill-free. x_waits is spill-free at d=64; at d=128
+    dq_atomic2 doubles the atomics only, spill-free; dq_half keeps them all, each warp's behind
+    its kv-parity test, spill-free. x_waits is spill-free at d=64; at d=128
     ptxas, free of the waits, keeps more values live across the trip and spills 32–44 B (sm_120a
     40 B, 32 with PDL; sm_90a 44 B), which v101's reading of that build counts in."""
     kp = default_plan("sm_120a", d)
@@ -903,6 +907,10 @@ def test_compile_exchange_sync_ablations(d):
     c = counts(base)
     assert counts(a2) == (c[0], 2 * c[1]) + c[2:] and waits(a2) == waits(base)
     assert _resources(a2)[1] == 0 and _resources(xw)[1] <= (0 if d == 64 else 48)
+    # dq_half (the 2-CTA cluster's atomics): same counts, the adds behind one kv-parity test
+    hf = BwdMainKernel(kp, "bf16", skip={"dq_half"}).compile("sm_120a")
+    assert counts(hf) == c and waits(hf) == waits(base) and hf.ptx != base.ptx
+    assert _resources(hf)[1] == 0
 
 
 @pytest.mark.compile

@@ -12,11 +12,10 @@ Public interface (stable)::
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream[, split])  # @cute.jit
 
 ``kplan`` is ``plan_sdpa_bwd(...).kernel("bwd_main")`` (see ``default_plan``); ``__call__`` is the
-``@cute.jit`` entry that another jit function (the fused chain) calls with cute tensors of the
-same shapes as below; ``launch`` wraps torch tensors and compiles on first use.
+``@cute.jit`` entry the fused chain calls with cute tensors of the shapes below; ``launch`` wraps
+torch tensors and compiles on first use.
 
 Tensors (torch, CUDA):
-
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
 * lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and a multiple of the plan's
   ``reduce_block``, and of ``tile_m`` with ``dq_guard="pad"``, the default but above d=192 and
@@ -46,9 +45,8 @@ every P-th KV tile (``roles.py``).
 
 Warp roles from the plan: MMA warps (``mma.py``), one TMA producer warp (``load.py``) and register
 donors in its warpgroup; ``setmaxnreg`` moves registers from the producer warpgroup to the MMA
-warps. Q/dO stream through a
-``q_stages`` mbarrier ring (the plan's ``do_stages``: dO and the row statistics through a ring of
-their own, ``do_full``/``do_empty``, v92); K/V are loaded once. dK/dV leave through ``epilogue.py``.
+warps. Q/dO stream through a ``q_stages`` mbarrier ring (the plan's ``do_stages``: dO and the row
+statistics on a ring of their own, v92); K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
 Verified (H200, sm_90a build, 2026-12-01: all 180 GPU tests at 0bb1fc2, bench/results/v44):
 tests/templates/test_bwd_main.py covers head dims 32..256 (padded 40/72/200), causal both
@@ -99,9 +97,10 @@ identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arr
     mask        no element mask on any tile (the diagonal and edge trips run the unmasked path)
     kv_load     no K/V TMA (kv_full completes on a plain arrive): the CTA's K/V wait
     dkdv_store  dK/dV staged in smem as usual, but no TMA store of them (nor its wait)
-    dq_atomic2  every dQ red.global.add issued twice (dQ doubled): what twice the atomic traffic
-                costs, as a split of dQ into two partials a trip would add (v101; refused with
-                the plan's stage_reductions, whose dQ goes by TMA reduce)
+    dq_atomic2  every dQ red.global.add issued twice (dQ doubled): what two dQ partials a trip
+                would cost in atomics (v101; it and dq_half are refused with stage_reductions)
+    dq_half     dQ atomics only for the half of the rows kv-tile parity picks (per warp): what a
+                2-CTA cluster adding its partials in smem first would issue, less that exchange
     x_waits     exchange_sync: no x_full / x_empty waits (group barriers and arrivals stay; warps
                 read P/dS other groups may not have written): what the cross-group sync costs
 
@@ -141,7 +140,7 @@ class BwdMainError(ValueError):
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
                          "softmax", "q_loads", "mma_sync", "diag_trips", "mask", "kv_load",
-                         "dkdv_store", "dq_atomic2", "x_waits"})
+                         "dkdv_store", "dq_atomic2", "x_waits", "dq_half"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
@@ -203,8 +202,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
         self.q_rotate, self.serial_sdp, self.dq_k_held = code.q_rotate, code.serial_sdp, code.dq_k_held
-        if code.dq_lag and self.skip & {"dq_gemm", "dq_atomic"}:
-            raise BwdMainError("the dq_gemm / dq_atomic ablations are not wired into dq_lag=1")
+        if code.dq_lag and self.skip & {"dq_gemm", "dq_atomic", "dq_half"}:
+            raise BwdMainError("the dq_gemm / dq_atomic / dq_half ablations are not wired into "
+                               "dq_lag=1")
         if self.serial_sdp and "dp_gemm" in self.skip:
             raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)
@@ -219,9 +219,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         if self.x_mode and "mma_sync" in self.skip:
             raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
                                "exchange_sync has none (force tile exchange_sync=0)")
-        if self.stage_dq and "dq_atomic2" in self.skip:
-            raise BwdMainError("the dq_atomic2 ablation doubles the red.global.add atomics: the "
-                               "plan's stage_reductions adds dQ by a TMA reduce instead")
+        if self.stage_dq and self.skip & {"dq_atomic2", "dq_half"}:
+            raise BwdMainError("the dq_atomic2 / dq_half ablations change the red.global.add "
+                               "atomics: the plan's stage_reductions adds dQ by a TMA reduce")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None

@@ -382,6 +382,12 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 elif cutlass.const_expr(lag):
                     if t > t0:
                         self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, hq, mq, s_q, 0)
+                elif cutlass.const_expr("dq_half" in self.skip):
+                    # ablation (timing only): the pair of kv tiles (n_block, n_block ^ 1) adds
+                    # each dQ row once between them, the atomics a 2-CTA cluster would issue
+                    if tdQcdQ[0][0] * 2 // t_m == n_block % 2:
+                        self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
+                                        ch * d_c)
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
