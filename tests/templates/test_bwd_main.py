@@ -819,6 +819,32 @@ def test_skip_rejects_unknown_stage():
     with pytest.raises(BwdMainError, match="dq_atomic2"):
         BwdMainKernel(staged, "bf16", skip={"dq_atomic2"})
     assert BwdMainKernel(staged, "bf16", skip={"dq_atomic"}).skip == {"dq_atomic"}
+    # dq_half: refused where its split cannot hold (staged dQ, the lagged dQ, an odd dQ grid)
+    with pytest.raises(BwdMainError, match="dq_half"):
+        BwdMainKernel(staged, "bf16", skip={"dq_half"})
+    with pytest.raises(BwdMainError, match="dq_half"):
+        BwdMainKernel(default_plan("sm_120a", 128), "bf16", skip={"dq_half"}, dq_lag=1)
+    with pytest.raises(BwdMainError, match="dq_wm=1"):
+        BwdMainKernel(default_plan("sm_120a", 128, tile={"dq_rows": 1}), "bf16", skip={"dq_half"})
+
+
+@pytest.mark.parametrize("wm", [2, 4])
+def test_dq_half_model_splits_every_warp_row_pair(wm):
+    """dq_half's pick: over the warp rows of a dQ grid (first row 16 m, warp_grid.rows_of), each
+    half takes wm / 2 of them and the two halves' rows partition the tile, so a kv-tile pair adds
+    each dQ row once and each CTA half its atomics (a pick by the first row's place in the tile
+    would give one CTA every row: rows_of interleaves 16-row runs)."""
+    from frost.templates.bwd_main.dq_add import dq_half_of
+    from frost.tile_dsl.warp_grid import rows_of
+
+    rows = 64
+    halves = {0: set(), 1: set()}
+    for m in range(wm):
+        own = rows_of(m, wm, rows)
+        assert min(own) == 16 * m
+        halves[dq_half_of(min(own), wm)] |= own
+    assert halves[0] and halves[1] and not halves[0] & halves[1]
+    assert halves[0] | halves[1] == set(range(rows)) and len(halves[0]) == rows // 2
 
 
 @pytest.mark.compile
@@ -833,6 +859,7 @@ def test_compile_skip_ablations(arch):
     per-trip barrier (the epilogue's remain); diag_trips is the same PTX (a causal-only
     ablation), mask drops the masked softmax copy (half the ex2), kv_load the K/V TMA loads
     and dkdv_store the dK/dV TMA stores; dq_atomic2 doubles the atomics and keeps the rest;
+    dq_half keeps every instruction, the atomics behind a warp-row test;
     x_waits is the same PTX here (an exchange_sync ablation). On d=128's tile with the
     per-trip barrier (the default now runs exchange_sync, which has none to drop)."""
     kp = default_plan(arch, 128, tile=dict(EXCHANGE2))
@@ -852,7 +879,7 @@ def test_compile_skip_ablations(arch):
     assert ptx["diag_trips"] == base.ptx  # a causal-only ablation
     assert ptx["x_waits"] == base.ptx  # an exchange_sync-only ablation
     assert got["dq_atomic2"] == (mma, 2 * red) and other["dq_atomic2"] == (ldm, ex2)
-    # dq_half: the same instructions, every atomic now behind the warp's kv-parity test
+    # dq_half: the same instructions, every atomic behind its warp row's kv-parity test
     assert got["dq_half"] == (mma, red) and other["dq_half"] == (ldm, ex2)
     assert ptx["dq_half"] != base.ptx
     # kv_load: no K/V TMA loads (half the boxes here: 2 of K, 2 of V; the Q/dO ones stay);
@@ -889,8 +916,8 @@ def test_compile_exchange_sync_ablations(d):
     """v101's ablations on the exchange_sync defaults: x_waits drops the MMA warps' x_full /
     x_empty waits (two a trip: the copy's x_empty before the stores, x_full before the late
     GEMM) and keeps every MMA, atomic, ldmatrix, exponential, group barrier and arrival;
-    dq_atomic2 doubles the atomics only, spill-free; dq_half keeps them all, each warp's behind
-    its kv-parity test, spill-free. x_waits is spill-free at d=64; at d=128
+    dq_atomic2 doubles the atomics only, spill-free; dq_half keeps them all, behind the kv-parity
+    test of the warp's dQ grid row (dq_add.dq_half_of), spill-free. x_waits is spill-free at d=64; at d=128
     ptxas, free of the waits, keeps more values live across the trip and spills 32–44 B (sm_120a
     40 B, 32 with PDL; sm_90a 44 B), which v101's reading of that build counts in."""
     kp = default_plan("sm_120a", d)
@@ -907,7 +934,7 @@ def test_compile_exchange_sync_ablations(d):
     c = counts(base)
     assert counts(a2) == (c[0], 2 * c[1]) + c[2:] and waits(a2) == waits(base)
     assert _resources(a2)[1] == 0 and _resources(xw)[1] <= (0 if d == 64 else 48)
-    # dq_half (the 2-CTA cluster's atomics): same counts, the adds behind one kv-parity test
+    # dq_half (the 2-CTA cluster's atomics): same counts, the adds behind one warp-row test
     hf = BwdMainKernel(kp, "bf16", skip={"dq_half"}).compile("sm_120a")
     assert counts(hf) == c and waits(hf) == waits(base) and hf.ptx != base.ptx
     assert _resources(hf)[1] == 0

@@ -8,7 +8,17 @@ import cutlass.cute as cute
 
 from frost.tile_dsl.gmem import ROWS, blocked
 from frost.tile_dsl.ptx import red_add_v2_f32, red_add_v4_f32
+from frost.tile_dsl.warp_grid import MMA_M
 from frost.tile_dsl.regs import pair_to_v4
+
+
+def dq_half_of(first_row, wm: int):
+    """Which half (0 or 1) of a kv-tile pair adds the dQ rows of the warp whose first output row
+    is ``first_row``, under the timing-only ``dq_half`` ablation: warp row m = (first_row // 16)
+    % wm of the dQ grid (its rows are the interleaved 16-row runs of ``warp_grid.rows_of``) goes
+    to half m * 2 // wm, so for an even ``wm`` each half is wm / 2 warp rows and the pair adds
+    every row once. Works on ints and on traced Int32 alike."""
+    return (first_row // MMA_M) % wm * 2 // wm
 
 
 class DqAtomics:

@@ -16,6 +16,7 @@ Public interface (stable)::
 torch tensors and compiles on first use.
 
 Tensors (torch, CUDA):
+
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
 * lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and a multiple of the plan's
   ``reduce_block``, and of ``tile_m`` with ``dq_guard="pad"``, the default but above d=192 and
@@ -48,14 +49,9 @@ donors in its warpgroup; ``setmaxnreg`` moves registers from the producer warpgr
 warps. Q/dO stream through a ``q_stages`` mbarrier ring (the plan's ``do_stages``: dO and the row
 statistics on a ring of their own, v92); K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified (H200, sm_90a build, 2026-12-01: all 180 GPU tests at 0bb1fc2, bench/results/v44):
-tests/templates/test_bwd_main.py covers head dims 32..256 (padded 40/72/200), causal both
-alignments with S_q != S_kv, GQA 4:1, MQA, tails 1/127/1000, fp16, PDL on/off, a second tile
-plan, 16-MMA-warp plans, the dq_splits mode, every code knob below (interleave 0/1, dq_vec=4,
-p_store="st32", lookahead=1, dq_chunks 1/2/4, exp2_poly=1, q_rotate=1, serial_sdp=1, dq_k_held
-0/1, lpt_heads 0/4, tail_split with cuts of 2..8 parts, empty parts and dq_splits bitwise)
-and every plan option below, at rel. error <= 1e-2 (bf16) / 5e-3 (fp16) against a float64
-reference.
+Verified on the H200 (sm_90a build; each session's suite is in bench/RESULTS.md): the GPU tests
+under tests/templates/ cover head dims 32..256, causal both alignments, GQA/MQA, tails, fp16,
+PDL on/off, dq_splits, and every code knob and plan option below against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
 ``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
@@ -99,8 +95,8 @@ identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arr
     dkdv_store  dK/dV staged in smem as usual, but no TMA store of them (nor its wait)
     dq_atomic2  every dQ red.global.add issued twice (dQ doubled): what two dQ partials a trip
                 would cost in atomics (v101; it and dq_half are refused with stage_reductions)
-    dq_half     dQ atomics only for the half of the rows kv-tile parity picks (per warp): what a
-                2-CTA cluster adding its partials in smem first would issue, less that exchange
+    dq_half     dQ atomics only from the dQ grid's warp rows that kv-tile parity picks (half of
+                them, ``dq_add.dq_half_of``): what a 2-CTA cluster would issue, less its exchange
     x_waits     exchange_sync: no x_full / x_empty waits (group barriers and arrivals stay; warps
                 read P/dS other groups may not have written): what the cross-group sync costs
 
@@ -219,6 +215,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         if self.x_mode and "mma_sync" in self.skip:
             raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
                                "exchange_sync has none (force tile exchange_sync=0)")
+        if "dq_half" in self.skip and kplan.tile["dq_wm"] % 2:
+            raise BwdMainError("the dq_half ablation splits the dQ grid's warp rows in two "
+                               f"halves: dq_wm={kplan.tile['dq_wm']} is odd")
         if self.stage_dq and self.skip & {"dq_atomic2", "dq_half"}:
             raise BwdMainError("the dq_atomic2 / dq_half ablations change the red.global.add "
                                "atomics: the plan's stage_reductions adds dQ by a TMA reduce")

@@ -58,7 +58,7 @@ from frost.tile_dsl.smem import transpose_view
 from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 
 from . import masks
-from .dq_add import DqAtomics
+from .dq_add import DqAtomics, dq_half_of
 from .pointwise import SoftmaxGrad, stat_places
 from .sync import MmaSync
 
@@ -385,7 +385,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 elif cutlass.const_expr("dq_half" in self.skip):
                     # ablation (timing only): the pair of kv tiles (n_block, n_block ^ 1) adds
                     # each dQ row once between them, the atomics a 2-CTA cluster would issue
-                    if tdQcdQ[0][0] * 2 // t_m == n_block % 2:
+                    if dq_half_of(tdQcdQ[0][0], tl["dq_wm"]) == n_block % 2:
                         self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                         ch * d_c)
                 else:
