@@ -37,7 +37,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)
                   instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
-                  concurrent CTAs of a head add dQ into different rows (default at d > 192)
+                  concurrent CTAs of a head add dQ into different rows (default at non-causal
+                  d > 192 and causal d=128, v105)
 ``lpt_heads``     which CTA takes which KV tile (``masks.cta_tile``): 1 the linear block order
                   (a head's KV tiles together); 0 heaviest KV tiles first over all (batch,
                   head) pairs; G >= 2 the same in groups of G pairs. Non-causal tiles all
@@ -165,15 +166,19 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
     rows above 192 run 32x64 tiles: twice the KV-tile CTAs per head and twice the dQ bytes a
     trip of d=128, all landing on the same dq_accum rows when the walk is linear.
 
-    The d=128 row keeps the linear walk although its third timing won all 10 rounds (v41:
-    0.992x; v40: 0.990x, 0.993x): with the rotation, four of its tested alternatives spill on
-    sm_120a (interleave=0 8 B, staged dQ 24 B, the softmax ablation 20 B, the tall 64x128 tile
-    116 B), and a 0.8 % gain does not pay for that.
+    The non-causal d=128 row kept the linear walk although its third timing won all 10 rounds
+    (v41: 0.992x; v40: 0.990x, 0.993x): with the rotation, four of its tested alternatives
+    spilled on sm_120a, and a 0.8 % gain did not pay for that.
 
-    Causal plans keep the linear walk: there it measured 0.993x only, and with the blocked
-    dQ workspace (reduce_block=8, v16) the rotated causal d=256 kernel spilled 20 B on
-    sm_120a (the linear one: none)."""
-    return 1 if kp.tile["d"] > 192 and not causal else 0
+    Re-timed on today's builds (v105, 2026-12-02): non-causal d=128 1.071x and (16,16,1024)
+    1.061x, d=64 1.050x, causal d=64 1.085x (all stay linear), but **causal d=128 0.988x** at
+    (4,16,4096) and **0.987x** at (2,16,8192), every round below 1: causal d=128 rotates (its
+    build is spill-free on sm_120a/121a/90a). Other causal plans keep the linear walk: at d=256
+    it measured 0.993x only, and with the blocked dQ workspace (reduce_block=8, v16) the rotated
+    causal d=256 kernel spilled 20 B on sm_120a (the linear one: none)."""
+    if causal:
+        return 1 if kp.tile["d"] == 128 else 0
+    return 1 if kp.tile["d"] > 192 else 0
 
 
 def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
