@@ -917,9 +917,10 @@ def test_compile_exchange_sync_ablations(d):
     x_empty waits (two a trip: the copy's x_empty before the stores, x_full before the late
     GEMM) and keeps every MMA, atomic, ldmatrix, exponential, group barrier and arrival;
     dq_atomic2 doubles the atomics only, spill-free; dq_half keeps them all, behind the kv-parity
-    test of the warp's dQ grid row (dq_add.dq_half_of), spill-free. x_waits is spill-free at d=64; at d=128
-    ptxas, free of the waits, keeps more values live across the trip and spills 32–44 B (sm_120a
-    40 B, 32 with PDL; sm_90a 44 B), which v101's reading of that build counts in."""
+    test of the warp's dQ grid row (dq_add.dq_half_of), spill-free. x_waits is spill-free at
+    d=64; at d=128 ptxas, free of the waits, keeps more values live across the trip and spills
+    32–44 B (sm_120a 40 B, 32 with PDL; sm_90a 44 B), which v101's reading of that build counts
+    in."""
     kp = default_plan("sm_120a", d)
     assert kp.tile.get("exchange_sync")
     counts = lambda r: tuple(r.count(x) for x in (  # noqa: E731
@@ -1015,6 +1016,9 @@ def test_pick_q_rotate(d, want):
     want_c = 1 if d == 128 else 0
     assert BwdMainKernel(kpc, causal=True).q_rotate == want_c
     assert BwdMainKernel(kpc, causal=True, q_rotate=1 - want_c).q_rotate == 1 - want_c
+    if d == 128:  # only on the plan it was timed on: the tall tile keeps the linear walk
+        tall = default_plan("sm_120a", d, causal=True, tile=dict(TALL))
+        assert BwdMainKernel(tall, causal=True).q_rotate == 0
 
 
 @pytest.mark.compile
