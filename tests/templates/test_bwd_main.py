@@ -489,7 +489,8 @@ def test_gpu_main_only_chain(d, splits):
 
 KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
-              (("exp2_poly", 1),), (("q_rotate", 1),), (("serial_sdp", 1),),
+              (("exp2_poly", 1),), (("q_rotate", 1),), (("q_rotate", 0),),
+              (("serial_sdp", 1),),
               (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_guard", "tile"),),
               (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d

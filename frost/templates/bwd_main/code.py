@@ -38,7 +38,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
                   concurrent CTAs of a head add dQ into different rows (default at non-causal
-                  d > 192 and causal d=128, v105)
+                  d > 192; on causal d=128's default plan, v105)
 ``lpt_heads``     which CTA takes which KV tile (``masks.cta_tile``): 1 the linear block order
                   (a head's KV tiles together); 0 heaviest KV tiles first over all (batch,
                   head) pairs; G >= 2 the same in groups of G pairs. Non-causal tiles all
@@ -98,9 +98,10 @@ from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_U
                                    ptxas_options)
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
-from .measured import (MAX_KV_PREFETCH, measured_plan, pick_do_early, pick_dq_accs,
-                       pick_dq_ds_held, pick_kv_prefetch, pick_ptxas_opt, pick_reg_usage,
-                       pick_sdp_accs, pick_stat_vec, pick_trip_step, stat_vec_fits)
+from .measured import (MAX_KV_PREFETCH, pick_do_early, pick_dq_accs, pick_dq_ds_held,
+                       pick_kv_prefetch, pick_measured_q_rotate, pick_ptxas_opt,
+                       pick_reg_usage, pick_sdp_accs, pick_stat_vec, pick_trip_step,
+                       stat_vec_fits)
 
 
 class CodeChoiceError(ValueError):
@@ -171,14 +172,11 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
     spilled on sm_120a, and a 0.8 % gain did not pay for that.
 
     Re-timed on today's builds (v105, 2026-12-02): non-causal d=128 1.071x and (16,16,1024)
-    1.061x, d=64 1.050x, causal d=64 1.085x (all stay linear), but **causal d=128 0.988x** at
-    (4,16,4096) and **0.987x** at (2,16,8192), every round below 1: causal d=128's default plan
-    rotates (spill-free on sm_120a/121a/90a). Other causal plans keep the linear walk: at d=256
-    it measured 0.993x only, and with the blocked dQ workspace (reduce_block=8, v16) the rotated
-    causal d=256 kernel spilled 20 B on sm_120a (the linear one: none)."""
-    if causal:  # on the plan it was timed on (the tall tile's serial_sdp build spills 28 B)
-        return 1 if kp.tile["d"] == 128 and measured_plan(kp, causal) else 0
-    return 1 if kp.tile["d"] > 192 else 0
+    1.061x, d=64 1.050x, causal d=64 1.085x (all stay linear); causal d=128's default plan
+    rotates (:data:`.measured.Q_ROTATE_MEASURED`: 0.988x / 0.987x). Other causal plans keep the
+    linear walk: at d=256 it measured 0.993x only, and with the blocked dQ workspace
+    (reduce_block=8, v16) the rotated causal d=256 kernel spilled 20 B on sm_120a."""
+    return pick_measured_q_rotate(kp, causal, 1 if kp.tile["d"] > 192 and not causal else 0)
 
 
 def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:

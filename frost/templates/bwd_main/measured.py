@@ -11,7 +11,7 @@ MAX_KV_PREFETCH = 64
 """The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
 
 MEASURED_CHOICES = ("do_early", "dq_accs", "dq_ds_held", "kv_prefetch", "ptxas_opt",
-                    "reg_usage", "sdp_accs", "stat_vec", "trip_step")
+                    "q_rotate", "reg_usage", "sdp_accs", "stat_vec", "trip_step")
 """The code choices picked here (on :func:`measured_plan` only). An A/B variant whose plan is
 not the measured default resolves them to their first forms: where that differs from its run's
 default, the variant measured those choices too (tests/sched/test_tuned.py refuses it as
@@ -172,6 +172,21 @@ ring it needs), at interleave >= 1: dO's stage released right after dV. Non-caus
 ptxas level 3 (:data:`REG_USAGE_MEASURED`), 0.982 / 0.980 / 0.980 (v102, v103: every round
 below 1); alone 0.995 / 0.986 / 0.996 (v98-v100) and 0.981 / 0.982 (v103). Causal d=256 1.015 /
 1.018 (v98, v99): 0 there."""
+
+
+Q_ROTATE_MEASURED: dict[tuple[int, bool], int] = {(128, True): 1}
+"""(padded d, causal) -> ``q_rotate`` on the default plan, over :func:`.code.pick_q_rotate`'s
+rule by head dim: causal d=128 rotates since v105 (bwd_main 0.988x at (4,16,4096), 0.987x at
+(2,16,8192), every round below 1; one run each, on level 3 with -O2). Earlier causal d=128
+timings, on older builds, were flat (v40: 1.002x [0.963, 1.022]). On another plan the rotated
+walk was never timed (the tall tile's serial_sdp build spills 28 B with it)."""
+
+
+def pick_measured_q_rotate(kp: KernelPlan, causal: bool, rule: int) -> int:
+    """:data:`Q_ROTATE_MEASURED` on a default plan; else ``rule`` (the walk by head dim)."""
+    if not measured_plan(kp, causal):
+        return rule
+    return Q_ROTATE_MEASURED.get((kp.tile["d"], bool(causal)), rule)
 
 
 def pick_do_early(kp: KernelPlan, causal: bool = False, interleave: int = 1) -> int:
