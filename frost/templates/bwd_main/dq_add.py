@@ -8,8 +8,8 @@ import cutlass.cute as cute
 
 from frost.tile_dsl.gmem import ROWS, blocked
 from frost.tile_dsl.ptx import red_add_v2_f32, red_add_v4_f32
-from frost.tile_dsl.warp_grid import MMA_M
 from frost.tile_dsl.regs import pair_to_v4
+from frost.tile_dsl.warp_grid import MMA_M
 
 
 def dq_half_of(first_row, wm: int):

@@ -183,10 +183,11 @@ walk was never timed (the tall tile's serial_sdp build spills 28 B with it)."""
 
 
 def pick_measured_q_rotate(kp: KernelPlan, causal: bool, rule: int) -> int:
-    """:data:`Q_ROTATE_MEASURED` on a default plan; else ``rule`` (the walk by head dim)."""
-    if not measured_plan(kp, causal):
-        return rule
-    return Q_ROTATE_MEASURED.get((kp.tile["d"], bool(causal)), rule)
+    """:data:`Q_ROTATE_MEASURED` on a default plan; else ``rule`` (the walk by head dim). The plan
+    is compared (:func:`measured_plan` plans the default) only where the table has an entry."""
+    key = (kp.tile["d"], bool(causal))
+    return Q_ROTATE_MEASURED[key] if key in Q_ROTATE_MEASURED and measured_plan(kp, causal) \
+        else rule
 
 
 def pick_do_early(kp: KernelPlan, causal: bool = False, interleave: int = 1) -> int:
