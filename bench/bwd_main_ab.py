@@ -15,7 +15,8 @@ A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywo
 (``interleave``, ``dq_vec``, ``dq_chunks``, ``lookahead``: ints; ``p_store``: stmatrix or
 st32), ``skip=<stage>[+<stage>]``: a timing-only ablation (``BwdMainKernel(skip=...)``, the
 results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
-``tile.exchange_stages=2``), which makes the A/B plan against plan. Every variant is timed as
+``tile.exchange_stages=2``), which makes the A/B plan against plan (add ``code=default`` to keep
+the default's code choices, which a forced plan may resolve otherwise). Every variant is timed as
 ``frost.sdpa`` builds and launches bwd_main (``frost.sdpa.main_only``, precomputed
 launch values) unless it says ``build=launch`` (``BwdMainKernel.launch``: another build, with
 nine tensors marshalled inside each timed call; bench/RESULTS.md v67/v68). Writes ``bwd_main_ab.json``
@@ -52,6 +53,8 @@ SPLIT_SMS = "split_sms"  # not a keyword: the SM count a tail_split kernel's cut
 BUILD = "build"  # not a keyword: "chain" (default) times the build frost.sdpa runs, launched as
                  # the API launches it (frost.sdpa.main_only); "launch" times
                  # BwdMainKernel.launch (torch tensors marked fully dynamic, marshalled a call)
+CODE = "code"  # not a keyword: "code=default" gives a tile.* variant the default plan's resolved
+               # code choices (those it names still win), so a plan A/B compares plans alone
 
 
 def parse_variant(text: str) -> dict:
@@ -72,6 +75,9 @@ def parse_variant(text: str) -> dict:
         if key == SPLIT_SMS and val.isdigit():
             out[key] = int(val)
             continue
+        if key == CODE and val == "default":
+            out[key] = val
+            continue
         if key == BUILD and val in ("chain", "launch"):
             out[key] = val
             continue
@@ -89,12 +95,17 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None):
     plan differs from "default"'s in its forced keys only. Its code may differ more: a forced plan
     that is not the measured default resolves the measured-only code choices
     (``measured.MEASURED_CHOICES``, e.g. d=128's ``reg_usage``) to their first forms unless the
-    variant names them (each result records its resolved choices; v78b). ``skip`` becomes the
-    timing-only ablation set; the rest are code choices."""
+    variant names them (each result records its resolved choices; v78b), or says ``code=default``
+    (every choice as the default plan resolves it). ``skip`` becomes the timing-only ablation
+    set; the rest are code choices."""
     from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
-    kw = {k: x for k, x in v.items() if not k.startswith("tile.") and k not in (SPLIT_SMS, BUILD)}
+    kw = {k: x for k, x in v.items()
+          if not k.startswith("tile.") and k not in (SPLIT_SMS, BUILD, CODE)}
+    if v.get(CODE) == "default":
+        base = BwdMainKernel(default_plan(ARCH, d, causal=causal), "bf16", causal=causal).code
+        kw = {**dataclasses.asdict(base), **kw}
     if forced or kw.get("tail_split"):  # as frost.sdpa plans it (a split build: its own plan)
         kp = variant_plan(ARCH, d, causal=causal, tile=forced,
                           tail_split=bool(kw.get("tail_split"))).kernel("bwd_main")

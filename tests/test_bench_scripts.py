@@ -147,6 +147,24 @@ def test_bwd_main_ab_build_kernel_applies_each_kind_of_key():
     assert {x: k.kp.tile.get(x) for x in knobs} == {x: base.kp.tile.get(x) for x in knobs}
 
 
+def test_bwd_main_ab_code_default_keeps_the_default_choices_under_a_forced_plan():
+    """code=default: a forced plan (here the ATOM workspace, not the measured default) resolves
+    the measured-only choices to their first forms unless told; with code=default it takes the
+    default's, and a choice the variant names still wins."""
+    import dataclasses
+
+    mod = _load(AB)
+    base = mod.build_kernel(128, False, mod.parse_variant("default"))
+    plain = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=-1"))
+    same = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=-1,code=default"))
+    told = mod.build_kernel(128, False, mod.parse_variant(
+        "tile.reduce_block=-1,code=default,reg_usage=5"))
+    assert plain.kp.tile["reduce_block"] == same.kp.tile["reduce_block"] == -1
+    assert plain.code != base.code  # (d=128's reg_usage, dq_accs, kv_prefetch: measured-only)
+    assert same.code == base.code
+    assert told.code == dataclasses.replace(base.code, reg_usage=5)
+
+
 def test_sdpa_bwd_rounds_take_turns_and_keep_the_median(monkeypatch, capsys):
     """bench/sdpa_bwd.py: the peers of a shape are timed round-robin, each round starting one
     peer later; each peer's time is the median of its round medians, a failing peer is dropped

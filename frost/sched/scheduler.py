@@ -25,6 +25,7 @@ from frost.sched.plan import KernelPlan, PdlAction, PdlEdge, Plan, WarpRole
 from frost.sched.residency import Where, live_ranges, residency, stage_order
 from frost.sched.smem import BufferRequest, allocate, check_no_overlap, place_mbarriers
 from frost.tile_dsl.barrier import NamedBarrierAllocator
+from frost.tile_dsl.gmem import check_block
 from frost.tile_dsl.warp_grid import placements
 
 ROW_KERNEL_THREADS = 128
@@ -47,7 +48,8 @@ class TileChoice:
     for one bulk TMA reduce-add per trip instead of per-thread atomics.
     ``reduce_block`` (0 or a block edge, e.g. 8) stores every in-loop atomic reduction's fp32
     workspace in ``reduce_block`` x ``reduce_block`` tiles (:mod:`frost.tile_dsl.gmem`), so one
-    warp-wide m16n8 row-half add covers 2 cache lines instead of 8; 0 keeps it row-major.
+    warp-wide m16n8 row-half add covers 2 cache lines instead of 8; 0 keeps it row-major;
+    ``gmem.ATOM`` (-1) stores 16 x 8 tiles in accumulator lane order (one ``.v4`` a lane an atom).
     ``grid_rows`` forces the warp-grid rows of named GEMM groups ((group, wm), ...): that grid
     is taken even where the register estimate says it does not fit (the estimate is an upper
     bound; the compile's spill report decides, and the plan's ``params["forced_grids"]`` says
@@ -126,10 +128,12 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
             raise Infeasible("reduce_block needs per-thread atomics: a staged reduction's TMA "
                              "reduce-add writes the row-major workspace")
         for s in prog.at(Level.BODY):  # each atomic's source tile must be whole blocks
-            if isinstance(s, AtomicReduce) and (_int(s.src.rows) % ch.reduce_block
-                                                or _int(s.src.cols) % ch.reduce_block):
-                raise Infeasible(f"reduce_block={ch.reduce_block} does not tile {s.src.name} "
-                                 f"({_int(s.src.rows)} x {_int(s.src.cols)})")
+            if isinstance(s, AtomicReduce):
+                try:
+                    check_block(ch.reduce_block, _int(s.src.rows), _int(s.src.cols))
+                except ValueError as e:
+                    raise Infeasible(f"reduce_block={ch.reduce_block} for {s.src.name}: {e}") \
+                        from None
     if ch.stage_reductions:
         for s in prog.at(Level.BODY):
             if isinstance(s, AtomicReduce):

@@ -22,7 +22,8 @@ it to the measured tile wherever it fits (bench/RESULTS.md v7, v10). ``tile={"st
 measured slower (v8), so only when forced. ``reduce_block`` (default 8; ``tile={"reduce_block":
 0}`` for row-major): the dQ workspace (dq_accum) is stored in 8x8 blocks
 (:mod:`frost.tile_dsl.gmem`), so a warp's dQ atomic covers 2 cache lines instead of 8 (bwd_main
-0.92–0.96x, bench/RESULTS.md v16). bwd_main's atomics and dq_convert's reads follow the plan's
+0.92–0.96x, bench/RESULTS.md v16); ``tile={"reduce_block": -1}`` (``gmem.ATOM``) stores 16x8
+tiles in accumulator lane order, one ``red.global.add.v4`` a lane an atom. bwd_main's atomics and dq_convert's reads follow the plan's
 key; rowdot zeroes whole row bands, the same bytes either way. Staged reductions keep rows.
 ``tile={"s_rows": n}`` / ``{"dq_rows": n}`` force n warp rows in the S/dP or dQ grid even past
 the register estimate (the compile's spill report decides; the measured table uses s_rows=2 at
@@ -118,7 +119,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "v_in_regs": (0, 1),
     "exchange_stages": (1, 2),
     "stage_reductions": (0, 1),
-    "reduce_block": (0, 4, 8, 16, 32, 64),  # the scheduler checks that the block tiles dQ
+    "reduce_block": (0, 4, 8, 16, 32, 64, -1),  # -1: gmem.ATOM; the scheduler checks the tiling
     "s_rows": tuple(range(17)),
     "dq_rows": tuple(range(17)),
     "ctas_per_sm": (1, 2),

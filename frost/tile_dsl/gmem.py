@@ -1,4 +1,5 @@
-"""Global-memory layouts of fp32 reduction workspaces: rows, or ``block`` x ``block`` tiles.
+"""Global-memory layouts of fp32 reduction workspaces: rows, ``block`` x ``block`` tiles, or
+m16n8 accumulator atoms in lane order.
 
 Why: an MMA warp adds its m16n8 accumulator into a workspace with one ``red.global.add.v2.f32``
 per row half: 32 lanes x 2 floats covering rows ``g = lane // 4`` (8 of them) and columns ``2 t,
@@ -20,9 +21,21 @@ contiguous (a 16-byte vector load of 4 floats stays inside one block when block 
 
 ``block = 0`` means the row-major layout: ``offset(r, c) = r * cols + c``.
 
+``block = ATOM`` (-1) stores 16 x 8 tiles, row-major over the matrix, each in the lane order of
+an m16n8 accumulator: lane ``4 g + t`` owns (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), and
+those four floats are 16 contiguous bytes::
+
+    offset(r, c) = ((r // 16) * (cols // 8) + c // 8) * 128
+                   + (r % 8) * 16 + (c % 8 // 2) * 4 + (r % 16 // 8) * 2 + c % 2
+
+so a lane adds its whole atom with one ``red.global.add.v4.f32`` and no shuffle: a warp's add is
+512 contiguous bytes (4 lines) and a warp issues half the atomics of the 8 x 8 blocks. Bands of
+16 rows are contiguous as in the row-major layout; inside a row only column pairs are.
+
 Model: :func:`offset_model` (plain Python); :func:`to_rows_model` reads a whole blocked array
-(numpy or torch) back into rows; :func:`warp_add_offsets` and :func:`lines_touched` count the
-cache lines one warp's atomic touches (8 row-major, 2 blocked). Device form: :func:`blocked` re-views a CuTe tensor
+(numpy or torch) back into rows; :func:`warp_add_offsets` (and :func:`warp_add_v4_offsets`, the
+ATOM layout's add) with :func:`lines_touched` count the cache lines one warp's atomic touches (8
+row-major, 2 blocked, 4 for an atom's v4 add of twice the data). Device form: :func:`blocked` re-views a CuTe tensor
 whose last two modes are a contiguous row-major (rows, cols) matrix (:func:`blocked_layout` does
 the same to a layout); every other mode keeps its stride.
 """
@@ -30,22 +43,45 @@ the same to a layout); every other mode keeps its stride.
 from __future__ import annotations
 
 ROWS = 0  # the block value that means "plain row-major"
+ATOM = -1  # the block value that means "16 x 8 tiles in m16n8 accumulator lane order"
+ATOM_ROWS, ATOM_COLS = 16, 8
+
+
+def tile_dims(block: int) -> tuple[int, int]:
+    """(rows, cols) of one storage tile of layout ``block``: (1, 1) for rows, (16, 8) for ATOM."""
+    if block == ROWS:
+        return 1, 1
+    if block == ATOM:
+        return ATOM_ROWS, ATOM_COLS
+    return block, block
+
+
+def describe(block: int) -> str:
+    """A layout's name for messages: ``row-major``, ``8x8 blocks``, ``m16n8 atoms``."""
+    if block == ROWS:
+        return "row-major"
+    return "m16n8 atoms" if block == ATOM else f"{block}x{block} blocks"
 
 
 def check_block(block: int, rows: int | None, cols: int) -> None:
-    """Raise ValueError unless ``block`` tiles a (rows, cols) matrix (rows None: not known)."""
-    if not isinstance(block, int) or block < 0:
-        raise ValueError(f"block must be a non-negative int, got {block!r}")
-    if block == ROWS:
-        return
-    if cols % block or (rows is not None and rows % block):
-        raise ValueError(f"block={block} does not tile a ({rows}, {cols}) matrix")
+    """Raise ValueError unless ``block`` (ROWS, ATOM or a positive edge) tiles a (rows, cols)
+    matrix (rows None: not known)."""
+    if not isinstance(block, int) or block < ATOM:
+        raise ValueError(f"block must be {ROWS} (rows), {ATOM} (atoms) or a positive edge, "
+                         f"got {block!r}")
+    tr, tc = tile_dims(block)
+    if cols % tc or (rows is not None and rows % tr):
+        raise ValueError(f"block={block} ({describe(block)}, {tr}x{tc} tiles) does not tile a "
+                         f"({rows}, {cols}) matrix")
 
 
 def offset_model(r: int, c: int, cols: int, block: int) -> int:
-    """Element offset of (r, c) in a (·, cols) matrix stored in ``block`` x ``block`` tiles."""
+    """Element offset of (r, c) in a (·, cols) matrix stored as layout ``block``."""
     if block == ROWS:
         return r * cols + c
+    if block == ATOM:
+        return ((r // 16) * (cols // 8) + c // 8) * 128 \
+            + (r % 8) * 16 + (c % 8 // 2) * 4 + (r % 16 // 8) * 2 + c % 2
     return ((r // block) * (cols // block) + c // block) * block * block \
         + (r % block) * block + c % block
 
@@ -61,6 +97,14 @@ def warp_add_offsets(r0: int, c0: int, cols: int, block: int) -> list[tuple[int,
             for lane in range(32) for e in (0, 1)]
 
 
+def warp_add_v4_offsets(r0: int, c0: int, cols: int, block: int) -> list[tuple[int, int]]:
+    """The (offset, lane) pairs of one warp-wide ``red.global.add.v4.f32`` of a whole m16n8
+    accumulator atom at (r0, c0) (the ATOM layout's add, no shuffle): lane ``4 g + t`` adds
+    its own (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), in that order."""
+    return [(offset_model(r0 + lane // 4 + 8 * h, c0 + 2 * (lane % 4) + e, cols, block), lane)
+            for lane in range(32) for h in (0, 1) for e in (0, 1)]
+
+
 def lines_touched(offsets, elem_bytes: int = 4) -> set[int]:
     """The cache lines (:data:`LINE_BYTES`) a set of element offsets falls in."""
     return {o * elem_bytes // LINE_BYTES for o in offsets}
@@ -74,6 +118,11 @@ def to_rows_model(x, block: int):
     *lead, rows, cols = x.shape
     n = len(lead)
     check_block(block, rows, cols)
+    if block == ATOM:  # (rows/16, cols/8, r%8, c%8//2, r%16//8, c%2) -> rows, cols
+        y = x.reshape(*lead, rows // 16, cols // 8, 8, 4, 2, 2)
+        axes = list(range(n)) + [n + k for k in (0, 4, 2, 1, 3, 5)]
+        y = y.permute(*axes) if hasattr(y, "permute") else y.transpose(axes)
+        return y.reshape(*lead, rows, cols)
     y = x.reshape(*lead, rows // block, cols // block, block, block)
     axes = list(range(n)) + [n, n + 2, n + 1, n + 3]
     y = y.permute(*axes) if hasattr(y, "permute") else y.transpose(axes)
@@ -81,8 +130,8 @@ def to_rows_model(x, block: int):
 
 
 def blocked_layout(layout, block: int, cols: int):
-    """``layout`` (…, rows, cols) with its last two modes re-strided as ``block`` x ``block``
-    tiles (see the module docstring); the other modes keep their shapes and strides. ``rows``
+    """``layout`` (…, rows, cols) with its last two modes re-strided as layout ``block`` (tiles
+    or atoms, see the module docstring); the other modes keep their shapes and strides. ``rows``
     may be a runtime value (a multiple of ``block``); ``cols`` is the static row length."""
     import cutlass.cute as cute
 
@@ -93,6 +142,10 @@ def blocked_layout(layout, block: int, cols: int):
     lead_shape = tuple(layout.shape[i] for i in range(n - 2))
     lead_stride = tuple(layout.stride[i] for i in range(n - 2))
     rows = layout.shape[n - 2]
+    if block == ATOM:  # rows (r%8, r%16//8, r//16), cols (c%2, c%8//2, c//8)
+        shape = lead_shape + ((8, 2, rows // 16), (2, 4, cols // 8))
+        stride = lead_stride + ((16, 2, 16 * cols), (1, 4, 128))
+        return cute.make_layout(shape, stride=stride)
     shape = lead_shape + ((block, rows // block), (block, cols // block))
     stride = lead_stride + ((block, block * cols), (1, block * block))
     return cute.make_layout(shape, stride=stride)
@@ -100,7 +153,7 @@ def blocked_layout(layout, block: int, cols: int):
 
 def blocked(t, block: int, cols: int):
     """Tensor ``t`` (…, rows, cols), row-major in its last two modes, viewed as stored in
-    ``block`` x ``block`` tiles (:func:`blocked_layout`); ``t`` itself when ``block`` is 0."""
+    layout ``block`` (:func:`blocked_layout`); ``t`` itself when ``block`` is 0."""
     import cutlass.cute as cute
 
     if block == ROWS:

@@ -128,6 +128,21 @@ def test_reduce_block_is_a_plan_key_every_kernel_of_the_chain_reads():
         plan_sdpa_bwd("sm_120a", 64, tile={"tile_m": 32, "reduce_block": 64})
 
 
+@pytest.mark.parametrize("d", [40, 64, 128, 256])
+def test_atom_workspace_reaches_every_kernel_of_the_chain(d):
+    """reduce_block=-1 (gmem.ATOM, 16x8 tiles in accumulator lane order) forced: every kernel
+    of the chain reads it, and the light kernels' row bands are whole 16-row tiles."""
+    from frost.templates.dq_convert import DqConvertConfig
+    from frost.templates.rowdot import RowDotConfig
+    from frost.tile_dsl.gmem import ATOM
+
+    plan = plan_sdpa_bwd("sm_120a", d, tile={"reduce_block": ATOM})
+    assert {k.tile.get("reduce_block") for k in plan.kernels} == {ATOM}
+    for cfg in (RowDotConfig, DqConvertConfig):
+        got = cfg.from_plan(plan, 16, d)
+        assert got.reduce_block == ATOM and got.block_m % 16 == 0
+
+
 def test_forced_grid_rows_override_the_register_estimate():
     """s_rows / dq_rows force the warp rows of the S/dP and dQ grids: at d=256 the S/dP grid
     2x4 (V held: 64 registers a thread) is past the model's 240-register estimate, so the

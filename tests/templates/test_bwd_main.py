@@ -17,7 +17,7 @@ from frost.templates.bwd_main.mma import make_mma, warp_cols
 from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 from frost.templates.bwd_main.kernel import SKIP_STAGES, BwdMainError
 from frost.templates.bwd_main import masks
-from frost.tile_dsl.gmem import to_rows_model
+from frost.tile_dsl.gmem import ATOM, to_rows_model
 from frost.sched.plan import WarpRole
 from frost.sched.arch import get_arch
 
@@ -262,6 +262,30 @@ def test_compile_blocked_dq_workspace(arch, d, splits):
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("d,causal", [(64, False), (128, False), (128, True)])
+def test_compile_atom_dq_workspace(arch, d, causal):
+    """reduce_block=-1 (gmem.ATOM) with the default's code choices: half the dQ atomics, each
+    a ``.v4`` of the lane's own atom (no shuffle added), spill-free, the same smem."""
+    import dataclasses
+
+    kp = default_plan(arch, d, causal=causal)
+    ap = variant_plan(arch, d, causal=causal, tile={"reduce_block": ATOM}).kernel("bwd_main")
+    assert ap.tile["reduce_block"] == ATOM and ap.smem_bytes == kp.smem_bytes
+    blocked = BwdMainKernel(kp, "bf16", causal=causal)
+    knobs = dataclasses.asdict(blocked.code)
+    atoms = BwdMainKernel(ap, "bf16", causal=causal, **knobs).compile(arch)
+    blocked = blocked.compile(arch)
+    n = blocked.count("red.global.add.v2.f32")
+    assert n > 0 and atoms.count("red.global.add.v4.f32") * 2 == n
+    assert atoms.count("red.global.add.v2.f32") == 0
+    assert atoms.count("shfl.sync") == blocked.count("shfl.sync")
+    assert _resources(atoms)[1] == 0
+    with pytest.raises(BwdMainError, match="dq_vec"):
+        BwdMainKernel(ap, "bf16", causal=causal, **{**knobs, "dq_vec": 4})
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
 def test_compile_dq_splits(arch):
     """Deterministic mode: dq_accum gains a leading split mode; still atomics, still spill-free."""
     kern = BwdMainKernel(default_plan(arch, 64), "bf16", causal=True, use_pdl=True,
@@ -396,8 +420,9 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
         assert not split[1].any(), "every launch must leave the split counters zero"
     acc = dq_acc.sum(0) if splits else dq_acc  # split order is fixed: deterministic
     acc = to_rows_model(acc, kern.kp.tile.get("reduce_block", 0))  # the plan's storage
-    if checked:
-        assert acc[:, :, Sq:].eq(0).all(), "a row-checked dQ atomic added a row past S_q"
+    if checked:  # (an ATOM add checks its atom's first row: the row 8 below may be pad)
+        past = Sq if kern.kp.tile.get("reduce_block") != ATOM else -(-Sq // 16) * 16
+        assert acc[:, :, past:].eq(0).all(), "a row-checked dQ atomic added a row past S_q"
     dq = (acc[:, :, :Sq, :D] * scale).transpose(1, 2)
     tol = 1e-2 if dtype == "bf16" else 5e-3
     errs = {}
@@ -568,6 +593,7 @@ def test_gpu_kv_tile_192(causal, sync):
 
 BLOCKED = (("reduce_block", 8),)  # dq_accum in 8x8 blocks (frost.tile_dsl.gmem; the default)
 ROW_MAJOR = (("reduce_block", 0),)  # the row-major workspace, forced
+ATOMS = (("reduce_block", ATOM),)  # 16x8 tiles in accumulator lane order, one .v4 a lane
 
 
 @pytest.mark.gpu
@@ -576,14 +602,27 @@ ROW_MAJOR = (("reduce_block", 0),)  # the row-major workspace, forced
     (128, True, TILE_32x128 + (("exchange_stages", 2),) + BLOCKED),
     (64, True, (("tile_m", 64), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 0)) + BLOCKED),
     (256, False, (("tile_m", 32), ("tile_n", 64), ("q_stages", 1), ("v_in_regs", 1)) + BLOCKED),
-    (40, False, BLOCKED), (128, True, ROW_MAJOR), (256, False, ROW_MAJOR)],
+    (40, False, BLOCKED), (128, True, ROW_MAJOR), (256, False, ROW_MAJOR),
+    (128, False, ATOMS), (128, True, ATOMS), (64, False, ATOMS), (64, True, ATOMS),
+    (256, False, ATOMS), (40, False, ATOMS)],
     ids=["d128", "d128-causal", "d64-causal", "d256-chunked", "d40-model", "d128-rows-causal",
-         "d256-rows"])
+         "d256-rows", "d128-atoms", "d128-atoms-causal", "d64-atoms", "d64-atoms-causal",
+         "d256-atoms", "d40-atoms"])
 def test_gpu_blocked_dq_workspace(d, causal, tile):
-    """reduce_block=8 (default) and 0 (forced): every dQ atomic lands where the layout's model
-    says (the test reads dq_accum back through ``gmem.to_rows_model``); many trips, GQA 2:1,
-    ragged tails, and d=256's 4 column chunks."""
+    """reduce_block=8 (default), 0 and ATOM (forced): every dQ atomic lands where the layout's
+    model says (the test reads dq_accum back through ``gmem.to_rows_model``); many trips, GQA
+    2:1, ragged tails, and d=256's 4 column chunks."""
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=29)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,guard,splits", [(128, "rows", False), (64, "tile", False),
+                                            (128, "pad", True)])
+def test_gpu_atom_workspace_guards_and_splits(d, guard, splits):
+    """The ATOM workspace under the row-checked guards (only rows past S_q rounded up to 16
+    may be touched, checked by run_case) and in deterministic split mode."""
+    run_case(1, 700, 650, 4, 2, d, causal=True, tile=ATOMS, knobs=(("dq_guard", guard),),
+             splits=splits, seed=43)
 
 
 D256 = (("tile_m", 32), ("tile_n", 64), ("q_stages", 1), ("v_in_regs", 1), ("exchange_stages", 2))
@@ -1248,6 +1287,17 @@ def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
         kern._check(*_check_args(torch, 12, 12))
     rows = BwdMainKernel(default_plan("sm_120a", 64), dq_guard="rows")
     rows._check(*_check_args(torch, 12, 16))  # whole blocks: accepted where atomics check rows
+
+
+def test_launch_check_refuses_a_pad_that_splits_an_atom():
+    """ATOM: S_q_pad must be whole 16-row tiles (checked before any launch)."""
+    torch = pytest.importorskip("torch")
+
+    kp = variant_plan("sm_120a", 64, tile={"reduce_block": ATOM}).kernel("bwd_main")
+    kern = BwdMainKernel(kp, dq_guard="rows")
+    with pytest.raises(ValueError, match="reduce_block=-1's 16 rows"):
+        kern._check(*_check_args(torch, 12, 24))
+    kern._check(*_check_args(torch, 12, 32))
 
 
 def _atomic_runs(ptx):

@@ -30,7 +30,8 @@ def test_model_reads_a_blocked_workspace():
 
 
 @pytest.mark.parametrize("bad", [dict(head_dim=12), dict(io_bits=8), dict(threads=48), dict(block_m=0),
-                                 dict(reduce_block=16, block_m=24), dict(reduce_block=-8)])
+                                 dict(reduce_block=16, block_m=24), dict(reduce_block=-8),
+                                 dict(reduce_block=-1, block_m=24)])
 def test_can_implement_rejects(bad):
     kw = dict(io_bits=16, head_dim=64, d_pad=64, block_m=64, threads=128) | bad
     with pytest.raises(DqConvertError):
@@ -77,10 +78,32 @@ def test_compile_blocked_workspace_keeps_16_byte_loads(arch, tmp_path, monkeypat
     assert rep.total_spill_bytes == 0
 
 
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_compile_atom_workspace_reads_column_pairs(arch, tmp_path, monkeypatch):
+    """reduce_block=-1 (gmem.ATOM): inside a row only column pairs are contiguous, so the fp32
+    loads are 8 bytes wide (four per 8-column vector), never scalar; spill-free."""
+    import cutlass
+
+    from frost.templates.dq_convert import DqConvert, fake_args
+    from frost.tile_dsl.compile import compile_for
+
+    monkeypatch.chdir(tmp_path)
+    cfg = DqConvertConfig(io_bits=16, head_dim=128, d_pad=128, block_m=32, threads=128,
+                          reduce_block=-1)
+    rep = compile_for(DqConvert(cfg), *fake_args(cfg, cutlass.BFloat16), arch=arch)
+    import re
+
+    loads = re.findall(r"\bld\.global[\w.]*", rep.ptx)
+    assert len(loads) >= 4 and all(ld in ("ld.global.v2.b32", "ld.global.v2.f32") for ld in loads)
+    assert rep.count("st.global.v4") >= 1 and rep.total_spill_bytes == 0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,s_q,n_splits,dtype,block", [
     (64, 1, 1, "bf16", 0), (96, 127, 3, "fp16", 0), (256, 1000, 2, "bf16", 0),
-    (128, 1000, 1, "bf16", 8), (64, 77, 3, "fp16", 8)])
+    (128, 1000, 1, "bf16", 8), (64, 77, 3, "fp16", 8), (128, 1000, 1, "bf16", -1),
+    (64, 77, 3, "fp16", -1)])
 def test_dq_convert_numerics(d, s_q, n_splits, dtype, block):
     import torch
 

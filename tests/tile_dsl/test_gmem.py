@@ -2,22 +2,24 @@
 
 import pytest
 
-from frost.tile_dsl.gmem import (ROWS, check_block, lines_touched, offset_model, to_rows_model,
-                                 warp_add_offsets)
+from frost.tile_dsl.gmem import (ATOM, ROWS, check_block, lines_touched, offset_model,
+                                 to_rows_model, warp_add_offsets, warp_add_v4_offsets)
 
 
-@pytest.mark.parametrize("rows,cols,block", [(32, 128, 8), (64, 64, 8), (32, 256, 16), (16, 8, 8)])
+@pytest.mark.parametrize("rows,cols,block", [(32, 128, 8), (64, 64, 8), (32, 256, 16), (16, 8, 8),
+                                             (32, 128, ATOM), (16, 8, ATOM), (48, 40, ATOM)])
 def test_model_is_a_bijection_onto_the_matrix(rows, cols, block):
     offs = {offset_model(r, c, cols, block) for r in range(rows) for c in range(cols)}
     assert offs == set(range(rows * cols))
 
 
-@pytest.mark.parametrize("block", [8, 16])
+@pytest.mark.parametrize("block", [8, 16, ATOM])
 def test_whole_block_row_bands_keep_their_row_major_bytes(block):
     # a kernel that zeroes or copies whole bands (rowdot) needs no layout knowledge
-    rows, cols = 4 * block, 96 if block == 8 else 128
-    for band in range(rows // block):
-        rr = range(band * block, (band + 1) * block)
+    band_rows = 16 if block == ATOM else block
+    rows, cols = 4 * band_rows, 96 if block == 8 else 128
+    for band in range(rows // band_rows):
+        rr = range(band * band_rows, (band + 1) * band_rows)
         got = {offset_model(r, c, cols, block) for r in rr for c in range(cols)}
         want = {offset_model(r, c, cols, ROWS) for r in rr for c in range(cols)}
         assert got == want
@@ -41,6 +43,35 @@ def test_a_warp_row_half_add_covers_256_contiguous_bytes():
             assert len(lines_touched(rows)) == 8  # 8 cache lines of 128 B in the row-major layout
 
 
+def test_an_atom_lane_adds_16_contiguous_bytes_and_a_warp_512():
+    """ATOM: each lane's four accumulator values are one aligned 16-byte vector (one red.v4, no
+    shuffle), and the warp's add of a whole m16n8 atom is 4 whole cache lines: the 8x8 blocks
+    need two v2 adds (2 lines each) for the same 128 floats."""
+    cols = 128
+    for r0 in (0, 16, 48):
+        for c0 in range(0, cols, 8):
+            got = warp_add_v4_offsets(r0, c0, cols, ATOM)
+            for lane in range(32):
+                mine = [o for o, ln in got if ln == lane]
+                assert mine == list(range(mine[0], mine[0] + 4)) and mine[0] % 4 == 0
+            offs = sorted(o for o, _ in got)
+            assert offs == list(range(offs[0], offs[0] + 128)) and offs[0] % 128 == 0
+            assert len(lines_touched(offs)) == 4
+            blocked = {o for o, _ in warp_add_v4_offsets(r0, c0, cols, 8)}
+            assert len(lines_touched(blocked)) == 4 and len(blocked) == 128
+
+
+def test_atom_rows_keep_column_pairs_together():
+    # what dq_convert's row-wise reads get: pairs of a row contiguous, the row's 8 columns of
+    # one atom spread over 64 bytes (the other half is the row 8 below)
+    cols = 64
+    for r in range(32):
+        for c in range(0, cols, 2):
+            assert offset_model(r, c + 1, cols, ATOM) == offset_model(r, c, cols, ATOM) + 1
+        span = [offset_model(r, c, cols, ATOM) for c in range(8)]
+        assert max(span) - min(span) == 13 and min(span) // 16 == max(span) // 16
+
+
 def test_each_8_float_vector_of_a_row_is_contiguous():
     cols = 64
     for r in range(16):
@@ -49,11 +80,11 @@ def test_each_8_float_vector_of_a_row_is_contiguous():
             assert offs == list(range(offs[0], offs[0] + 8)) and offs[0] % 8 == 0
 
 
-@pytest.mark.parametrize("block", [ROWS, 8, 16])
+@pytest.mark.parametrize("block", [ROWS, 8, 16, ATOM])
 def test_to_rows_model_inverts_the_storage(block):
     import numpy as np
 
-    rng = np.random.default_rng(block)
+    rng = np.random.default_rng(abs(block))
     lead, rows, cols = (2, 3), 32, 48 if block != 16 else 64
     logical = rng.standard_normal(lead + (rows, cols))
     storage = np.empty(lead + (rows * cols,))
@@ -71,7 +102,12 @@ def test_check_block_names_the_problem():
         check_block(8, 36, 64)
     with pytest.raises(ValueError, match="does not tile"):
         check_block(16, 32, 40)
-    with pytest.raises(ValueError, match="non-negative"):
+    check_block(ATOM, 48, 40)
+    with pytest.raises(ValueError, match="16x8 tiles"):
+        check_block(ATOM, 24, 64)
+    with pytest.raises(ValueError, match="16x8 tiles"):
+        check_block(ATOM, 32, 36)
+    with pytest.raises(ValueError, match="a positive edge"):
         check_block(-8, 32, 64)
 
 
@@ -113,6 +149,8 @@ def _cute_offsets(lead, rows, cols, block, t_m):
     ((2, 2, 3), 32, 32, 8, 32),   # dq_splits: a leading split mode
     ((2, 3), 32, 32, 16, 16),
     ((2, 3), 16, 24, ROWS, 8),
+    ((2, 3), 64, 16, ATOM, 32),
+    ((2, 2, 3), 32, 24, ATOM, 16),  # dq_splits
 ])
 def test_cute_view_matches_the_model(lead, rows, cols, block, t_m):
     base = 1

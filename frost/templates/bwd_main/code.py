@@ -31,7 +31,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   trip index by the runtime q-range length every trip (v58,
                   :data:`.measured.TRIP_STEP_MEASURED`); 0: divide
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
-                  lane-pair shuffle; 2–9 % slower on the H200)
+                  lane-pair shuffle; 2–9 % slower on the H200). The plan's ATOM workspace
+                  (``reduce_block=-1``) adds each lane's whole m16n8 atom by one ``.v4``
+                  instead, with no shuffle (dq_vec stays 2 there)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
 ``lookahead``     1: ldmatrix of k-step s+1 before the MMAs of step s (1.5–7 % slower)
 ``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)
@@ -96,6 +98,7 @@ import dataclasses
 from frost.sched.plan import KernelPlan
 from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE,
                                    ptxas_options)
+from frost.tile_dsl.gmem import ATOM
 from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 from .measured import (MAX_KV_PREFETCH, pick_do_early, pick_dq_accs, pick_dq_ds_held,
@@ -350,9 +353,9 @@ class CodeChoices:
                                       "exchange_sync dQ waits for every warp's dS after them "
                                       "(unless dq_lag=1)")
         vec = 2 if dq_vec is None else dq_vec
-        if vec not in (2, 4):
-            raise CodeChoiceError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), "
-                                  f"got {dq_vec!r}")
+        if vec not in (2, 4) or (vec == 4 and tl.get("reduce_block") == ATOM):
+            raise CodeChoiceError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), and 2 on "
+                                  f"the ATOM workspace (its .v4 adds a lane's own atom), got {dq_vec!r}")
         fits = stmatrix_fits(kp)
         store = ("stmatrix" if fits else "st32") if p_store is None else p_store
         if store not in ("stmatrix", "st32") or (store == "stmatrix" and not fits):

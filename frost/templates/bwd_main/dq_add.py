@@ -6,7 +6,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from frost.tile_dsl.gmem import ROWS, blocked
+from frost.tile_dsl.gmem import ATOM, ATOM_COLS, ATOM_ROWS, ROWS, blocked
 from frost.tile_dsl.ptx import red_add_v2_f32, red_add_v4_f32
 from frost.tile_dsl.regs import pair_to_v4
 from frost.tile_dsl.warp_grid import MMA_M
@@ -27,9 +27,11 @@ class DqAtomics:
     @cute.jit
     def dq_atomics(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                    col0: cutlass.Constexpr):
-        """Add this tile's dQ partial into dq_accum (fp32, un-scaled): ``dq_vec`` columns per
-        atomic (4: lane pairs first trade values, ``regs.pair_to_v4``, so each lane holds four
-        consecutive columns of one row; 2: each lane's own pairs). Under ``dq_guard="tile"``
+        """Add this tile's dQ partial into dq_accum (fp32, un-scaled): on the plan's ATOM
+        workspace each lane's whole m16n8 atom (c0..c3, 16 contiguous bytes there) by one
+        ``.v4``; else ``dq_vec`` columns per atomic (4: lane pairs first trade values,
+        ``regs.pair_to_v4``, so each lane holds four consecutive columns of one row; 2: each
+        lane's own pairs). Under ``dq_guard="tile"``
         one warp-uniform test a trip picks the unchecked atomics for a q tile wholly inside
         S_q and the row-checked ones for the edge tile."""
         if cutlass.const_expr(self.code.dq_guard == "tile"):
@@ -49,12 +51,27 @@ class DqAtomics:
         """:meth:`dq_atomics`' adds, each under the row check if ``checked``."""
         tl = self.kp.tile
         t_m, d = tl["tile_m"], tl["d"]
-        # the plan's workspace layout: row-major, or reduce_block x reduce_block tiles
+        # the plan's workspace layout: row-major, reduce_block x reduce_block tiles, or ATOM
         block = tl.get("reduce_block", ROWS)
         acc = blocked(mdQacc, block, d)
         g = cute.local_tile(acc[b, h, None, None], (t_m, d), (m_block, 0))
         row0 = m_block * t_m
-        if cutlass.const_expr(self.dq_vec == 4):
+        if cutlass.const_expr(block == ATOM):
+            # one base address per thread; the fragment's atoms sit whole 16x8 tiles apart, so
+            # every atom's offset from the first is a constant. Only the atom's first row is
+            # checked: its row + 8 is in the same tile, inside S_q_pad (a multiple of 16)
+            r0, c0 = tdQcdQ[0]
+            base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
+                r, _ = tdQcdQ[i]
+                (dr, dc), (ra, ca) = ((x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0])),
+                                      tdQcdQ0[i])
+                assert dr % ATOM_ROWS == 0 and dc % ATOM_COLS == 0, (dr, dc)
+                assert [tdQcdQ0[i + k] for k in (1, 2, 3)] == \
+                    [(ra, ca + 1), (ra + 8, ca), (ra + 8, ca + 1)], "not c0..c3 of one atom"
+                self.red_add(checked, row0 + r < s_q, base + cute.crd2idx((dr, dc), g.layout),
+                             acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2], acc_dQ[i + 3])
+        elif cutlass.const_expr(self.dq_vec == 4):
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
                 r, c = tdQcdQ[i]  # c0 of this m16n8 atom: row g, column 2t
                 odd, v0, v1, v2, v3 = pair_to_v4(acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2],

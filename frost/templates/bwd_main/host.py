@@ -13,6 +13,7 @@ import cutlass
 import cutlass.cute as cute
 
 from frost.sched.plan import KernelPlan
+from frost.tile_dsl.gmem import describe, tile_dims
 
 
 def split_slot_floats(kp: KernelPlan) -> int:
@@ -170,9 +171,10 @@ class HostMixin:
         if lse_log2.shape[:2] != (B, Hq) or lse_log2.shape[2] < Sq or delta.shape != lse_log2.shape:
             raise ValueError("lse_log2/delta must be fp32 (B, H_q, S_q_pad >= S_q)")
         block = tl.get("reduce_block", 0)
-        if block and lse_log2.shape[2] % block:
+        if lse_log2.shape[2] % tile_dims(block)[0]:
             raise ValueError(f"S_q_pad={lse_log2.shape[2]} must be a multiple of the plan's "
-                             f"reduce_block={block} (dq_accum is stored in {block}x{block} blocks)")
+                             f"reduce_block={block}'s {tile_dims(block)[0]} rows (dq_accum is "
+                             f"stored in {describe(block)})")
         if self.code.dq_guard == "pad" and not self.stage_dq and lse_log2.shape[2] % tl["tile_m"]:
             raise ValueError(f"S_q_pad={lse_log2.shape[2]} must be a multiple of the plan's "
                              f"tile_m={tl['tile_m']}: with dq_guard='pad' the last q tile's dQ "
