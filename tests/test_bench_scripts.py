@@ -148,18 +148,19 @@ def test_bwd_main_ab_build_kernel_applies_each_kind_of_key():
 
 
 def test_bwd_main_ab_code_default_keeps_the_default_choices_under_a_forced_plan():
-    """code=default: a forced plan (here the ATOM workspace, not the measured default) resolves
-    the measured-only choices to their first forms unless told; with code=default it takes the
-    default's, and a choice the variant names still wins."""
+    """code=default: a forced plan (here the 8x8-block workspace where the measured default
+    is ATOM) resolves the measured-only choices to their first forms unless told; with
+    code=default it takes the default's, and a choice the variant names still wins."""
     import dataclasses
 
     mod = _load(AB)
     base = mod.build_kernel(128, False, mod.parse_variant("default"))
-    plain = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=-1"))
-    same = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=-1,code=default"))
+    plain = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=8"))
+    same = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=8,code=default"))
     told = mod.build_kernel(128, False, mod.parse_variant(
-        "tile.reduce_block=-1,code=default,reg_usage=5"))
-    assert plain.kp.tile["reduce_block"] == same.kp.tile["reduce_block"] == -1
+        "tile.reduce_block=8,code=default,reg_usage=5"))
+    assert base.kp.tile["reduce_block"] == -1
+    assert plain.kp.tile["reduce_block"] == same.kp.tile["reduce_block"] == 8
     assert plain.code != base.code  # (d=128's reg_usage, dq_accs, kv_prefetch: measured-only)
     assert same.code == base.code
     assert told.code == dataclasses.replace(base.code, reg_usage=5)

@@ -77,6 +77,7 @@ from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
 from frost.sched.tiles import CostModel, TripWork, candidates, iteration_cost, trip_work
 from frost.sched.tuned import pick_source, tuned_options, tuned_tile
+from frost.tile_dsl.gmem import ROWS
 
 HEAD_DIM_RANGE = (32, 256)
 # Measured cap for holding K's dQ fragments (v20): 32 registers a thread won at d=32/64; the
@@ -335,9 +336,11 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
     if not forced:
         return plan
     main = plan.kernel("bwd_main")
-    # reduce_block follows stage_reductions unless forced: not part of the base
-    base = {k: main.tile.get(k, first) for k, (first, *_) in SDPA_BWD_SPACE.items()
-            if k != "reduce_block"}
+    # the default's dQ workspace layout (8x8 blocks, or ATOM where measured faster, v106) unless
+    # staged reductions are forced: those write rows (the scheduler's rule picks them)
+    base = {k: main.tile.get(k, ROWS if k == "reduce_block" else first)
+            for k, (first, *_) in SDPA_BWD_SPACE.items()
+            if k != "reduce_block" or not forced.get("stage_reductions")}
     try:
         out = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, {**base, **forced})
     except ValueError as e:

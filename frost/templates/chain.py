@@ -17,7 +17,8 @@ Host arguments (all scalars; see :data:`ARG_KINDS` for their C types and order):
 
 dq / dk / dv are contiguous (B, S, H, D); delta / lse_log2 are (B, H_q, S_q_pad) and dq_accum is
 (n_splits, B, H_q, S_q_pad, d_pad), all contiguous fp32 (each (S_q_pad, d_pad) matrix of dq_accum
-stored as the plan's ``reduce_block`` says: 8x8 blocks by default, :mod:`frost.tile_dsl.gmem`).
+stored as the plan's ``reduce_block`` says: 8x8 blocks or 16x8 accumulator-order atoms,
+:mod:`frost.tile_dsl.gmem`).
 With a main kernel built with ``tail_split``, the first ``n_whole`` KV tiles run whole and the
 others in ``parts`` CTAs each (:mod:`frost.templates.bwd_main.host`: fp32 slots, zeroed int32
 counters); other variants ignore these four values.

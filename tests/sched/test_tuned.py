@@ -112,11 +112,12 @@ def _version(src):
     return int("".join(c for c in part[1:] if c.isdigit()))
 
 
-def _ab_ratios(d, option):
+def _ab_ratios(d, option, after=0):
     """(median ratio vs the default) of every A/B run in OPTIONS_SOURCES that forced ``option``
     at head dim d, one per run: the variant that ships, i.e. the option with the most code
     choices, all of them equal to what bwd_main picks on the default plan (a plan option can
-    be measured alone and with the code choice it enables, e.g. v20's d=64 dQ grid)."""
+    be measured alone and with the code choice it enables, e.g. v20's d=64 dQ grid). Only
+    runs numbered above ``after`` count."""
     key, val = option
     row = OPTIONS["sm_120a"][d]
     group = next((g for g in OPTION_GROUPS if key in g), {key})  # timed together
@@ -124,14 +125,15 @@ def _ab_ratios(d, option):
     since = OPTIONS_EVIDENCE_SINCE.get(d, {}).get(key)
     out = []
     for src in OPTIONS_SOURCES:
-        if since and _version(src) < _version(since):
+        if (since and _version(src) < _version(since)) or _version(src) <= after:
             continue
         data = json.loads((ROOT / src).read_text())
         shipped = _shipped_code(d, data["meta"]["causal"])
         best = None
         for r in data["results"]:
             tile = {k: v for k, v in r["kwargs"].items() if k.startswith("tile.")}
-            code = {k: v for k, v in r["kwargs"].items() if not k.startswith("tile.")}
+            code = {k: v for k, v in r["kwargs"].items()
+                    if not k.startswith("tile.") and k != "code"}  # (code=default: no choice)
             if r["d"] != d or tile != want or _confounded(r, data["results"]):
                 continue
             if all(shipped.get(k) == v for k, v in code.items()) and \
@@ -182,14 +184,21 @@ def _recheck_ratios(d, option):
 @pytest.mark.parametrize("d", sorted(OPTIONS["sm_120a"]))
 def test_each_option_was_measured_faster(d):
     """Each option beat its row's tile in the A/B files, or a re-check whose default carried it
-    measured its other value slower (OPTIONS_RECHECK_SOURCES); on a row re-picked after those
-    runs (AB_PICK_SOURCES) only the re-checks count (they ran on the new tile)."""
+    measured its other value slower (OPTIONS_RECHECK_SOURCES); on a row re-picked by an A/B
+    (AB_PICK_SOURCES) only the re-checks and the A/B runs after the re-pick count (they ran on
+    the new tile)."""
     for option in OPTIONS["sm_120a"][d].items():
         ratios = _recheck_ratios(d, option)
-        if d not in AB_PICK_SOURCES:
-            ratios += _ab_ratios(d, option)
+        ratios += _ab_ratios(d, option, after=_version(AB_PICK_SOURCES[d])
+                             if d in AB_PICK_SOURCES else 0)
         assert ratios, f"no A/B of {option} at d={d}"
         assert all(r < 1.0 for r in ratios), (d, option, ratios)
+
+
+def _asked(result):
+    """A result's forced keys without ``code=default`` (which forces nothing: the default's
+    choices, checked by :func:`_confounded`)."""
+    return {k: v for k, v in result["kwargs"].items() if k != "code"}
 
 
 @pytest.mark.parametrize("d", sorted(CAUSAL_OPTIONS["sm_120a"]))
@@ -205,9 +214,9 @@ def test_each_causal_option_was_measured_faster(d):
         data = json.loads((ROOT / src).read_text())
         assert data["meta"]["causal"] is True, src
         res = [r for r in data["results"] if r["d"] == d and not _confounded(r, data["results"])]
-        runs.append({json.dumps(r["kwargs"], sort_keys=True): r["ratio"] for r in res})
-        singles += [(k, v, r["ratio"]) for r in res if len(r["kwargs"]) == 1
-                    for k, v in r["kwargs"].items()]
+        runs.append({json.dumps(_asked(r), sort_keys=True): r["ratio"] for r in res})
+        singles += [(k, v, r["ratio"]) for r in res if len(_asked(r)) == 1
+                    for k, v in _asked(r).items()]
 
     direct = []  # runs whose default was the row alone: the option forced by itself
     for src in CAUSAL_OPTIONS_AB_SOURCES:

@@ -198,14 +198,14 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
 DEFAULT_PTX_SHA = {
     ("sm_120a", 32, False): "f6951b29fd52", ("sm_121a", 32, False): "6cfc574b219c",
     ("sm_120a", 64, False): "ba5585568efe", ("sm_121a", 64, False): "75f6ce6c9d59",
-    ("sm_120a", 64, True): "3f35d9f0afa7", ("sm_121a", 64, True): "21307e7ca13e",
+    ("sm_120a", 64, True): "8d18b00ab247", ("sm_121a", 64, True): "f455183e90ff",
     ("sm_120a", 96, False): "ab4c3ca0e5bb", ("sm_121a", 96, False): "70ad7e481984",
-    ("sm_120a", 128, False): "5a1ffaccaa72", ("sm_121a", 128, False): "8e5faef1b94f",
+    ("sm_120a", 128, False): "178965570c9b", ("sm_121a", 128, False): "a411c840f0fa",
     ("sm_120a", 128, True): "65c9d7d702fe", ("sm_121a", 128, True): "01475c5335da",
-    ("sm_120a", 160, False): "9d4a72eeb628", ("sm_121a", 160, False): "135cd62e4402",
+    ("sm_120a", 160, False): "0a8125f5a12c", ("sm_121a", 160, False): "7d21a164be2e",
     ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
-    ("sm_120a", 256, False): "1f31e63a2068", ("sm_121a", 256, False): "13c57dbb3693",
-    ("sm_120a", 256, True): "2e85e9e0220a", ("sm_121a", 256, True): "395748174a5f",
+    ("sm_120a", 256, False): "ca1b673926f7", ("sm_121a", 256, False): "13ed28f000b4",
+    ("sm_120a", 256, True): "347e35a64fc6", ("sm_121a", 256, True): "c8ec4d91be68",
 }
 
 
@@ -218,6 +218,7 @@ def test_compile(arch, d, causal):
     rep = kern.compile(arch)
     for needle in ("mma.sync.aligned.m16n8k16", "ldmatrix", "cp.async.bulk.tensor",
                    "griddepcontrol.wait", "griddepcontrol.launch_dependents",
+                   "red.global.add.v4.f32" if kp.tile.get("reduce_block") == ATOM else
                    f"red.global.add.v{kern.dq_vec}.f32", "setmaxnreg", "mbarrier"):
         assert rep.count(needle) > 0, needle
     assert kern.dq_vec == 2
@@ -248,6 +249,8 @@ def test_compile_blocked_dq_workspace(arch, d, splits):
     knobs = {k: kp.tile[k] for k in ("tile_m", "tile_n", "q_stages", "v_in_regs",
                                      "exchange_stages", "exchange_sync", "do_stages")
              if k in kp.tile}
+    if kp.tile["reduce_block"] != 8:  # (an ATOM default: its 8x8 form forced)
+        kp = default_plan(arch, d, tile={**knobs, "reduce_block": 8})
     base = default_plan(arch, d, tile={**knobs, "reduce_block": 0})
     assert kp.tile["reduce_block"] == 8 and "reduce_block" not in base.tile
     assert kp.smem_bytes == base.smem_bytes
@@ -264,15 +267,18 @@ def test_compile_blocked_dq_workspace(arch, d, splits):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("d,causal", [(64, False), (128, False), (128, True)])
 def test_compile_atom_dq_workspace(arch, d, causal):
-    """reduce_block=-1 (gmem.ATOM) with the default's code choices: half the dQ atomics, each
-    a ``.v4`` of the lane's own atom (no shuffle added), spill-free, the same smem."""
+    """reduce_block=-1 (gmem.ATOM) against 8 (8x8 blocks), both with the default's code
+    choices: half the dQ atomics, each a ``.v4`` of the lane's own atom (no shuffle added),
+    spill-free, the same smem."""
     import dataclasses
 
-    kp = default_plan(arch, d, causal=causal)
-    ap = variant_plan(arch, d, causal=causal, tile={"reduce_block": ATOM}).kernel("bwd_main")
-    assert ap.tile["reduce_block"] == ATOM and ap.smem_bytes == kp.smem_bytes
-    blocked = BwdMainKernel(kp, "bf16", causal=causal)
-    knobs = dataclasses.asdict(blocked.code)
+    knobs = dataclasses.asdict(BwdMainKernel(default_plan(arch, d, causal=causal), "bf16",
+                                             causal=causal).code)
+    kp, ap = (variant_plan(arch, d, causal=causal, tile={"reduce_block": b}).kernel("bwd_main")
+              for b in (8, ATOM))
+    assert kp.tile["reduce_block"] == 8 and ap.tile["reduce_block"] == ATOM
+    assert ap.smem_bytes == kp.smem_bytes
+    blocked = BwdMainKernel(kp, "bf16", causal=causal, **knobs)
     atoms = BwdMainKernel(ap, "bf16", causal=causal, **knobs).compile(arch)
     blocked = blocked.compile(arch)
     n = blocked.count("red.global.add.v2.f32")
