@@ -154,14 +154,14 @@ def test_bwd_main_ab_code_default_keeps_the_default_choices_under_a_forced_plan(
     import dataclasses
 
     mod = _load(AB)
-    base = mod.build_kernel(128, False, mod.parse_variant("default"))
-    plain = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=8"))
-    same = mod.build_kernel(128, False, mod.parse_variant("tile.reduce_block=8,code=default"))
-    told = mod.build_kernel(128, False, mod.parse_variant(
+    base = mod.build_kernel(256, False, mod.parse_variant("default"))
+    plain = mod.build_kernel(256, False, mod.parse_variant("tile.reduce_block=8"))
+    same = mod.build_kernel(256, False, mod.parse_variant("tile.reduce_block=8,code=default"))
+    told = mod.build_kernel(256, False, mod.parse_variant(
         "tile.reduce_block=8,code=default,reg_usage=5"))
     assert base.kp.tile["reduce_block"] == -1
     assert plain.kp.tile["reduce_block"] == same.kp.tile["reduce_block"] == 8
-    assert plain.code != base.code  # (d=128's reg_usage, dq_accs, kv_prefetch: measured-only)
+    assert plain.code != base.code  # (d=256's reg_usage, dq_ds_held, do_early: measured-only)
     assert same.code == base.code
     assert told.code == dataclasses.replace(base.code, reg_usage=5)
 

@@ -19,12 +19,13 @@ none under ``exchange_sync``).
 The cost model does not rank it; the measured table (:data:`frost.sched.tuned.OPTIONS`) adds
 it to the measured tile wherever it fits (bench/RESULTS.md v7, v10). ``tile={"stage_reductions":
 1}``: dQ partials staged in shared memory and added to dq_accum by one TMA reduce-add per trip;
-measured slower (v8), so only when forced. ``reduce_block`` (default 8; ``tile={"reduce_block":
+measured slower (v8), so only when forced. ``reduce_block`` (8 by default; ``tile={"reduce_block":
 0}`` for row-major): the dQ workspace (dq_accum) is stored in 8x8 blocks
 (:mod:`frost.tile_dsl.gmem`), so a warp's dQ atomic covers 2 cache lines instead of 8 (bwd_main
-0.92–0.96x, bench/RESULTS.md v16); ``tile={"reduce_block": -1}`` (``gmem.ATOM``) stores 16x8
-tiles in accumulator lane order, one ``red.global.add.v4`` a lane an atom. bwd_main's atomics and dq_convert's reads follow the plan's
-key; rowdot zeroes whole row bands, the same bytes either way. Staged reductions keep rows.
+0.92–0.96x, bench/RESULTS.md v16); ``reduce_block=-1`` (``gmem.ATOM``, the measured option at
+padded d=160 and d > 192 since v106) stores 16x8 tiles in accumulator lane order, one
+``red.global.add.v4`` a lane an atom. bwd_main's atomics and dq_convert's reads follow the
+plan's key; rowdot zeroes whole row bands, the same bytes either way. Staged reductions keep rows.
 ``tile={"s_rows": n}`` / ``{"dq_rows": n}`` force n warp rows in the S/dP or dQ grid even past
 the register estimate (the compile's spill report decides; the measured table uses s_rows=2 at
 d=256, v17, and dq_rows=2 there, v17 causal / v96; dq_rows=2 at d=64, where bwd_main then holds K's dQ

@@ -91,12 +91,14 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # non-causal on the split-ring default (the grid alone 0.993x; bench/results/v96, 8 rounds).
 # reduce_block=-1 (gmem.ATOM, v106: dq_accum in 16x8 tiles in accumulator lane order, one
 # red.v4 a lane an atom, half the dQ atomics a warp; timed with the default's code choices,
-# bench/ab_v106.sh): d=128 0.993x, (16,16,1024) 0.992x, d=160 0.988x, d=256 0.956x, causal
-# d=256 0.990x, every round below 1. Slower at d=64 1.046x, d=192 1.079x, d=96 1.010x, d=32
-# 1.014x (ptxas schedules those trips worse) and causal d=128 1.028x / (2,16,8192) 1.036x, so
-# the causal d=128 row keeps the 8x8 blocks (CAUSAL_OPTIONS). Causal d=64 (0.989x, v106, its
-# file lost to the device's file limit) takes it as a causal option; its evidence is the
-# re-check v107 (the 8x8 blocks forced on the new default).
+# bench/ab_v106.sh): d=160 0.988x, d=256 0.956x, causal d=256 0.990x, every round below 1
+# (re-check v107: causal d=160's 8x8 blocks 1.017x). Slower at d=64 1.046x, d=192 1.079x,
+# d=96 1.010x, d=32 1.014x (ptxas schedules those trips worse) and causal d=128 1.028x /
+# (2,16,8192) 1.036x. d=128 non-causal measured 0.993x / (16,16,1024) 0.992x, but its chain
+# then ran 0.6 % / 1.2 % slower (bench/results/s26/chain_v106), so it keeps the 8x8 blocks.
+# Causal d=64 measured 0.989x [0.987, 0.994] (v106, its file lost to the device's file limit)
+# but its re-check on the ATOM default had the 8x8 blocks at 1.003x [0.997, 1.011] (v107): not
+# slower in every round, so it keeps the 8x8 blocks.
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -110,8 +112,8 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                        ("v48", ("d128", "d128c", "d64", "d64c")),
                        ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")),
                        ("v53", ("d32",)), ("v92", ("d256", "d256c")), ("v93", ("d256",)),
-                       ("v96", ("d256",)), ("v106", ("d128", "d128s", "d256")),
-                       ("v106b", ("d160", "d256c", "d192", "d96", "d32")))
+                       ("v96", ("d256",)), ("v106", ("d256",)),
+                       ("v106b", ("d160", "d256c")))
                      for r in rows))
 # Options that plan only together and are timed as one variant (each counts that variant).
 OPTION_GROUPS: tuple[frozenset[str], ...] = (frozenset({"do_stages", "q_stages"}),)
@@ -119,20 +121,20 @@ OPTION_GROUPS: tuple[frozenset[str], ...] = (frozenset({"do_stages", "q_stages"}
 # top of the causal options, so the causal evidence predates them).
 OPTIONS_ADDED_LATER: dict[int, tuple[str, ...]] = {256: ("do_stages", "q_stages",
                                                           "exchange_stages", "dq_rows",
-                                                          "reduce_block"),
-                                                    128: ("reduce_block",)}
+                                                          "reduce_block")}
 # Options whose A/B evidence counts only from the named run on: the row's earlier runs of them
 # timed them on a default its later options replaced (d=256's dQ grid: v17 ran it on the 1x8
 # S/dP grid and the one-stage ring, and alone, without the held dS it enables).
 OPTIONS_EVIDENCE_SINCE: dict[int, dict[str, str]] = {256: {"dq_rows": "v96"}}
 OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_ab.json",
                                             "bench/results/v79/d64/bwd_main_ab.json",
-                                            "bench/results/v79/d64s/bwd_main_ab.json")
+                                            "bench/results/v79/d64s/bwd_main_ab.json",
+                                            "bench/results/v107/d160c/bwd_main_ab.json")
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2, exchange_sync=2),
     64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1, store_warp=1),
     96: dict(exchange_stages=2),
-    128: dict(exchange_stages=2, exchange_sync=1, reduce_block=-1),
+    128: dict(exchange_stages=2, exchange_sync=1),
     160: dict(exchange_stages=2, reduce_block=-1),
     192: dict(exchange_stages=2),
     256: dict(s_rows=2, do_stages=1, q_stages=2, exchange_stages=2, dq_rows=2, reduce_block=-1),
@@ -144,14 +146,10 @@ OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
 # run; both forced), or ran with it in the default and measured the alternative slower.
 CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v18/ab18/d256_causal/bwd_main_ab.json",
-                          "bench/results/v79/d64c/bwd_main_ab.json",  # store_warp=1 slower
-                          "bench/results/v106/d128c/bwd_main_ab.json",  # reduce_block=-1
-                          "bench/results/v106/d128c8k/bwd_main_ab.json")  # slower, both
+                          "bench/results/v79/d64c/bwd_main_ab.json")  # store_warp=1 slower
 # (d=256's dq_rows=2 is a row option since v96; it stays here, the same value, so that its
 # causal evidence, v17/v18 on the one-stage ring, is still checked against these sources)
-_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0, reduce_block=-1),
-                         128: dict(reduce_block=8),
-                         256: dict(dq_rows=2)}
+_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0), 256: dict(dq_rows=2)}
 # Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
 # the causal option, faster in its median, is the evidence (v53: d=64's exchange_sync=2).
 CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",)

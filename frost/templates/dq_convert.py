@@ -10,14 +10,16 @@ the sum over splits runs here in a fixed order (s = 0, 1, ...), so the result is
 reproducible.
 
 How: grid ``(S_q_pad / block_m, H_q, B)``. A row is handled by ``threads_per_row`` lanes (a power of
-two <= 32); each lane converts 8-element vectors: two 16-byte fp32 loads per split, a multiply, a
-cast and one 16-byte store into the strided (B, S, H, D) dQ.
+two <= 32); each lane converts 8-element vectors: two 16-byte fp32 loads per split (four 8-byte
+ones from the ATOM workspace), a multiply, a cast and one 16-byte store into the strided
+(B, S, H, D) dQ.
 
 PDL (``use_pdl``, compile time): ``griddepcontrol.wait`` before the first read of ``dq_accum`` (the
 main kernel's output), ``griddepcontrol.launch_dependents`` after the stores.
 
-Workspace layout (``cfg.reduce_block``, from the plan): row-major, or b x b tiles
-(:mod:`frost.tile_dsl.gmem`; b = 8 keeps each 8-float vector of a row contiguous).
+Workspace layout (``cfg.reduce_block``, from the plan): row-major, b x b tiles
+(:mod:`frost.tile_dsl.gmem`; b = 8 keeps each 8-float vector of a row contiguous) or ATOM
+(16x8 tiles in accumulator lane order: only column pairs of a row are contiguous).
 
 Constraints: head_dim % 8 == 0, d_pad >= head_dim with d_pad % 4 == 0, dQ last dim contiguous,
 its other strides multiples of 8 elements and its base 16-byte aligned.
@@ -53,8 +55,8 @@ class DqConvertConfig(RowwiseConfig):
 
 def dq_convert_model(dq_accum, scale: float, seqlen: int, head_dim: int, reduce_block: int = 0):
     """Pure-Python (torch) model: (n_splits, B, H, S_pad, d_pad) fp32 -> (B, S, H, D) fp32.
-    With ``reduce_block`` b > 0 the storage of each (S_pad, d_pad) matrix is b x b tiles
-    (:mod:`frost.tile_dsl.gmem`): the model reads it back into rows first."""
+    With ``reduce_block`` != 0 the storage of each (S_pad, d_pad) matrix is b x b tiles or
+    ATOM's 16x8 ones (:mod:`frost.tile_dsl.gmem`): the model reads it back into rows first."""
     dq_accum = gmem.to_rows_model(dq_accum, reduce_block)
     acc = dq_accum[:, :, :, :seqlen, :head_dim]
     total = acc[0].clone()
@@ -71,7 +73,7 @@ class DqConvert:
         DqConvert(cfg)(mdQacc, mdQ, scale, stream)
 
     * ``mdQacc``: (n_splits, B, H_q, S_q_pad, d_pad) fp32, contiguous, each (S_q_pad, d_pad)
-      matrix stored as ``cfg.reduce_block`` says (S_q_pad a multiple of it);
+      matrix stored as ``cfg.reduce_block`` says (S_q_pad whole storage tiles);
     * ``mdQ``: (B, S_q, H_q, head_dim) fp16/bf16, last stride 1;
     * ``scale``: Float32 softmax scale.
     """
@@ -96,7 +98,8 @@ class DqConvert:
         seqlen = mdQ.shape[1]
         lane_r = tid % tpr
         n_splits = mdQacc.shape[0]
-        # the plan's workspace layout: each 8-column vector of a row stays contiguous in both
+        # the plan's workspace layout (an 8-column vector of a row: contiguous in rows and 8x8
+        # blocks, four column pairs in ATOM)
         mdQacc = gmem.blocked(mdQacc, cfg.reduce_block, cfg.d_pad)
         out = cute.make_rmem_tensor((epv,), mdQ.element_type)
 

@@ -26,7 +26,7 @@ class RowwiseConfig:
     block_m: int        # rows per CTA (divides S_q_pad)
     threads: int        # CTA size
     use_pdl: bool = True
-    reduce_block: int = 0  # dq_accum layout (frost.tile_dsl.gmem): 0 row-major, else b x b tiles
+    reduce_block: int = 0  # dq_accum layout (frost.tile_dsl.gmem): 0 rows, -1 ATOM, b: b x b tiles
 
     error = ValueError  # the template's typed error (a ValueError subclass)
     kernel = ""         # the KernelPlan name this config is read from

@@ -132,7 +132,8 @@ def to_rows_model(x, block: int):
 def blocked_layout(layout, block: int, cols: int):
     """``layout`` (…, rows, cols) with its last two modes re-strided as layout ``block`` (tiles
     or atoms, see the module docstring); the other modes keep their shapes and strides. ``rows``
-    may be a runtime value (a multiple of ``block``); ``cols`` is the static row length."""
+    may be a runtime value (whole tiles: a multiple of ``tile_dims(block)[0]``); ``cols`` is the
+    static row length."""
     import cutlass.cute as cute
 
     check_block(block, None, cols)

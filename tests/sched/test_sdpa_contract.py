@@ -100,8 +100,8 @@ def test_errors(bad):
 
 
 def test_reduce_block_is_a_plan_key_every_kernel_of_the_chain_reads():
-    """reduce_block (8 by default, 0 forced = row-major): dq_accum's storage layout is part of
-    the plan, so bwd_main (the atomics), dq_convert (the reads) and rowdot (zeroing whole 8-row
+    """reduce_block (8 by default, -1 ATOM where measured, 0 forced = row-major): dq_accum's
+    storage layout is part of the plan, so bwd_main (the atomics), dq_convert (the reads) and rowdot (zeroing whole 8-row
     bands) agree on it; it cannot go with stage_reductions (whose TMA reduce-add writes rows),
     which therefore plans row-major unless blocks are forced."""
     from frost.templates.dq_convert import DqConvertConfig
@@ -113,7 +113,7 @@ def test_reduce_block_is_a_plan_key_every_kernel_of_the_chain_reads():
     for cfg in (RowDotConfig, DqConvertConfig):
         got = cfg.from_plan(plan, 16, 96)
         assert got.reduce_block == 8 and got.block_m % 8 == 0
-    for d, block in ((32, 8), (64, 8), (128, -1), (256, -1)):  # (-1: gmem.ATOM, v106)
+    for d, block in ((32, 8), (64, 8), (128, 8), (256, -1)):  # (-1: gmem.ATOM, v106)
         assert plan_sdpa_bwd("sm_120a", d).kernel("bwd_main").tile["reduce_block"] == block
     assert "reduce_block" not in plan_sdpa_bwd("sm_120a", 96, tile={"reduce_block": 0}).kernel(
         "bwd_main").tile
@@ -193,12 +193,15 @@ def test_plan_variant_forces_keys_on_top_of_the_measured_default():
     one = plan_variant("sm_120a", 128, tile={"exchange_stages": 1}).kernel("bwd_main")
     assert default.tile["exchange_stages"] == 2 and one.tile.get("exchange_stages", 1) == 1
     same = {k: v for k, v in default.tile.items() if k != "exchange_stages"}
-    assert {k: one.tile.get(k) for k in same} == same  # (the ATOM workspace too)
+    assert {k: one.tile.get(k) for k in same} == same
     assert plan_variant("sm_90a", 128) == plan_sdpa_bwd("sm_120a", 128)
-    # forced staging takes the row-major workspace its TMA reduce-add writes
+    # the default's workspace layout stays (d=256: ATOM, v106) ...
+    one = plan_variant("sm_120a", 256, tile={"exchange_stages": 1}).kernel("bwd_main")
+    assert one.tile["reduce_block"] == -1
+    # ... unless staging is forced: the row-major workspace its TMA reduce-add writes
     staged = plan_variant("sm_120a", 128, tile={"stage_reductions": 1, "exchange_stages": 1,
                                                 "exchange_sync": 0}).kernel("bwd_main")
-    assert default.tile["reduce_block"] == -1 and "reduce_block" not in staged.tile
+    assert default.tile["reduce_block"] == 8 and "reduce_block" not in staged.tile
 
 
 def test_plan_variant_passes_an_impossible_forced_value_through():

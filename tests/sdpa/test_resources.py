@@ -17,8 +17,7 @@ def test_chain_resources_sm121_causal():
     assert [r.kernel for r in rows] == ["rowdot", "bwd_main", "dq_convert"]
     main = rows[1]
     assert 0 < main.smem_bytes <= get_arch("sm_121a").smem_budget
-    assert main.ptx["mma.sync"] > 0 and main.ptx["tma.load"] > 0
-    assert main.ptx["red.v4.f32"] > 0 and main.ptx["red.v2.f32"] == 0  # ATOM workspace (v106)
+    assert main.ptx["mma.sync"] > 0 and main.ptx["tma.load"] > 0 and main.ptx["red.v2.f32"] > 0
     assert main.code["p_store"] == "stmatrix" and main.ptx["stmatrix"] > 0
     assert main.code["interleave"] in (0, 1, 2) and main.code["dq_vec"] == 2
     assert main.code["exp2_poly"] == 0  # measured slower (bench/RESULTS.md v9)

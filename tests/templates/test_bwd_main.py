@@ -177,9 +177,10 @@ def _no_file_cache():
 # (rows, blocked) does not.
 def pre_split_tile(causal=False):
     """d=256's default before the split ring (v92/v93/v96): one Q/dO stage; non-causal one P/dS
-    copy and the 1x8 dQ grid, causal two copies and the 2x4 grid."""
+    copy and the 1x8 dQ grid, causal two copies and the 2x4 grid; the 8x8-block workspace
+    (before v106's atoms)."""
     return {"do_stages": 0, "q_stages": 1, "exchange_stages": 2 if causal else 1,
-            "dq_rows": 2 if causal else 1}
+            "dq_rows": 2 if causal else 1, "reduce_block": 8}
 
 
 def pre_split_plan(arch, d, causal=False):
@@ -198,9 +199,9 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
 DEFAULT_PTX_SHA = {
     ("sm_120a", 32, False): "f6951b29fd52", ("sm_121a", 32, False): "6cfc574b219c",
     ("sm_120a", 64, False): "ba5585568efe", ("sm_121a", 64, False): "75f6ce6c9d59",
-    ("sm_120a", 64, True): "8d18b00ab247", ("sm_121a", 64, True): "f455183e90ff",
+    ("sm_120a", 64, True): "3f35d9f0afa7", ("sm_121a", 64, True): "21307e7ca13e",
     ("sm_120a", 96, False): "ab4c3ca0e5bb", ("sm_121a", 96, False): "70ad7e481984",
-    ("sm_120a", 128, False): "178965570c9b", ("sm_121a", 128, False): "a411c840f0fa",
+    ("sm_120a", 128, False): "5a1ffaccaa72", ("sm_121a", 128, False): "8e5faef1b94f",
     ("sm_120a", 128, True): "65c9d7d702fe", ("sm_121a", 128, True): "01475c5335da",
     ("sm_120a", 160, False): "0a8125f5a12c", ("sm_121a", 160, False): "7d21a164be2e",
     ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
@@ -249,8 +250,6 @@ def test_compile_blocked_dq_workspace(arch, d, splits):
     knobs = {k: kp.tile[k] for k in ("tile_m", "tile_n", "q_stages", "v_in_regs",
                                      "exchange_stages", "exchange_sync", "do_stages")
              if k in kp.tile}
-    if kp.tile["reduce_block"] != 8:  # (an ATOM default: its 8x8 form forced)
-        kp = default_plan(arch, d, tile={**knobs, "reduce_block": 8})
     base = default_plan(arch, d, tile={**knobs, "reduce_block": 0})
     assert kp.tile["reduce_block"] == 8 and "reduce_block" not in base.tile
     assert kp.smem_bytes == base.smem_bytes
@@ -265,11 +264,11 @@ def test_compile_blocked_dq_workspace(arch, d, splits):
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("d,causal", [(64, False), (128, False), (128, True)])
+@pytest.mark.parametrize("d,causal", [(64, False), (160, False), (256, False)])
 def test_compile_atom_dq_workspace(arch, d, causal):
     """reduce_block=-1 (gmem.ATOM) against 8 (8x8 blocks), both with the default's code
-    choices: half the dQ atomics, each a ``.v4`` of the lane's own atom (no shuffle added),
-    spill-free, the same smem."""
+    choices (d=160/256 ship ATOM since v106): half the dQ atomics, each a ``.v4`` of the lane's
+    own atom (no shuffle added), spill-free, the same smem."""
     import dataclasses
 
     knobs = dataclasses.asdict(BwdMainKernel(default_plan(arch, d, causal=causal), "bf16",
@@ -361,14 +360,16 @@ def reference(q, k, v, do, scale, causal, align):
 
 def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_right",
              use_pdl=False, seed=0, alt_tile=False, splits=False, knobs=(), tile=(), tail=None,
-             timed=None, via="launch", variant=False):
+             timed=None, via="launch", variant=False, pad_unit=None):
     """One bwd_main launch against the float64 reference. ``tail`` = (tiles to split, parts):
     a tail-split launch of the last tiles (the kernel must have ``tail_split``); its slots are
     poisoned with NaN and its counters must come back zero. ``timed``: a list that gets the
     launch's device time in ms appended (run the case once before: a first launch compiles
     between the two events). ``via="chain"`` launches the kernel as ``frost.sdpa`` builds it
     (``frost.sdpa.main_only``) instead of ``BwdMainKernel.launch``. ``variant``: plan the kernel
-    as the A/B bench does (``variant_plan``: the measured default, ``tile`` forced on top)."""
+    as the A/B bench does (``variant_plan``: the measured default, ``tile`` forced on top).
+    ``pad_unit``: S_q_pad a multiple of it instead of whole 128-row (and q) tiles (a checked
+    guard needs only whole workspace tiles)."""
     import torch
 
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -383,7 +384,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, scale, causal, align)
     kern = _kernel(D, dtype, causal, align, use_pdl, alt_tile, splits, knobs, tile, variant)
     d_pad = kern.kp.tile["d"]
-    unit = math.lcm(128, kern.kp.tile["tile_m"])  # whole q tiles (dq_guard="pad")
+    unit = pad_unit or math.lcm(128, kern.kp.tile["tile_m"])  # whole q tiles (dq_guard="pad")
     sq_pad = -(-Sq // unit) * unit
     lse2 = torch.full((B, Hq, sq_pad), float("inf"), device=dev, dtype=torch.float32)
     lse2[..., :Sq] = (lse * LOG2E).float().nan_to_num(posinf=float("inf"), neginf=float("inf"))
@@ -622,13 +623,15 @@ def test_gpu_blocked_dq_workspace(d, causal, tile):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("d,guard,splits", [(128, "rows", False), (64, "tile", False),
-                                            (128, "pad", True)])
-def test_gpu_atom_workspace_guards_and_splits(d, guard, splits):
+@pytest.mark.parametrize("d,guard,splits,sq,unit", [
+    (128, "rows", False, 700, None), (64, "tile", False, 700, None), (128, "pad", True, 700, None),
+    (128, "rows", False, 650, 16)], ids=["rows", "tile", "splits", "rows-tight-pad"])
+def test_gpu_atom_workspace_guards_and_splits(d, guard, splits, sq, unit):
     """The ATOM workspace under the row-checked guards (only rows past S_q rounded up to 16
-    may be touched, checked by run_case) and in deterministic split mode."""
-    run_case(1, 700, 650, 4, 2, d, causal=True, tile=ATOMS, knobs=(("dq_guard", guard),),
-             splits=splits, seed=43)
+    may be touched, checked by run_case) and in deterministic split mode; with a tight pad
+    (S_q_pad = 656 for S_q = 650) an atom's row + 8 lands on the workspace's last rows."""
+    run_case(1, sq, 650, 4, 2, d, causal=True, tile=ATOMS, knobs=(("dq_guard", guard),),
+             splits=splits, seed=43, pad_unit=unit)
 
 
 D256 = (("tile_m", 32), ("tile_n", 64), ("q_stages", 1), ("v_in_regs", 1), ("exchange_stages", 2))
@@ -1304,6 +1307,19 @@ def test_launch_check_refuses_a_pad_that_splits_an_atom():
     with pytest.raises(ValueError, match="reduce_block=-1's 16 rows"):
         kern._check(*_check_args(torch, 12, 24))
     kern._check(*_check_args(torch, 12, 32))
+
+
+def test_launch_check_refuses_a_misaligned_workspace():
+    """dq_accum takes 16-byte vector atomics (the ATOM workspace's .v4): a view 4 bytes off
+    is refused before any launch."""
+    torch = pytest.importorskip("torch")
+
+    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    args = list(_check_args(torch, 12, 64))
+    acc = args[6]
+    args[6] = torch.zeros(acc.numel() + 1)[1:].view(acc.shape)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        kern._check(*args)
 
 
 def _atomic_runs(ptx):

@@ -88,7 +88,8 @@ def test_compile_split_ring(arch, causal):
     kp = _main(arch, causal=causal)
     # the one-stage ring on the same dQ grid (the default's since v96; pre-split non-causal: 1x8)
     base_kp = plan_variant(arch, 256, causal=causal, tile={
-        **pre_split_tile(causal), "dq_rows": kp.tile["dq_rows"]}).kernel("bwd_main")
+        **pre_split_tile(causal), "dq_rows": kp.tile["dq_rows"],
+        "reduce_block": kp.tile["reduce_block"]}).kernel("bwd_main")
     # (dS held at d=256 is the default's code choice since v95/v96: off in both here)
     base = BwdMainKernel(base_kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
     split = BwdMainKernel(kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)

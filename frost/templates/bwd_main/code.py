@@ -31,9 +31,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   trip index by the runtime q-range length every trip (v58,
                   :data:`.measured.TRIP_STEP_MEASURED`); 0: divide
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
-                  lane-pair shuffle; 2–9 % slower on the H200). The plan's ATOM workspace
-                  (``reduce_block=-1``) adds each lane's whole m16n8 atom by one ``.v4``
-                  instead, with no shuffle (dq_vec stays 2 there)
+                  lane-pair shuffle; 2–9 % slower on the H200); 2 on the plan's ATOM
+                  workspace (``reduce_block=-1``: one ``.v4`` a lane's atom, no shuffle)
 ``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
 ``lookahead``     1: ldmatrix of k-step s+1 before the MMAs of step s (1.5–7 % slower)
 ``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)

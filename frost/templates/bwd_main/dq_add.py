@@ -67,6 +67,7 @@ class DqAtomics:
                 (dr, dc), (ra, ca) = ((x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0])),
                                       tdQcdQ0[i])
                 assert dr % ATOM_ROWS == 0 and dc % ATOM_COLS == 0, (dr, dc)
+                assert i or (ra % ATOM_ROWS == 0 and (ca + col0) % ATOM_COLS == 0), (ra, ca)
                 assert [tdQcdQ0[i + k] for k in (1, 2, 3)] == \
                     [(ra, ca + 1), (ra + 8, ca), (ra + 8, ca + 1)], "not c0..c3 of one atom"
                 self.red_add(checked, row0 + r < s_q, base + cute.crd2idx((dr, dc), g.layout),
@@ -101,7 +102,8 @@ class DqAtomics:
     @cute.jit
     def red_add(self, checked: cutlass.Constexpr, ok, ptr, *vals):
         """``ptr[0..n) += vals`` (2 or 4 fp32, one vector atomic), only where ``ok`` (the row is
-        inside S_q) if ``checked``: ptxas compiles each such atomic to a branch inside its own
+        inside S_q; an ATOM add tests its atom's first row, so rows S_q .. S_q rounded up to 16
+        may take pad values) if ``checked``: ptxas compiles each such atomic to a branch inside its own
         convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
         v54). Unchecked adds are safe for ``dq_guard="pad"`` (the workspace's S_q_pad is a
         multiple of tile_m, checked at launch: a row past S_q lands in the pad, which

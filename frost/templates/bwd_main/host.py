@@ -186,10 +186,10 @@ class HostMixin:
             ok = len(acc_shape) == 5 and acc_shape[1:] == want and acc_shape[0] >= n_kv
         else:
             ok = acc_shape == want
-        if not ok or not dq_accum.is_contiguous():
+        if not ok or not dq_accum.is_contiguous() or dq_accum.data_ptr() % 16:
             lead_mode = "n_splits >= ceil(S_kv/tile_n), " if self.dq_splits else ""
-            raise ValueError(f"dq_accum must be contiguous fp32 ({lead_mode}B, H_q, S_q_pad, "
-                             f"{tl['d']}); got {acc_shape}")
+            raise ValueError(f"dq_accum must be contiguous, 16-byte aligned fp32 ({lead_mode}B, "
+                             f"H_q, S_q_pad, {tl['d']}); got {acc_shape}")
         for t in (q, k, v, do, dk, dv):
             if t.stride(-1) != 1 or any(s % 8 for s in t.stride()[:-1]) or t.data_ptr() % 16:
                 raise ValueError("q/k/v/do/dk/dv need a contiguous last dim and 16-byte strides")

@@ -18,15 +18,15 @@ torch tensors and compiles on first use.
 Tensors (torch, CUDA):
 
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
-* lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and a multiple of the plan's
-  ``reduce_block``, and of ``tile_m`` with ``dq_guard="pad"``, the default but above d=192 and
+* lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and whole rows of the plan's
+  ``reduce_block`` tiles, and a multiple of ``tile_m`` with ``dq_guard="pad"``, the default but above d=192 and
   at causal d=128: the last q tile's dQ atomics then add its rows past S_q into the pad, which
   dq_convert never reads);
   lse_log2 = LSE·log2(e) with −inf already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
   (the dq_convert kernel multiplies by ``scale``); d_pad = ``kplan.tile["d"]``. Each
-  (S_q_pad, d_pad) matrix is stored as the plan's ``reduce_block`` says (default 8: 8x8 blocks,
-  :mod:`frost.tile_dsl.gmem`, so one warp's atomic covers 256 contiguous bytes; 0: row-major).
+  (S_q_pad, d_pad) matrix is stored as the plan's ``reduce_block`` says (8: 8x8 blocks,
+  :mod:`frost.tile_dsl.gmem`, one warp's atomic 256 contiguous bytes; -1: ATOM; 0: rows).
   With ``dq_splits=True`` (deterministic dQ): (n_splits, B, H_q, S_q_pad, d_pad), n_splits >=
   ⌈S_kv/tile_n⌉, zeroed; KV tile n adds its partial into split n only. Every element of a split
   has one writer (the CTA of that KV tile walks each q head once), so the single atomic add onto
