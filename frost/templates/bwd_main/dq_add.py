@@ -102,9 +102,9 @@ class DqAtomics:
     @cute.jit
     def red_add(self, checked: cutlass.Constexpr, ok, ptr, *vals):
         """``ptr[0..n) += vals`` (2 or 4 fp32, one vector atomic), only where ``ok`` (the row is
-        inside S_q; an ATOM add tests its atom's first row, so rows S_q .. S_q rounded up to 16
-        may take pad values) if ``checked``: ptxas compiles each such atomic to a branch inside its own
-        convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
+        inside S_q; an ATOM add tests its atom's first row: rows S_q .. S_q rounded up to 16 may
+        take pad values) if ``checked``: ptxas compiles each such atomic to a branch inside its
+        own convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
         v54). Unchecked adds are safe for ``dq_guard="pad"`` (the workspace's S_q_pad is a
         multiple of tile_m, checked at launch: a row past S_q lands in the pad, which
         dq_convert never reads) and for ``"tile"``'s tiles wholly inside S_q. The

@@ -18,9 +18,9 @@ torch tensors and compiles on first use.
 Tensors (torch, CUDA):
 
 * q, do: (B, S_q, H_q, D) io dtype; k, v: (B, S_kv, H_kv, D); last dim contiguous, any strides;
-* lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (and whole rows of the plan's
-  ``reduce_block`` tiles, and a multiple of ``tile_m`` with ``dq_guard="pad"``, the default but above d=192 and
-  at causal d=128: the last q tile's dQ atomics then add its rows past S_q into the pad, which
+* lse_log2, delta: fp32 (B, H_q, S_q_pad), S_q_pad >= S_q (whole rows of ``reduce_block``'s
+  tiles, and tiles of ``tile_m`` with ``dq_guard="pad"``, the default but above d=192 and at
+  causal d=128: the last q tile's dQ atomics then add its rows past S_q into the pad, which
   dq_convert never reads);
   lse_log2 = LSE·log2(e) with −inf already mapped to +inf; delta = rowsum(dO∘O);
 * dq_accum: fp32 (B, H_q, S_q_pad, d_pad) contiguous, zeroed; receives dS·K un-scaled
