@@ -6,7 +6,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from frost.tile_dsl.gmem import ATOM, ATOM_COLS, ATOM_ROWS, ROWS, blocked
+from frost.tile_dsl.gmem import ATOM, ATOM_COLS, ATOM_ROWS, ROWS, blocked, tile_dims
 from frost.tile_dsl.ptx import red_add_v2_f32, red_add_v4_f32
 from frost.tile_dsl.regs import pair_to_v4
 from frost.tile_dsl.warp_grid import MMA_M
@@ -19,6 +19,15 @@ def dq_half_of(first_row, wm: int):
     to half m * 2 // wm, so for an even ``wm`` each half is wm / 2 warp rows and the pair adds
     every row once. Works on ints and on traced Int32 alike."""
     return (first_row // MMA_M) % wm * 2 // wm
+
+
+def _assert_whole_atom(coords0, i: int, col0: int) -> None:
+    """Trace-time check (thread 0's static coordinates): values i .. i+3 are c0..c3 of one m16n8
+    atom, (r, c), (r, c+1), (r+8, c), (r+8, c+1), and the first atom starts on a 16x8 tile."""
+    r, c = coords0[i]
+    assert i or (r % ATOM_ROWS == 0 and (c + col0) % ATOM_COLS == 0), (r, c)
+    assert [coords0[i + k] for k in (1, 2, 3)] == [(r, c + 1), (r + 8, c), (r + 8, c + 1)], \
+        "not c0..c3 of one atom"
 
 
 class DqAtomics:
@@ -56,23 +65,7 @@ class DqAtomics:
         acc = blocked(mdQacc, block, d)
         g = cute.local_tile(acc[b, h, None, None], (t_m, d), (m_block, 0))
         row0 = m_block * t_m
-        if cutlass.const_expr(block == ATOM):
-            # one base address per thread; the fragment's atoms sit whole 16x8 tiles apart, so
-            # every atom's offset from the first is a constant. Only the atom's first row is
-            # checked: its row + 8 is in the same tile, inside S_q_pad (a multiple of 16)
-            r0, c0 = tdQcdQ[0]
-            base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
-                r, _ = tdQcdQ[i]
-                (dr, dc), (ra, ca) = ((x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0])),
-                                      tdQcdQ0[i])
-                assert dr % ATOM_ROWS == 0 and dc % ATOM_COLS == 0, (dr, dc)
-                assert i or (ra % ATOM_ROWS == 0 and (ca + col0) % ATOM_COLS == 0), (ra, ca)
-                assert [tdQcdQ0[i + k] for k in (1, 2, 3)] == \
-                    [(ra, ca + 1), (ra + 8, ca), (ra + 8, ca + 1)], "not c0..c3 of one atom"
-                self.red_add(checked, row0 + r < s_q, base + cute.crd2idx((dr, dc), g.layout),
-                             acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2], acc_dQ[i + 3])
-        elif cutlass.const_expr(self.dq_vec == 4):
+        if cutlass.const_expr(self.dq_vec == 4):  # (CodeChoices refuses it on ATOM)
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
                 r, c = tdQcdQ[i]  # c0 of this m16n8 atom: row g, column 2t
                 odd, v0, v1, v2, v3 = pair_to_v4(acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2],
@@ -82,17 +75,23 @@ class DqAtomics:
                 ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
                 self.red_add(checked, row0 + rr < s_q, ptr, v0, v1, v2, v3)
         elif cutlass.const_expr(block != ROWS):
-            # one base address per thread; every pair's offset from it is a constant: pairs
-            # sit 8 rows (row halves) or whole atoms (16 rows, 8 columns) apart, and whole
-            # blocks are linear in the blocked layout
+            # one base address per thread; every add's offset from it is a constant: adds sit
+            # whole storage tiles apart (8x8 blocks: row halves 8 rows or atoms 16 x 8 apart;
+            # ATOM: whole atoms), and whole tiles are linear in either layout. An ATOM add is a
+            # lane's whole atom (c0..c3), checked on its first row only: its row + 8 is in the
+            # same tile, inside S_q_pad (whole 16-row tiles)
+            n = 4 if block == ATOM else 2
+            tr, tc = tile_dims(block)
             r0, c0 = tdQcdQ[0]
             base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
+            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), n):
                 r, _ = tdQcdQ[i]
                 dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
-                assert dr % block == 0 and dc % block == 0, (dr, dc, block)
-                self.red_add(checked, row0 + r < s_q,
-                             base + cute.crd2idx((dr, dc), g.layout), acc_dQ[i], acc_dQ[i + 1])
+                assert dr % tr == 0 and dc % tc == 0, (dr, dc, block)
+                if cutlass.const_expr(block == ATOM):
+                    _assert_whole_atom(tdQcdQ0, i, col0)
+                self.red_add(checked, row0 + r < s_q, base + cute.crd2idx((dr, dc), g.layout),
+                             *[acc_dQ[i + k] for k in range(n)])
         else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
                 r, c = tdQcdQ[i]
