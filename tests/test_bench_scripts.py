@@ -81,6 +81,38 @@ def test_bwd_main_ab_help_and_variants():
             mod.parse_variant(bad)
 
 
+CHAIN_AB = os.path.join(ROOT, "bench", "chain_ab.py")
+
+
+def test_chain_ab_help_variants_and_the_option_patch():
+    """bench/chain_ab.py: --help without a GPU; variants parse (none drops an option) or name
+    the bad key; the option patch changes the plan frost.sdpa would run and restore undoes it."""
+    res = subprocess.run([sys.executable, CHAIN_AB, "--help"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "--variants" in res.stdout and "--shapes" in res.stdout
+    mod = _load(CHAIN_AB)
+    assert mod.parse_variant("default") == {}
+    assert mod.parse_variant("reduce_block=-1, dq_rows=none") == {"reduce_block": -1, "dq_rows": None}
+    assert mod.parse_shape("4,16,4096,128,c") == (4, 16, 4096, 128, True)
+    assert mod.parse_shape("2,8,4096,256") == (2, 8, 4096, 256, False)
+    for bad, why in (("reduce_block", "key=int"), ("no_such_key=1", "unknown tile key"),
+                     ("reduce_block=x", "not an int"), ("q_stages=9", "not allowed")):
+        with pytest.raises(ValueError, match=why):
+            mod.parse_variant(bad)
+    from frost.templates.bwd_main import default_plan
+
+    before = {d: default_plan("sm_120a", d).tile.get("reduce_block") for d in (128, 256)}
+    for d, change, want in ((128, {"reduce_block": -1}, -1), (256, {"reduce_block": None}, 8)):
+        assert before[d] != want
+        patch = mod.OptionPatch(d, False, change)
+        try:
+            assert default_plan("sm_120a", d).tile.get("reduce_block") == want
+        finally:
+            patch.restore()
+        assert default_plan("sm_120a", d).tile.get("reduce_block") == before[d]
+
+
 def test_on_gpu_script_parses_and_needs_a_commit():
     script = os.path.join(ROOT, "bench", "on_gpu.sh")
     assert subprocess.run(["bash", "-n", script]).returncode == 0

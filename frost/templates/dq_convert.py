@@ -10,16 +10,18 @@ the sum over splits runs here in a fixed order (s = 0, 1, ...), so the result is
 reproducible.
 
 How: grid ``(S_q_pad / block_m, H_q, B)``. A row is handled by ``threads_per_row`` lanes (a power of
-two <= 32); each lane converts 8-element vectors: two 16-byte fp32 loads per split (four 8-byte
-ones from the ATOM workspace), a multiply, a cast and one 16-byte store into the strided
-(B, S, H, D) dQ.
+two <= 32); each lane converts 8-element vectors: two 16-byte fp32 loads per split, a multiply,
+a cast and one 16-byte store into the strided (B, S, H, D) dQ. From the ATOM workspace the unit
+is a row pair (g, g + 8) of a 16-row band instead of a row: a lane loads an atom's 64 contiguous
+bytes of the pair (four 16-byte loads per split) and stores two 8-element vectors, one per row.
 
 PDL (``use_pdl``, compile time): ``griddepcontrol.wait`` before the first read of ``dq_accum`` (the
 main kernel's output), ``griddepcontrol.launch_dependents`` after the stores.
 
 Workspace layout (``cfg.reduce_block``, from the plan): row-major, b x b tiles
 (:mod:`frost.tile_dsl.gmem`; b = 8 keeps each 8-float vector of a row contiguous) or ATOM
-(16x8 tiles in accumulator lane order: only column pairs of a row are contiguous).
+(16x8 tiles in accumulator lane order: only column pairs of a row are contiguous, the row pair
+(g, g + 8) of an atom is; :func:`frost.tile_dsl.gmem.atom_row_pairs`).
 
 Constraints: head_dim % 8 == 0, d_pad >= head_dim with d_pad % 4 == 0, dQ last dim contiguous,
 its other strides multiples of 8 elements and its base 16-byte aligned.
@@ -51,6 +53,20 @@ class DqConvertConfig(RowwiseConfig):
 
     error = DqConvertError
     kernel = "dq_convert"
+
+    @property
+    def row_pairs(self) -> bool:
+        """Walk row pairs (g, g + 8) of 16-row bands (the ATOM workspace) instead of rows."""
+        return self.reduce_block == gmem.ATOM
+
+    @property
+    def units(self) -> int:
+        """Rows, or row pairs, one CTA walks (``rows_per_pass`` lane groups at a time)."""
+        return self.block_m // 2 if self.row_pairs else self.block_m
+
+    @property
+    def unit_passes(self) -> int:
+        return -(-self.units // self.rows_per_pass)
 
 
 def dq_convert_model(dq_accum, scale: float, seqlen: int, head_dim: int, reduce_block: int = 0):
@@ -92,34 +108,59 @@ class DqConvert:
     @cute.kernel
     def kernel(self, mdQacc: cute.Tensor, mdQ: cute.Tensor, scale: Float32):
         cfg = self.cfg
-        tpr, epv = cfg.threads_per_row, ELEMS_PER_VEC
+        tpr = cfg.threads_per_row
         tid, _, _ = cute.arch.thread_idx()
         m_blk, h, b = cute.arch.block_idx()
         seqlen = mdQ.shape[1]
         lane_r = tid % tpr
-        n_splits = mdQacc.shape[0]
-        # the plan's workspace layout (an 8-column vector of a row: contiguous in rows and 8x8
-        # blocks, four column pairs in ATOM)
-        mdQacc = gmem.blocked(mdQacc, cfg.reduce_block, cfg.d_pad)
-        out = cute.make_rmem_tensor((epv,), mdQ.element_type)
-
         bar.pdl_wait(cfg.use_pdl)  # dq_accum is the main kernel's output
 
-        for p in cutlass.range_constexpr(cfg.passes):
-            r_local = p * cfg.rows_per_pass + tid // tpr
-            r = m_blk * cfg.block_m + r_local
-            if r < seqlen and r_local < cfg.block_m:
-                gdQ = mdQ[b, r, h, None]
+        for p in cutlass.range_constexpr(cfg.unit_passes):
+            u = p * cfg.rows_per_pass + tid // tpr  # this lane group's row (pair) in the CTA
+            r = m_blk * cfg.block_m + u  # its (first) row
+            if cutlass.const_expr(cfg.row_pairs):
+                r = m_blk * cfg.block_m + (u // 8) * gmem.ATOM_ROWS + u % 8
+            if r < seqlen and u < cfg.units:
                 for j in cutlass.range_constexpr(cfg.vecs_per_thread):
-                    v = lane_r + j * tpr
+                    v = lane_r + j * tpr  # the 8-column vector (ATOM: the atom) of the row
                     if v < cfg.vecs_per_row:
-                        acc = cute.local_tile(mdQacc[0, b, h, r, None], (epv,), (v,)).load()
-                        for s in cutlass.range(1, n_splits, unroll=1):
-                            acc = acc + cute.local_tile(mdQacc[s, b, h, r, None], (epv,), (v,)).load()
-                        out.store((acc * scale).to(mdQ.element_type))
-                        cute.autovec_copy(out, cute.local_tile(gdQ, (epv,), (v,)))
+                        if cutlass.const_expr(cfg.row_pairs):
+                            self.convert_pair(mdQacc, mdQ, scale, b, h, r, v, seqlen)
+                        else:
+                            self.convert_row(mdQacc, mdQ, scale, b, h, r, v)
 
         bar.pdl_launch_dependents(cfg.use_pdl)
+
+    @cute.jit
+    def convert_row(self, mdQacc, mdQ, scale, b, h, r, v):
+        """Row ``r``'s vector ``v``: 8 contiguous floats in rows and 8x8 blocks."""
+        epv = ELEMS_PER_VEC
+        acc_ws = gmem.blocked(mdQacc, self.cfg.reduce_block, self.cfg.d_pad)
+        acc = cute.local_tile(acc_ws[0, b, h, r, None], (epv,), (v,)).load()
+        for s in cutlass.range(1, mdQacc.shape[0], unroll=1):
+            acc = acc + cute.local_tile(acc_ws[s, b, h, r, None], (epv,), (v,)).load()
+        out = cute.make_rmem_tensor((epv,), mdQ.element_type)
+        out.store((acc * scale).to(mdQ.element_type))
+        cute.autovec_copy(out, cute.local_tile(mdQ[b, r, h, None], (epv,), (v,)))
+
+    @cute.jit
+    def convert_pair(self, mdQacc, mdQ, scale, b, h, r, v, seqlen):
+        """Rows ``r`` and ``r + 8`` (``r % 16 < 8``) of atom ``v``: 64 contiguous bytes of the
+        ATOM workspace, two 8-element vectors of dQ."""
+        epv = ELEMS_PER_VEC
+        pairs = gmem.atom_row_pairs(mdQacc, self.cfg.d_pad)
+        band, g = r // gmem.ATOM_ROWS, r % gmem.ATOM_ROWS
+        acc = pairs[0, b, h, band, v, g, None].load()
+        for s in cutlass.range(1, mdQacc.shape[0], unroll=1):
+            acc = acc + pairs[s, b, h, band, v, g, None].load()
+        frag = cute.make_rmem_tensor((2 * epv,), Float32)
+        frag.store(acc * scale)
+        halves = cute.make_tensor(frag.iterator, gmem.pair_layout())  # (column, row half)
+        out = cute.make_rmem_tensor((epv,), mdQ.element_type)
+        for half in cutlass.range_constexpr(2):
+            if r + 8 * half < seqlen:
+                out.store(halves[None, half].load().to(mdQ.element_type))
+                cute.autovec_copy(out, cute.local_tile(mdQ[b, r + 8 * half, h, None], (epv,), (v,)))
 
 
 def fake_args(cfg: DqConvertConfig, dtype, n_splits: int | None = None):

@@ -30,7 +30,9 @@ those four floats are 16 contiguous bytes::
 
 so a lane adds its whole atom with one ``red.global.add.v4.f32`` and no shuffle: a warp's add is
 512 contiguous bytes (4 lines) and a warp issues half the atomics of the 8 x 8 blocks. Bands of
-16 rows are contiguous as in the row-major layout; inside a row only column pairs are.
+16 rows are contiguous as in the row-major layout; inside a row only column pairs are, but an
+atom's row pair (g, g + 8) is 64 contiguous bytes: both rows' 8 columns, which a reader loads
+with four 16-byte loads (:func:`atom_row_pairs`; :data:`PAIR_ORDER` says which float is which).
 
 Model: :func:`offset_model` (plain Python); :func:`to_rows_model` reads a whole blocked array
 (numpy or torch) back into rows; :func:`warp_add_offsets` (and :func:`warp_add_v4_offsets`, the
@@ -105,6 +107,19 @@ def warp_add_v4_offsets(r0: int, c0: int, cols: int, block: int) -> list[tuple[i
             for lane in range(32) for h in (0, 1) for e in (0, 1)]
 
 
+# The 16 floats of an atom's row pair (g, g + 8), in storage order, as (row half, column):
+# float k holds row g + 8 * (k % 4 // 2), column 2 * (k // 4) + k % 2.
+PAIR_ORDER = tuple((k % 4 // 2, 2 * (k // 4) + k % 2) for k in range(16))
+
+
+def pair_offset_model(r: int, cols: int) -> int:
+    """Element offset of the first float of the row pair (r, r + 8) (``r % 16 < 8``) of every
+    atom of an ATOM-stored (·, cols) matrix's band; atom ``j``'s pair starts ``128 j`` later."""
+    if r % 16 >= 8:
+        raise ValueError(f"row {r} is the second row of its pair (r % 16 must be < 8)")
+    return offset_model(r, 0, cols, ATOM)
+
+
 def lines_touched(offsets, elem_bytes: int = 4) -> set[int]:
     """The cache lines (:data:`LINE_BYTES`) a set of element offsets falls in."""
     return {o * elem_bytes // LINE_BYTES for o in offsets}
@@ -160,3 +175,29 @@ def blocked(t, block: int, cols: int):
     if block == ROWS:
         return t
     return cute.make_tensor(t.iterator, blocked_layout(t.layout, block, cols))
+
+
+def atom_row_pairs(t, cols: int):
+    """Tensor ``t`` (…, rows, cols), row-major in its last two modes and holding an ATOM-stored
+    matrix, viewed as (…, rows // 16, cols // 8, 8, 16): [band, atom j, g, k] is float k
+    (:data:`PAIR_ORDER`) of the row pair (16 band + g, 16 band + g + 8) of atom j; the last
+    mode is 16 contiguous floats. ``rows`` may be a runtime value (whole bands)."""
+    import cutlass.cute as cute
+
+    check_block(ATOM, None, cols)
+    lay = t.layout
+    n = cute.rank(lay)
+    lead_shape = tuple(lay.shape[i] for i in range(n - 2))
+    lead_stride = tuple(lay.stride[i] for i in range(n - 2))
+    rows = lay.shape[n - 2]
+    shape = lead_shape + (rows // ATOM_ROWS, cols // ATOM_COLS, 8, 16)
+    stride = lead_stride + (ATOM_ROWS * cols, 128, 16, 1)
+    return cute.make_tensor(t.iterator, cute.make_layout(shape, stride=stride))
+
+
+def pair_layout():
+    """The rmem layout that reads an atom row pair's 16 floats (storage order) as (8 columns,
+    2 row halves): ``frag[c, half]`` is row g + 8 half, column c (:data:`PAIR_ORDER`)."""
+    import cutlass.cute as cute
+
+    return cute.make_layout(((2, 4), 2), stride=((1, 4), 2))

@@ -80,9 +80,12 @@ def test_compile_blocked_workspace_keeps_16_byte_loads(arch, tmp_path, monkeypat
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
-def test_compile_atom_workspace_reads_column_pairs(arch, tmp_path, monkeypatch):
-    """reduce_block=-1 (gmem.ATOM): inside a row only column pairs are contiguous, so the fp32
-    loads are 8 bytes wide (four per 8-column vector), never scalar; spill-free."""
+def test_compile_atom_workspace_reads_row_pairs(arch, tmp_path, monkeypatch):
+    """reduce_block=-1 (gmem.ATOM): a lane reads an atom's row pair (g, g + 8), 64 contiguous
+    bytes, as four 16-byte loads and stores both rows: all loads 16 bytes wide, two 16-byte
+    stores per four loads, spill-free."""
+    import re
+
     import cutlass
 
     from frost.templates.dq_convert import DqConvert, fake_args
@@ -91,19 +94,19 @@ def test_compile_atom_workspace_reads_column_pairs(arch, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = DqConvertConfig(io_bits=16, head_dim=128, d_pad=128, block_m=32, threads=128,
                           reduce_block=-1)
+    assert cfg.row_pairs and cfg.units == 16 and cfg.unit_passes == 2  # 16 lanes a pair, 8 pairs a pass
     rep = compile_for(DqConvert(cfg), *fake_args(cfg, cutlass.BFloat16), arch=arch)
-    import re
-
     loads = re.findall(r"\bld\.global[\w.]*", rep.ptx)
-    assert len(loads) >= 4 and all(ld in ("ld.global.v2.b32", "ld.global.v2.f32") for ld in loads)
-    assert rep.count("st.global.v4") >= 1 and rep.total_spill_bytes == 0
+    # 2 passes x 4 loads, once for split 0 and once in the loop over the other splits
+    assert len(loads) == 16 and set(loads) == {"ld.global.v4.b32"}
+    assert rep.count("st.global.v4") == 4 and rep.total_spill_bytes == 0
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,s_q,n_splits,dtype,block", [
     (64, 1, 1, "bf16", 0), (96, 127, 3, "fp16", 0), (256, 1000, 2, "bf16", 0),
     (128, 1000, 1, "bf16", 8), (64, 77, 3, "fp16", 8), (128, 1000, 1, "bf16", -1),
-    (64, 77, 3, "fp16", -1)])
+    (64, 77, 3, "fp16", -1), (160, 3, 2, "bf16", -1)])
 def test_dq_convert_numerics(d, s_q, n_splits, dtype, block):
     import torch
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from frost.tile_dsl.gmem import (ATOM, ROWS, check_block, lines_touched, offset_model,
-                                 to_rows_model, warp_add_offsets, warp_add_v4_offsets)
+from frost.tile_dsl.gmem import (ATOM, PAIR_ORDER, ROWS, check_block, lines_touched,
+                                 offset_model, pair_offset_model, to_rows_model,
+                                 warp_add_offsets, warp_add_v4_offsets)
 
 
 @pytest.mark.parametrize("rows,cols,block", [(32, 128, 8), (64, 64, 8), (32, 256, 16), (16, 8, 8),
@@ -70,6 +71,19 @@ def test_atom_rows_keep_column_pairs_together():
             assert offset_model(r, c + 1, cols, ATOM) == offset_model(r, c, cols, ATOM) + 1
         span = [offset_model(r, c, cols, ATOM) for c in range(8)]
         assert max(span) - min(span) == 13 and min(span) // 16 == max(span) // 16
+
+
+def test_an_atom_row_pair_is_64_contiguous_bytes_in_pair_order():
+    # what dq_convert reads from the ATOM workspace: rows g and g + 8 of one atom, 16 floats
+    cols = 48
+    for r in [g + 16 * band for band in range(3) for g in range(8)]:
+        for j in range(cols // 8):
+            first = pair_offset_model(r, cols) + 128 * j
+            got = [offset_model(r + 8 * half, 8 * j + c, cols, ATOM) for half, c in PAIR_ORDER]
+            assert got == list(range(first, first + 16)) and first % 16 == 0
+    assert sorted(PAIR_ORDER) == [(h, c) for h in (0, 1) for c in range(8)]
+    with pytest.raises(ValueError, match="second row of its pair"):
+        pair_offset_model(9, cols)
 
 
 def test_each_8_float_vector_of_a_row_is_contiguous():
@@ -161,3 +175,39 @@ def test_cute_view_matches_the_model(lead, rows, cols, block, t_m):
     want = [base + offset_model(m * t_m + r, c, cols, block)
             for m in range(rows // t_m) for r in range(t_m) for c in range(cols)]
     assert got == want
+
+
+@pytest.mark.compile
+@pytest.mark.filterwarnings("ignore::cutlass.base_dsl.ast_helpers.DSLOptimizationWarning")
+def test_cute_row_pair_view_matches_the_model():
+    """gmem.atom_row_pairs and gmem.pair_layout, as dq_convert indexes them: [.., band, j, g,
+    k] is float k of atom j's row pair, and (column, half) of the 16 picks row g + 8 half."""
+    import cutlass
+    import cutlass.cute as cute
+
+    from frost.tile_dsl.gmem import atom_row_pairs, pair_layout
+
+    lead, rows, cols = (2, 3), 32, 24
+    got, order = [], []
+
+    @cute.jit
+    def evaluate(out: cutlass.Constexpr, order: cutlass.Constexpr):
+        shape = lead + (rows, cols)
+        t = cute.make_tensor(0, cute.make_layout(shape, stride=(3 * rows * cols, rows * cols, cols, 1)))
+        pairs = atom_row_pairs(t, cols)
+        for band in cutlass.range_constexpr(rows // 16):
+            for j in cutlass.range_constexpr(cols // 8):
+                for g in cutlass.range_constexpr(8):
+                    for k in cutlass.range_constexpr(16):
+                        out.append(pairs[1, 2, band, j, g, k])
+        lay = pair_layout()
+        for half in cutlass.range_constexpr(2):
+            for c in cutlass.range_constexpr(8):
+                order.append(lay((c, half)))
+
+    evaluate(got, order)
+    base = 5 * rows * cols
+    want = [base + pair_offset_model(16 * band + g, cols) + 128 * j + k
+            for band in range(rows // 16) for j in range(cols // 8) for g in range(8) for k in range(16)]
+    assert got == want
+    assert [PAIR_ORDER[k] for k in order] == [(h, c) for h in (0, 1) for c in range(8)]

@@ -1,0 +1,212 @@
+"""A/B of plan options on the whole backward chain (``frost.sdpa.backward``), round-robin.
+
+Why: a plan option can change more than ``bwd_main`` (``reduce_block`` also changes how
+``dq_convert`` reads the dQ workspace), so ``bench/bwd_main_ab.py``'s kernel-only ratio may not
+reach the call (bench/RESULTS.md v106: d=128's 0.993x there, -0.6 % in the chain). Here each
+variant is the row's measured options (:data:`frost.sched.tuned.OPTIONS`) with some keys set
+or removed, exactly as it would ship: for each variant the options are patched, the chain is
+compiled and warmed through ``frost.sdpa.backward``, and its compiled chain and call cache are
+kept; then ``--rounds`` rounds time every variant (rotated order) for ``--iters`` CUDA-event
+calls each. Per variant: the median call; per round: its median / the first variant's.
+Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-2).
+
+    python3 bench/chain_ab.py --shapes 4,16,4096,128 16,16,1024,128 4,16,4096,128,c \\
+        --variants "default;reduce_block=-1" --commit SHA --out $OUT
+
+A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``
+(``value`` an int, or ``none`` to drop the row's option). Writes ``chain_ab.json`` and
+``chain_ab.png`` to ``--out`` with the card, the date and the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _ROOT)
+sys.path.insert(0, os.path.join(_ROOT, "bench"))
+
+from bwd_main_ab import plot  # noqa: E402
+from sdpa_bwd import commit_id, flops, make_set, rel_err  # noqa: E402
+
+PLAN_ARCH = "sm_120a"  # the plans every supported device runs (frost.sched.arch.plan_arch)
+
+
+def parse_variant(text: str) -> dict:
+    """``default`` -> {}; ``a=1,b=none`` -> {"a": 1, "b": None} (None: drop the option).
+    ValueError for a malformed item, a key the planner cannot force or a value it may not take
+    (:func:`frost.sched.sdpa.check_tile`)."""
+    from frost.sched.sdpa import FORCEABLE, check_tile
+
+    text = text.strip()
+    if text == "default":
+        return {}
+    out = {}
+    for item in text.split(","):
+        key, sep, val = (x.strip() for x in item.partition("="))
+        if not sep or not key or not val:
+            raise ValueError(f"bad variant item {item!r}: want key=int or key=none")
+        if val == "none":
+            if key not in FORCEABLE:
+                check_tile({key: 0})  # names the known keys
+            out[key] = None
+            continue
+        try:
+            out[key] = int(val)
+        except ValueError:
+            raise ValueError(f"bad variant item {item!r}: {val!r} is not an int") from None
+        check_tile({key: out[key]})
+    return out
+
+
+def parse_shape(text: str) -> tuple:
+    parts = text.split(",")
+    causal = parts[-1] == "c"
+    b, h, s, d = (int(x) for x in parts[:4 if not causal else -1])
+    return b, h, s, d, causal
+
+
+class OptionPatch:
+    """Set the row options of one head dim (causal: the causal table) and forget every cached
+    plan and compiled chain; ``restore`` puts the tables back."""
+
+    def __init__(self, d: int, causal: bool, change: dict):
+        from frost.sched import tuned
+        from frost.sched.sdpa import pad_head_dim
+
+        self.tuned = tuned
+        self.row = tuned._row(PLAN_ARCH, pad_head_dim(d))
+        self.table = (tuned.CAUSAL_OPTIONS if causal else tuned.OPTIONS)[PLAN_ARCH]
+        self.saved = dict(self.table.get(self.row, {}))
+        new = dict(self.saved)
+        for k, v in change.items():
+            if v is None:
+                new.pop(k, None)
+            else:
+                new[k] = v
+        self.table[self.row] = new
+        self._forget()
+
+    def restore(self):
+        self.table[self.row] = self.saved
+        self._forget()
+
+    @staticmethod
+    def _forget():
+        from frost.sched import sdpa as sched_sdpa
+        from frost.sdpa import api
+
+        sched_sdpa._best.cache_clear()
+        api.clear_cache()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", nargs="+", default=["4,16,4096,128", "16,16,1024,128"],
+                    help="B,H,S,D[,c]")
+    ap.add_argument("--variants", default="default;reduce_block=-1")
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(_ROOT, "bench", "out"))
+    args = ap.parse_args(argv)
+    names = [v.strip() for v in args.variants.split(";")]
+    try:
+        changes = [parse_variant(v) for v in names]
+    except ValueError as e:
+        ap.error(str(e))
+    import torch
+
+    if not torch.cuda.is_available():
+        ap.error("timing the chain needs a CUDA GPU")
+    import frost.sdpa
+    from frost.sdpa import api
+
+    results = []
+    for text in args.shapes:
+        b, h, s, d, causal = parse_shape(text)
+        t = make_set(torch, b, h, s, d, causal, torch.bfloat16, seed=0)
+
+        def call():
+            return frost.sdpa.backward(t["q"], t["k"], t["v"], t["o"], t["do"], t["lse"],
+                                       causal=causal)
+
+        caches, outs, opts = [], [], []
+        for change in changes:  # compile + warm each variant, keep its caches
+            patch = OptionPatch(d, causal, change)
+            try:
+                for _ in range(3):
+                    out = call()
+                torch.cuda.synchronize()
+                opts.append(dict(patch.table[patch.row]))
+                caches.append((dict(api._CACHE), dict(api._SIGS)))
+                outs.append([x.clone() for x in out])
+            finally:
+                patch.restore()
+        errs = [max(rel_err(torch, a, r) for a, r in zip(o, outs[0])) for o in outs]
+        bad = [n for n, e in zip(names, errs) if not e <= 1e-2]
+        if bad:
+            raise SystemExit(f"{text}: {bad} disagree with {names[0]} (rel err {errs})")
+
+        def use(i):
+            api._CACHE.clear()
+            api._CACHE.update(caches[i][0])
+            api._SIGS.clear()
+            api._SIGS.update(caches[i][1])
+
+        samples = [[] for _ in names]
+        round_ratio = [[] for _ in names]
+        for r in range(args.rounds):
+            med = {}
+            for i in [(k + r) % len(names) for k in range(len(names))]:
+                use(i)
+                call()  # one untimed call after the switch
+                ts = []
+                for _ in range(args.iters):
+                    e0, e1 = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                    e0.record()
+                    call()
+                    e1.record()
+                    e1.synchronize()
+                    ts.append(e0.elapsed_time(e1))
+                samples[i] += ts
+                med[i] = statistics.median(ts)
+            for i in range(len(names)):
+                round_ratio[i].append(med[i] / med[0])
+        api.clear_cache()
+        f = flops(b, h, s, d, causal)
+        base = statistics.median(samples[0])
+        for i, name in enumerate(names):
+            ms = statistics.median(samples[i])
+            results.append(dict(shape=text, d=d, causal=causal, variant=f"{b},{h},{s} {name}",
+                                change=changes[i], options=opts[i], ms=ms,
+                                tflops=f / (ms * 1e-3) / 1e12, ratio=ms / base,
+                                round_ratio_min=min(round_ratio[i]),
+                                round_ratio_max=max(round_ratio[i]), rel_err_vs_first=errs[i]))
+        t = caches = outs = None  # free this shape's tensors before the next
+        torch.cuda.empty_cache()
+    meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                gpu=torch.cuda.get_device_name(), commit=commit_id(args.commit),
+                rounds=args.rounds, iters=args.iters, plan_arch=PLAN_ARCH, variants=names)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "chain_ab.json"), "w") as fh:
+        json.dump(dict(meta=meta, results=results), fh, indent=1)
+    print(f"# {meta['gpu']} {meta['date']} commit {meta['commit']}: {args.rounds} rounds x "
+          f"{args.iters} calls; ratio = call ms / first variant's")
+    print(f"{'shape':<18} {'variant':<26} {'ms':>8} {'TFLOP/s':>8} {'ratio':>7} {'per-round range':>18}")
+    for r in results:
+        print(f"{r['shape']:<18} {r['variant'].split(' ', 1)[1]:<26} {r['ms']:8.3f} "
+              f"{r['tflops']:8.1f} {r['ratio']:7.3f}    [{r['round_ratio_min']:.3f}, "
+              f"{r['round_ratio_max']:.3f}]")
+    plot(results, os.path.join(args.out, "chain_ab.png"),
+         f"whole chain: {meta['gpu']} {meta['date'][:10]} {meta['commit']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
