@@ -134,9 +134,11 @@ def tail_split_args(torch, kern, b: int, h: int, s: int):
     return make_split(torch, kern.kp, tiles, n_split, parts)
 
 
-def plot(results: list[dict], path: str, title: str = "") -> str:
+def plot(results: list[dict], path: str, title: str = "", timed: str = "bwd_main") -> str:
     """Horizontal bars of each variant's time / its baseline's, one group per head dim (and
-    causal flag), with the per-round range as the error bar and a line at 1 (left: faster)."""
+    causal flag), with the per-round range as the error bar and a line at 1 (left: faster).
+    A result whose variant is ``default`` or that says ``baseline`` is the grey reference;
+    ``timed`` names what was timed in the axis label."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -145,7 +147,7 @@ def plot(results: list[dict], path: str, title: str = "") -> str:
     ratios = [r["ratio"] for r in results]
     lo = [max(0.0, r["ratio"] - r["round_ratio_min"]) for r in results]
     hi = [max(0.0, r["round_ratio_max"] - r["ratio"]) for r in results]
-    colors = ["0.6" if r["variant"] == "default" else
+    colors = ["0.6" if r["variant"] == "default" or r.get("baseline") else
               ("tab:green" if r["ratio"] < 1 else "tab:red") for r in results]
     fig, ax = plt.subplots(figsize=(8, 0.32 * len(results) + 1.2))
     y = list(range(len(results)))[::-1]
@@ -153,7 +155,7 @@ def plot(results: list[dict], path: str, title: str = "") -> str:
     ax.axvline(1.0, color="k", lw=0.8)
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=7)
-    ax.set_xlabel("bwd_main time / first variant's (median; bars: per-round range)")
+    ax.set_xlabel(f"{timed} time / first variant's (median; bars: per-round range)")
     ax.set_xlim(min(0.3, min(ratios) - 0.05), max(1.1, max(ratios) + 0.05))
     ax.set_title(title or "bwd_main A/B", fontsize=9)
     fig.tight_layout()

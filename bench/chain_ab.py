@@ -15,7 +15,8 @@ Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-
 
 A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``
 (``value`` an int, or ``none`` to drop the row's option). Writes ``chain_ab.json`` and
-``chain_ab.png`` to ``--out`` with the card, the date and the commit.
+``chain_ab.png`` to ``--out`` with the card, the date and the commit; ``--replot JSON...``
+draws stored files again on any machine.
 """
 
 from __future__ import annotations
@@ -114,7 +115,17 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--commit", default="")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(_ROOT, "bench", "out"))
+    ap.add_argument("--replot", nargs="+", metavar="JSON",
+                    help="no run: draw stored chain_ab.json files again (one PNG each) into --out")
     args = ap.parse_args(argv)
+    if args.replot:
+        for i, path in enumerate(args.replot):
+            with open(path) as fh:
+                data = json.load(fh)
+            sub = os.path.join(args.out, str(i)) if len(args.replot) > 1 else args.out
+            os.makedirs(sub, exist_ok=True)
+            print(draw(data["results"], data["meta"], sub))
+        return 0
     names = [v.strip() for v in args.variants.split(";")]
     try:
         changes = [parse_variant(v) for v in names]
@@ -203,9 +214,15 @@ def main(argv=None) -> int:
         print(f"{r['shape']:<18} {r['variant'].split(' ', 1)[1]:<26} {r['ms']:8.3f} "
               f"{r['tflops']:8.1f} {r['ratio']:7.3f}    [{r['round_ratio_min']:.3f}, "
               f"{r['round_ratio_max']:.3f}]")
-    plot(results, os.path.join(args.out, "chain_ab.png"),
-         f"whole chain: {meta['gpu']} {meta['date'][:10]} {meta['commit']}")
+    draw(results, meta, args.out)
     return 0
+
+
+def draw(results: list[dict], meta: dict, out: str) -> str:
+    return plot([dict(r, baseline=r["variant"].endswith(f" {meta['variants'][0]}"))
+                 for r in results], os.path.join(out, "chain_ab.png"),
+                f"whole chain: {meta['gpu']} {meta['date'][:10]} {meta['commit']}",
+                timed="frost.sdpa.backward call")
 
 
 if __name__ == "__main__":

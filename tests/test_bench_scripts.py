@@ -113,6 +113,22 @@ def test_chain_ab_help_variants_and_the_option_patch():
         assert default_plan("sm_120a", d).tile.get("reduce_block") == before[d]
 
 
+def test_chain_ab_replot_draws_a_stored_run(tmp_path):
+    """--replot needs no GPU: it draws a stored chain_ab.json (its baseline grey)."""
+    import json
+
+    meta = dict(gpu="G", date="2026-12-02T00:00:00+00:00", commit="abc", variants=["default", "x=1"])
+    results = [dict(d=128, causal=False, variant=f"4,16,4096 {v}", ratio=r, round_ratio_min=r - 0.01,
+                    round_ratio_max=r + 0.01) for v, r in (("default", 1.0), ("x=1", 0.98))]
+    path = tmp_path / "chain_ab.json"
+    path.write_text(json.dumps(dict(meta=meta, results=results)))
+    res = subprocess.run([sys.executable, CHAIN_AB, "--replot", str(path), "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    png = tmp_path / "chain_ab.png"
+    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
 def test_on_gpu_script_parses_and_needs_a_commit():
     script = os.path.join(ROOT, "bench", "on_gpu.sh")
     assert subprocess.run(["bash", "-n", script]).returncode == 0
