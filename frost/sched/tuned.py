@@ -95,7 +95,9 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # (re-check v107: causal d=160's 8x8 blocks 1.017x). Slower at d=64 1.046x, d=192 1.079x,
 # d=96 1.010x, d=32 1.014x (ptxas schedules those trips worse) and causal d=128 1.028x /
 # (2,16,8192) 1.036x. d=128 non-causal measured 0.993x / (16,16,1024) 0.992x, but its chain
-# then ran 0.6 % / 1.2 % slower (bench/results/s26/chain_v106), so it keeps the 8x8 blocks.
+# then ran 0.6 % / 1.2 % slower (bench/results/s26/chain_v106); with dq_convert reading row
+# pairs (v108, bench/chain_ab.py) the chain measured 0.993x then 1.000x / 0.993x twice, never
+# below 1 in every round (bench/results/v108), so it keeps the 8x8 blocks.
 # Causal d=64 measured 0.989x [0.987, 0.994] (v106, its file lost to the device's file limit)
 # but its re-check on the ATOM default had the 8x8 blocks at 1.003x [0.997, 1.011] (v107): not
 # slower in every round, so it keeps the 8x8 blocks.
