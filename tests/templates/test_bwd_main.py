@@ -391,7 +391,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     lse2[..., :Sq][torch.isinf(lse.float())] = float("inf")
     dlt = torch.zeros((B, Hq, sq_pad), device=dev, dtype=torch.float32)
     dlt[..., :Sq] = delta.float()
-    checked = kern.code.dq_guard in ("rows", "tile")
+    checked = kern.code.dq_guard in ("rows", "tile", "row_once")
     if checked:  # pad rows with a non-zero dQ partial (P = 1, dS = -1): unless the row check
         lse2[..., Sq:], dlt[..., Sq:] = 0.0, 1.0  # skips them, they land in the pad
     n_splits = -(-Skv // kern.kp.tile["tile_n"]) if splits else 0
@@ -524,7 +524,7 @@ KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("exp2_poly", 1),), (("q_rotate", 1),), (("q_rotate", 0),),
               (("serial_sdp", 1),),
               (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_guard", "tile"),),
-              (("dq_accs", 2),),
+              (("dq_guard", "row_once"),), (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
               (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2)), (("stat_vec", 1),),
               (("stat_vec", 1), ("serial_sdp", 1))]
@@ -544,7 +544,7 @@ def test_gpu_code_knobs(d, knobs):
                                    (("dq_chunks", 1), ("interleave", 0)),
                                    (("dq_chunks", 4), ("interleave", 0)),
                                    (("dq_accs", 2),), (("dq_guard", "pad"),),
-                                   (("dq_guard", "tile"),)],
+                                   (("dq_guard", "tile"),), (("dq_guard", "row_once"),)],
                          ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
 def test_gpu_d256_dq_chunks(knobs):
     """d=256 (32x64 tile, one Q stage, V held): dQ = dS·K whole or in 64-column chunks; the
@@ -625,7 +625,8 @@ def test_gpu_blocked_dq_workspace(d, causal, tile):
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,guard,splits,sq,unit", [
     (128, "rows", False, 700, None), (64, "tile", False, 700, None), (128, "pad", True, 700, None),
-    (128, "rows", False, 650, 16)], ids=["rows", "tile", "splits", "rows-tight-pad"])
+    (128, "rows", False, 650, 16), (128, "row_once", False, 650, 16)],
+    ids=["rows", "tile", "splits", "rows-tight-pad", "row-once-tight-pad"])
 def test_gpu_atom_workspace_guards_and_splits(d, guard, splits, sq, unit):
     """The ATOM workspace under the row-checked guards (only rows past S_q rounded up to 16
     may be touched, checked by run_case) and in deterministic split mode; with a tight pad
@@ -1365,6 +1366,22 @@ def test_dq_guard_tile_checks_rows_on_the_edge_tile_only(d):
     assert tile.ptx.count("red.global.add") == 2 * n
     assert sorted(got) == [1] * n + [n // chunks] * chunks, got
     assert tile.total_spill_bytes == 0
+
+
+def test_dq_guard_row_once_checks_each_row_once():
+    """dq_guard="row_once" (causal d=128, 8x8 blocks): the same atomics as "rows", but each
+    row a lane adds is tested once, with all of that row's atomics behind the one branch;
+    spill-free. (Under "rows" the compiler already merges the checks of adjacent adds of one
+    row: ATOM's atoms of a row at d=256. The 8x8 blocks alternate rows r and r + 8.)"""
+    d, causal = 128, True
+    kp = default_plan("sm_120a", d, causal=causal)
+    rows = BwdMainKernel(kp, causal=causal, dq_guard="rows").compile("sm_120a")
+    once = BwdMainKernel(kp, causal=causal, dq_guard="row_once").compile("sm_120a")
+    n = rows.ptx.count("red.global.add")
+    assert _atomic_runs(rows.ptx) == [1] * n and once.ptx.count("red.global.add") == n
+    runs = _atomic_runs(once.ptx)
+    assert sum(runs) == n and len(runs) < n and len(set(runs)) == 1, runs
+    assert once.total_spill_bytes == 0
 
 
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():

@@ -52,7 +52,7 @@ class DqAtomics:
                                  checked=True)
         else:
             self.dq_add_tile(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0,
-                             checked=self.code.dq_guard == "rows")
+                             checked=self.code.dq_guard in ("rows", "row_once"))
 
     @cute.jit
     def dq_add_tile(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
@@ -73,34 +73,42 @@ class DqAtomics:
                 rr = r + cutlass.select_(odd, 8, 0)
                 cc = c - cutlass.select_(odd, 2, 0)
                 ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
-                self.red_add(checked, row0 + rr < s_q, ptr, v0, v1, v2, v3)
+                self.red_add(checked, row0 + rr < s_q, (ptr, (v0, v1, v2, v3)))
         elif cutlass.const_expr(block != ROWS):
             # one base address per thread; every add's offset from it is a constant: adds sit
             # whole storage tiles apart (8x8 blocks: row halves 8 rows or atoms 16 x 8 apart;
             # ATOM: whole atoms), and whole tiles are linear in either layout. An ATOM add is a
             # lane's whole atom (c0..c3), checked on its first row only: its row + 8 is in the
             # same tile, inside S_q_pad (whole 16-row tiles)
+            # Under dq_guard="row_once" the adds of one row (a static offset dr from the lane's
+            # first) go under one check, in row order; else each add is checked on its own.
             n = 4 if block == ATOM else 2
             tr, tc = tile_dims(block)
             r0, c0 = tdQcdQ[0]
             base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
+            rows: dict = {}  # dr -> [(i, dc)], in first-add order
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), n):
-                r, _ = tdQcdQ[i]
                 dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
                 assert dr % tr == 0 and dc % tc == 0, (dr, dc, block)
                 if cutlass.const_expr(block == ATOM):
                     _assert_whole_atom(tdQcdQ0, i, col0)
-                self.red_add(checked, row0 + r < s_q, base + cute.crd2idx((dr, dc), g.layout),
-                             *[acc_dQ[i + k] for k in range(n)])
+                key = dr if self.code.dq_guard == "row_once" else i
+                rows.setdefault(key, []).append((i, dr, dc))
+            for adds in rows.values():
+                r, _ = tdQcdQ[adds[0][0]]
+                self.red_add(checked, row0 + r < s_q, *[
+                    (base + cute.crd2idx((dr, dc), g.layout), [acc_dQ[i + k] for k in range(n)])
+                    for i, dr, dc in adds])
         else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
                 r, c = tdQcdQ[i]
                 ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
-                self.red_add(checked, row0 + r < s_q, ptr, acc_dQ[i], acc_dQ[i + 1])
+                self.red_add(checked, row0 + r < s_q, (ptr, (acc_dQ[i], acc_dQ[i + 1])))
 
     @cute.jit
-    def red_add(self, checked: cutlass.Constexpr, ok, ptr, *vals):
-        """``ptr[0..n) += vals`` (2 or 4 fp32, one vector atomic), only where ``ok`` (the row is
+    def red_add(self, checked: cutlass.Constexpr, ok, *adds):
+        """For each ``(ptr, vals)`` of ``adds``: ``ptr[0..n) += vals`` (2 or 4 fp32, one vector
+        atomic), all under one test of ``ok`` (the row is
         inside S_q; an ATOM add tests its atom's first row: rows S_q .. S_q rounded up to 16 may
         take pad values) if ``checked``: ptxas compiles each such atomic to a branch inside its
         own convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
@@ -108,9 +116,13 @@ class DqAtomics:
         multiple of tile_m, checked at launch: a row past S_q lands in the pad, which
         dq_convert never reads) and for ``"tile"``'s tiles wholly inside S_q. The
         ``dq_atomic2`` ablation (timing only) issues each add twice: dQ comes out doubled."""
-        add = red_add_v4_f32 if len(vals) == 4 else red_add_v2_f32
         for _ in cutlass.range_constexpr(2 if "dq_atomic2" in self.skip else 1):
             if cutlass.const_expr(not checked):
-                add(ptr, *vals)
+                self.red_adds(adds)
             elif ok:
-                add(ptr, *vals)
+                self.red_adds(adds)
+
+    @staticmethod
+    def red_adds(adds) -> None:
+        for ptr, vals in adds:
+            (red_add_v4_f32 if len(vals) == 4 else red_add_v2_f32)(ptr, *vals)
