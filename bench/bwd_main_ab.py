@@ -88,7 +88,7 @@ def parse_variant(text: str) -> dict:
     return out
 
 
-def build_kernel(d: int, causal: bool, v: dict, kp=None):
+def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = False):
     """The ``BwdMainKernel`` of variant ``v`` (from :func:`parse_variant`) at head dim ``d``:
     ``tile.*`` keys are forced on top of the default plan's tile knobs and plan options
     (:func:`frost.templates.bwd_main.variant_plan`, as ``frost.sdpa`` plans), so such a variant's
@@ -97,7 +97,8 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None):
     (``measured.MEASURED_CHOICES``, e.g. d=128's ``reg_usage``) to their first forms unless the
     variant names them (each result records its resolved choices; v78b), or says ``code=default``
     (every choice as the default plan resolves it). ``skip`` becomes the timing-only ablation
-    set; the rest are code choices."""
+    set; the rest are code choices. ``use_pdl``: build with PDL (as ``frost.sdpa`` does; the
+    A/B's default "chain" build gets it from ``frost.sdpa.main_only`` either way)."""
     from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
@@ -112,7 +113,7 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None):
     kp = kp or default_plan(ARCH, d, causal=causal)
     if "skip" in kw:
         kw["skip"] = frozenset(kw["skip"].split("+"))
-    kern = BwdMainKernel(kp, "bf16", causal=causal, **kw)
+    kern = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=use_pdl, **kw)
     kern.ab_split_sms = v.get(SPLIT_SMS)
     kern.ab_build = v.get(BUILD, "chain")
     return kern

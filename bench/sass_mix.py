@@ -5,6 +5,7 @@ PTX instruction -- both without a GPU.
     python3 bench/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
     python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
+    python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop tile.reduce_block=-1,code=default
     python3 bench/sass_mix.py --dims 64,128 --arch sm_90a --schedules reg_usage=0-10  # v80
     python3 bench/sass_mix.py --dims 64,128,256 --arch sm_90a --operand-distance   # v101a
     python3 bench/sass_mix.py --dims 256 --arch sm_90a --operand-distance reg_usage=5,do_early=0
@@ -154,10 +155,7 @@ def product_plan(arch: str, d: int, causal: bool):
 
 
 def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
-    from frost.templates.bwd_main import BwdMainKernel
-
-    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal).compile(arch)
-    insns = instructions(sass_of(rep.cubin))
+    insns, _ = product_insns(d, arch, causal)  # PDL on, as frost.sdpa builds it
     lo, hi = main_loop(insns)
     c = mix(insns, lo, hi, skip)
     nops = nop_neighbours(insns, lo, hi)
@@ -168,11 +166,23 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
 
 def product_insns(d: int, arch: str, causal: bool, skip_stages=(), **choices):
     """(SASS instructions, spill bytes) of the build ``frost.sdpa`` runs on ``arch`` (PDL on),
-    or of it with a ``skip`` ablation or other code ``choices``."""
+    or of it with a ``skip`` ablation or other code ``choices``. Choices that name a forced
+    plan key (``tile.reduce_block=-1``) or ``code="default"`` build as bench/bwd_main_ab.py's
+    variant of that name does (:func:`bwd_main_ab.build_kernel`), so a loop read here is the
+    one an A/B of that variant timed."""
     from frost.templates.bwd_main import BwdMainKernel
 
-    rep = BwdMainKernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
-                        skip=frozenset(skip_stages), **choices).compile(arch)
+    if any(k.startswith("tile.") or k == "code" for k in choices):
+        if str(pathlib.Path(__file__).resolve().parent) not in sys.path:
+            sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+        from bwd_main_ab import build_kernel
+
+        v = dict(choices, **({"skip": "+".join(skip_stages)} if skip_stages else {}))
+        kern = build_kernel(d, causal, v, use_pdl=True)
+    else:
+        kern = BwdMainKernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
+                             skip=frozenset(skip_stages), **choices)
+    rep = kern.compile(arch)
     return instructions(sass_of(rep.cubin)), rep.total_spill_bytes
 
 
@@ -248,7 +258,8 @@ def compare_loops(default: list[str], ablated: list[str]) -> dict:
 
 def variant_kwargs(text: str) -> dict:
     """--same-loop's VARIANT as :func:`loop_ops` keywords: "a+b" -> skip stages a and b;
-    "k=v[,k=v]" -> code choices (ints where the value is one)."""
+    "k=v[,k=v]" -> code choices (ints where the value is one), or bench/bwd_main_ab.py's
+    ``tile.<key>=int`` and ``code=default`` (a forced plan, :func:`product_insns`)."""
     if "=" not in text:
         return {"skip_stages": text.split("+")}
     out = {}
@@ -333,7 +344,7 @@ def main(argv=None) -> None:
         for d in a.dims.split(","):
             r = compare_loops(loop_ops(int(d), a.arch, a.causal),
                               loop_ops(int(d), a.arch, a.causal, **variant_kwargs(a.same_loop)))
-            print(f"d={d} {a.arch} skip={a.same_loop}: loop {r['default']} -> {r['ablated']} "
+            print(f"d={d} {a.arch} {a.same_loop}: loop {r['default']} -> {r['ablated']} "
                   f"instructions, {'same code' if r['same'] else 'rescheduled'}"
                   + (f"; counts moved: {r['moved']}" if r["moved"] else ""))
         return

@@ -501,3 +501,33 @@ def test_sass_mix_groups_values_by_schedule():
     assert mod.knob_values("ptxas_opt=1,3") == ("ptxas_opt", [1, 3])
     with pytest.raises(SystemExit, match="KEY=A-B"):
         mod.knob_values("reg_usage=")
+
+
+def test_sass_mix_reads_a_forced_plan_as_the_ab_builds_it(monkeypatch):
+    """bench/sass_mix.py: a variant naming a forced plan key or code=default parses, and its
+    loop comes from bench/bwd_main_ab.py's build of that variant (PDL on, the skip stages
+    passed along), so the SASS read is the build an A/B timed (no compile here)."""
+    import types
+
+    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    v = mod.variant_kwargs("tile.reduce_block=-1,code=default")
+    assert v == {"tile.reduce_block": -1, "code": "default"}
+    seen = {}
+
+    class Rep:
+        cubin, total_spill_bytes = b"", 0
+
+    class Kern:
+        def compile(self, arch):
+            seen["arch"] = arch
+            return Rep()
+
+    def build_kernel(d, causal, variant, use_pdl=False):
+        seen.update(d=d, causal=causal, variant=variant, use_pdl=use_pdl)
+        return Kern()
+
+    monkeypatch.setitem(sys.modules, "bwd_main_ab", types.SimpleNamespace(build_kernel=build_kernel))
+    monkeypatch.setattr(mod, "sass_of", lambda cubin: "")
+    assert mod.product_insns(64, "sm_90a", True, ("softmax",), **v) == ([], 0)
+    assert seen == dict(arch="sm_90a", d=64, causal=True, use_pdl=True,
+                        variant={"tile.reduce_block": -1, "code": "default", "skip": "softmax"})
