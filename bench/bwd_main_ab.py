@@ -135,6 +135,46 @@ def tail_split_args(torch, kern, b: int, h: int, s: int):
     return make_split(torch, kern.kp, tiles, n_split, parts)
 
 
+def round_robin(torch, n: int, call, rounds: int, iters: int, switch=None):
+    """Time ``call(i)`` for variants i < n: ``rounds`` rounds, each running every variant (order
+    rotated a round; ``switch(i)`` first, untimed) for ``iters`` CUDA-event-timed calls.
+    Returns (each variant's call times in ms, each variant's per-round median / variant 0's)."""
+    samples = [[] for _ in range(n)]
+    round_ratio = [[] for _ in range(n)]
+    for r in range(rounds):
+        med = {}
+        for i in [(k + r) % n for k in range(n)]:
+            if switch is not None:
+                switch(i)
+            ts = []
+            for _ in range(iters):
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record()
+                call(i)
+                e1.record()
+                e1.synchronize()
+                ts.append(e0.elapsed_time(e1))
+            samples[i] += ts
+            med[i] = statistics.median(ts)
+        for i in range(n):
+            round_ratio[i].append(med[i] / med[0])
+    return samples, round_ratio
+
+
+def write_report(out: str, name: str, meta: dict, results: list[dict], head: str, first) -> None:
+    """``out/name.json`` (meta + results), then the ratio table on stdout: ``head`` (the
+    comment line), and per result ``first(r)`` (its label columns, 30 characters) and its ms,
+    TFLOP/s, ratio and per-round range."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{name}.json"), "w") as fh:
+        json.dump(dict(meta=meta, results=results), fh, indent=1)
+    print(head)
+    print(f"{'':<30} {'ms':>8} {'TFLOP/s':>8} {'ratio':>7} {'per-round range':>18}")
+    for r in results:
+        print(f"{first(r):<30} {r['ms']:8.3f} {r['tflops']:8.1f} {r['ratio']:7.3f}    "
+              f"[{r['round_ratio_min']:.3f}, {r['round_ratio_max']:.3f}]")
+
+
 def plot(results: list[dict], path: str, title: str = "", timed: str = "bwd_main") -> str:
     """Horizontal bars of each variant's time / its baseline's, one group per head dim (and
     causal flag), with the per-round range as the error bar and a line at 1 (left: faster).
@@ -256,24 +296,8 @@ def main(argv=None):
             for _ in range(3):
                 call(k)
         torch.cuda.synchronize()
-        samples = [[] for _ in kerns]
-        round_ratio = [[] for _ in kerns]
-        for r in range(args.rounds):
-            order = [(i + r) % len(kerns) for i in range(len(kerns))]
-            med = {}
-            for i in order:
-                ts = []
-                for _ in range(args.iters):
-                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    call(kerns[i])
-                    e1.record()
-                    e1.synchronize()
-                    ts.append(e0.elapsed_time(e1))
-                samples[i] += ts
-                med[i] = statistics.median(ts)
-            for i in range(len(kerns)):
-                round_ratio[i].append(med[i] / med[0])
+        samples, round_ratio = round_robin(torch, len(kerns), lambda i: call(kerns[i]),
+                                           args.rounds, args.iters)
         f = flops(b, h, s, d, args.causal)
         for i, name in enumerate(names):
             ms = statistics.median(samples[i])
@@ -283,20 +307,15 @@ def main(argv=None):
                                 ratio=ms / statistics.median(samples[0]),
                                 round_ratio_min=min(rr), round_ratio_max=max(rr),
                                 build=kerns[i].ab_build, **dataclasses.asdict(kerns[i].code)))
-        del t, acc
+        t = acc = None  # free this head dim's tensors before the next
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 gpu=torch.cuda.get_device_name(), shape=[b, h, s], causal=args.causal,
                 rounds=args.rounds, iters=args.iters, plan_arch=ARCH)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bwd_main_ab.json"), "w") as fh:
-        json.dump(dict(meta=meta, results=results), fh, indent=1)
-    print(f"# {meta['gpu']} {meta['date']} B,H,S={b},{h},{s} causal={args.causal} "
-          f"{args.rounds} rounds x {args.iters} calls; ratio = ms / first variant's ms")
-    print(f"{'d':>4} {'variant':<24} {'ms':>8} {'TFLOP/s':>8} {'ratio':>7} {'per-round range':>18}")
-    for r in results:
-        print(f"{r['d']:>4} {r['variant']:<24} {r['ms']:8.3f} {r['tflops']:8.1f} {r['ratio']:7.3f} "
-              f"   [{r['round_ratio_min']:.3f}, {r['round_ratio_max']:.3f}]")
+    write_report(args.out, "bwd_main_ab", meta, results,
+                 f"# {meta['gpu']} {meta['date']} B,H,S={b},{h},{s} causal={args.causal} "
+                 f"{args.rounds} rounds x {args.iters} calls; ratio = ms / first variant's ms",
+                 lambda r: f"{r['d']:>4} {r['variant']}")
     plot([dict(r, causal=args.causal) for r in results],
          os.path.join(args.out, "bwd_main_ab.png"),
          f"{meta['gpu']} {meta['date'][:10]} B,H,S={b},{h},{s}")

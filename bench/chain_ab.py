@@ -32,7 +32,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _ROOT)
 sys.path.insert(0, os.path.join(_ROOT, "bench"))
 
-from bwd_main_ab import plot  # noqa: E402
+from bwd_main_ab import plot, round_robin, write_report  # noqa: E402
 from sdpa_bwd import commit_id, flops, make_set, rel_err  # noqa: E402
 
 PLAN_ARCH = "sm_120a"  # the plans every supported device runs (frost.sched.arch.plan_arch)
@@ -170,25 +170,12 @@ def main(argv=None) -> int:
             api._SIGS.clear()
             api._SIGS.update(caches[i][1])
 
-        samples = [[] for _ in names]
-        round_ratio = [[] for _ in names]
-        for r in range(args.rounds):
-            med = {}
-            for i in [(k + r) % len(names) for k in range(len(names))]:
-                use(i)
-                call()  # one untimed call after the switch
-                ts = []
-                for _ in range(args.iters):
-                    e0, e1 = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-                    e0.record()
-                    call()
-                    e1.record()
-                    e1.synchronize()
-                    ts.append(e0.elapsed_time(e1))
-                samples[i] += ts
-                med[i] = statistics.median(ts)
-            for i in range(len(names)):
-                round_ratio[i].append(med[i] / med[0])
+        def switch(i):  # variant i's compiled chain and call cache, one untimed call
+            use(i)
+            call()
+
+        samples, round_ratio = round_robin(torch, len(names), lambda i: call(), args.rounds,
+                                           args.iters, switch)
         api.clear_cache()
         f = flops(b, h, s, d, causal)
         base = statistics.median(samples[0])
@@ -204,16 +191,10 @@ def main(argv=None) -> int:
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 gpu=torch.cuda.get_device_name(), commit=commit_id(args.commit),
                 rounds=args.rounds, iters=args.iters, plan_arch=PLAN_ARCH, variants=names)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "chain_ab.json"), "w") as fh:
-        json.dump(dict(meta=meta, results=results), fh, indent=1)
-    print(f"# {meta['gpu']} {meta['date']} commit {meta['commit']}: {args.rounds} rounds x "
-          f"{args.iters} calls; ratio = call ms / first variant's")
-    print(f"{'shape':<18} {'variant':<26} {'ms':>8} {'TFLOP/s':>8} {'ratio':>7} {'per-round range':>18}")
-    for r in results:
-        print(f"{r['shape']:<18} {r['variant'].split(' ', 1)[1]:<26} {r['ms']:8.3f} "
-              f"{r['tflops']:8.1f} {r['ratio']:7.3f}    [{r['round_ratio_min']:.3f}, "
-              f"{r['round_ratio_max']:.3f}]")
+    write_report(args.out, "chain_ab", meta, results,
+                 f"# {meta['gpu']} {meta['date']} commit {meta['commit']}: {args.rounds} rounds x "
+                 f"{args.iters} calls; ratio = call ms / first variant's",
+                 lambda r: f"{r['shape']:<16} {r['variant'].split(' ', 1)[1]}")
     draw(results, meta, args.out)
     return 0
 

@@ -531,3 +531,40 @@ def test_sass_mix_reads_a_forced_plan_as_the_ab_builds_it(monkeypatch):
     assert mod.product_insns(64, "sm_90a", True, ("softmax",), **v) == ([], 0)
     assert seen == dict(arch="sm_90a", d=64, causal=True, use_pdl=True,
                         variant={"tile.reduce_block": -1, "code": "default", "skip": "softmax"})
+
+
+def test_round_robin_rotates_switches_and_takes_per_round_medians():
+    """bwd_main_ab.round_robin (shared by chain_ab.py): every round runs every variant, the
+    first one rotating; switch(i) runs before variant i's timed calls; the per-round ratio is
+    the round's median against variant 0's (fake CUDA events: no GPU)."""
+    import types
+
+    mod = _load(AB)
+    log, clock = [], [0.0]
+    cost = {0: 2.0, 1: 1.0, 2: 3.0}
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = clock[0]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    def call(i):
+        log.append(("call", i))
+        clock[0] += cost[i]
+
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event))
+    samples, ratio = mod.round_robin(torch, 3, call, rounds=3, iters=2,
+                                     switch=lambda i: log.append(("switch", i)))
+    firsts = [log[k][1] for k in range(0, len(log), 3)]  # switch, call, call per variant
+    assert firsts == [0, 1, 2, 1, 2, 0, 2, 0, 1]
+    assert all(log[k][0] == "switch" for k in range(0, len(log), 3))
+    assert samples == [[2.0] * 6, [1.0] * 6, [3.0] * 6]
+    assert ratio == [[1.0] * 3, [0.5] * 3, [1.5] * 3]

@@ -264,11 +264,10 @@ def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
     v54, bwd_main A/B on the H200, row check / pad: d=32 1.037, d=64 1.015, d=96 1.052,
     d=160 1.051, d=192 1.023; d=128 0.999 and 0.991 with dq_accs=2). ``"rows"`` above d=192,
     where the pad build spills (sm_120a 160 B at d=256), and for causal d=128, where the row
-    check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192)); there
-    ``"row_once"`` measured 1.004 / 1.005 of it (v109). By head dim for every plan of it
-    (forced plans were not measured; the budget tests check their spills)."""
-    d = kp.tile["d"]
-    return "rows" if d > 192 or (causal and d == 128) else "pad"
+    check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192); ``"row_once"``
+    1.004 / 1.005 of it, v109). By head dim for every plan of it (forced plans were not
+    measured; the budget tests check their spills)."""
+    return "rows" if kp.tile["d"] > 192 or (causal and kp.tile["d"] == 128) else "pad"
 
 
 def stmatrix_fits(kp: KernelPlan) -> bool:
