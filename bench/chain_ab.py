@@ -3,11 +3,13 @@
 Why: a plan option can change more than ``bwd_main`` (``reduce_block`` also changes how
 ``dq_convert`` reads the dQ workspace), so ``bench/bwd_main_ab.py``'s kernel-only ratio may not
 reach the call (bench/RESULTS.md v106: d=128's 0.993x there, -0.6 % in the chain). Here each
-variant is the row's measured options (:data:`frost.sched.tuned.OPTIONS`) with some keys set
-or removed, exactly as it would ship: for each variant the options are patched, the chain is
-compiled and warmed through ``frost.sdpa.backward``, and its compiled chain and call cache are
-kept; then ``--rounds`` rounds time every variant (rotated order) for ``--iters`` CUDA-event
-calls each. Per variant: the median call; per round: its median / the first variant's.
+variant is the row's measured options (:func:`frost.sched.tuned.tuned_options`: the row's, and
+causal the causal ones) with some keys set or removed, exactly as it would ship: for each
+variant the planner's lookup is patched, the chain is compiled and warmed through
+``frost.sdpa.backward`` (the plan built is checked to carry the options), and its compiled
+chain and call cache are kept; then ``--rounds`` rounds time every variant (rotated order) for
+``--iters`` CUDA-event calls each. Per variant: the median call; per round: its median / the
+first variant's.
 Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-2).
 
     python3 bench/chain_ab.py --shapes 4,16,4096,128 16,16,1024,128 4,16,4096,128,c \\
@@ -73,37 +75,58 @@ def parse_shape(text: str) -> tuple:
 
 
 class OptionPatch:
-    """Set the row options of one head dim (causal: the causal table) and forget every cached
-    plan and compiled chain; ``restore`` puts the tables back."""
+    """Plan head dim ``d`` (causal or not) with its row's measured options changed by
+    ``change`` ({key: int, or None to drop}), applied on top of everything
+    :func:`frost.sched.tuned.tuned_options` merges for that row (the row's options and, causal,
+    the causal ones): the planner's lookup is wrapped, no table is edited. Every cached plan and
+    compiled chain is forgotten on entry and on :meth:`restore`, which puts the lookup back."""
 
     def __init__(self, d: int, causal: bool, change: dict):
-        from frost.sched import tuned
-        from frost.sched.sdpa import pad_head_dim
+        from frost.sched import sdpa as sched_sdpa
 
-        self.tuned = tuned
-        self.row = tuned._row(PLAN_ARCH, pad_head_dim(d))
-        self.table = (tuned.CAUSAL_OPTIONS if causal else tuned.OPTIONS)[PLAN_ARCH]
-        self.saved = dict(self.table.get(self.row, {}))
-        new = dict(self.saved)
-        for k, v in change.items():
-            if v is None:
-                new.pop(k, None)
-            else:
-                new[k] = v
-        self.table[self.row] = new
+        self.sched, self.orig = sched_sdpa, sched_sdpa.tuned_options
+        self.padded, self.causal, self.change = sched_sdpa.pad_head_dim(d), bool(causal), change
+        sched_sdpa.tuned_options = self.lookup
         self._forget()
+
+    def lookup(self, arch: str, padded_d: int, causal: bool = False) -> dict:
+        out = self.orig(arch, padded_d, causal)
+        if padded_d == self.padded and bool(causal) == self.causal:
+            for k, v in self.change.items():
+                if v is None:
+                    out.pop(k, None)
+                else:
+                    out[k] = v
+        return out
+
+    @property
+    def options(self) -> dict:
+        """The options the patched row plans with."""
+        return self.lookup(PLAN_ARCH, self.padded, self.causal)
 
     def restore(self):
-        self.table[self.row] = self.saved
+        self.sched.tuned_options = self.orig
         self._forget()
 
-    @staticmethod
-    def _forget():
-        from frost.sched import sdpa as sched_sdpa
+    def _forget(self):
         from frost.sdpa import api
 
-        sched_sdpa._best.cache_clear()
+        self.sched._best.cache_clear()
         api.clear_cache()
+
+
+def built_tile(cache: dict, options: dict) -> dict:
+    """The bwd_main tile the variant's call compiled (``frost.sdpa.api``'s chain cache, the
+    whole-tile build), after checking it carries every option it was patched with: where the
+    options do not fit, the planner falls back to the bare tile, which would time another plan
+    under this variant's name."""
+    tiles = [dict(ch.main.kp.tile) for key, ch in cache.items() if not key.tail_split]
+    if len(tiles) != 1:
+        raise SystemExit(f"expected one whole-tile chain in the cache, found {len(tiles)}")
+    wrong = {k: (v, tiles[0].get(k, 0)) for k, v in options.items() if tiles[0].get(k, 0) != v}
+    if wrong:
+        raise SystemExit(f"the plan built does not carry its options (wanted, got): {wrong}")
+    return tiles[0]
 
 
 def main(argv=None) -> int:
@@ -147,18 +170,22 @@ def main(argv=None) -> int:
             return frost.sdpa.backward(t["q"], t["k"], t["v"], t["o"], t["do"], t["lse"],
                                        causal=causal)
 
-        caches, outs, opts = [], [], []
+        caches, outs, opts, tiles = [], [], [], []
         for change in changes:  # compile + warm each variant, keep its caches
             patch = OptionPatch(d, causal, change)
             try:
                 for _ in range(3):
                     out = call()
                 torch.cuda.synchronize()
-                opts.append(dict(patch.table[patch.row]))
+                opts.append(patch.options)
+                tiles.append(built_tile(api._CACHE, opts[-1]))
                 caches.append((dict(api._CACHE), dict(api._SIGS)))
                 outs.append([x.clone() for x in out])
             finally:
                 patch.restore()
+        same = [n for n, t, c in zip(names[1:], tiles[1:], changes[1:]) if t == tiles[0] and c]
+        if same:
+            raise SystemExit(f"{text}: {same} built the same plan as {names[0]}: nothing to time")
         errs = [max(rel_err(torch, a, r) for a, r in zip(o, outs[0])) for o in outs]
         bad = [n for n, e in zip(names, errs) if not e <= 1e-2]
         if bad:
@@ -182,7 +209,7 @@ def main(argv=None) -> int:
         for i, name in enumerate(names):
             ms = statistics.median(samples[i])
             results.append(dict(shape=text, d=d, causal=causal, variant=f"{b},{h},{s} {name}",
-                                change=changes[i], options=opts[i], ms=ms,
+                                change=changes[i], options=opts[i], tile=tiles[i], ms=ms,
                                 tflops=f / (ms * 1e-3) / 1e12, ratio=ms / base,
                                 round_ratio_min=min(round_ratio[i]),
                                 round_ratio_max=max(round_ratio[i]), rel_err_vs_first=errs[i]))

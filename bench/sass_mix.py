@@ -168,8 +168,8 @@ def product_insns(d: int, arch: str, causal: bool, skip_stages=(), **choices):
     """(SASS instructions, spill bytes) of the build ``frost.sdpa`` runs on ``arch`` (PDL on),
     or of it with a ``skip`` ablation or other code ``choices``. Choices that name a forced
     plan key (``tile.reduce_block=-1``) or ``code="default"`` build as bench/bwd_main_ab.py's
-    variant of that name does (:func:`bwd_main_ab.build_kernel`), so a loop read here is the
-    one an A/B of that variant timed."""
+    variant of that name does (:func:`bwd_main_ab.build_kernel`: sm_120a plans, the ones every
+    supported device runs), so a loop read here is the one an A/B of that variant timed."""
     from frost.templates.bwd_main import BwdMainKernel
 
     if any(k.startswith("tile.") or k == "code" for k in choices):

@@ -100,17 +100,47 @@ def test_chain_ab_help_variants_and_the_option_patch():
                      ("reduce_block=x", "not an int"), ("q_stages=9", "not allowed")):
         with pytest.raises(ValueError, match=why):
             mod.parse_variant(bad)
+    from frost.sched import tuned
     from frost.templates.bwd_main import default_plan
 
-    before = {d: default_plan("sm_120a", d).tile.get("reduce_block") for d in (128, 256)}
-    for d, change, want in ((128, {"reduce_block": -1}, -1), (256, {"reduce_block": None}, 8)):
-        assert before[d] != want
-        patch = mod.OptionPatch(d, False, change)
+    tables = repr((tuned.OPTIONS, tuned.CAUSAL_OPTIONS))
+    cases = ((128, False, {"reduce_block": -1}, -1), (256, False, {"reduce_block": None}, 8),
+             (256, True, {"reduce_block": None}, 8),  # a row option under the causal merge
+             (128, True, {"reduce_block": -1}, -1))   # a row with no causal options
+    for d, causal, change, want in cases:
+        before = default_plan("sm_120a", d, causal=causal).tile.get("reduce_block")
+        other = default_plan("sm_120a", d, causal=not causal).tile.get("reduce_block")
+        assert before != want
+        patch = mod.OptionPatch(d, causal, change)
         try:
-            assert default_plan("sm_120a", d).tile.get("reduce_block") == want
+            assert default_plan("sm_120a", d, causal=causal).tile.get("reduce_block") == want
+            assert default_plan("sm_120a", d, causal=not causal).tile.get("reduce_block") == other
+            assert patch.options.get("reduce_block") == (None if want == 8 else want)
         finally:
             patch.restore()
-        assert default_plan("sm_120a", d).tile.get("reduce_block") == before[d]
+        assert default_plan("sm_120a", d, causal=causal).tile.get("reduce_block") == before
+    assert repr((tuned.OPTIONS, tuned.CAUSAL_OPTIONS)) == tables  # no table was edited
+
+
+def test_chain_ab_refuses_a_plan_without_its_options():
+    """bench/chain_ab.py: where the patched options do not fit, the planner falls back to the
+    bare tile; built_tile refuses that (a variant would time another plan under its name)."""
+    import collections
+    import types
+
+    mod = _load(CHAIN_AB)
+
+    def chain(tile):
+        return types.SimpleNamespace(main=types.SimpleNamespace(kp=types.SimpleNamespace(tile=tile)))
+
+    key, split_key = (collections.namedtuple("Key", "tail_split")(x) for x in (False, True))
+    tile = {"tile_m": 32, "exchange_stages": 2, "reduce_block": 8}
+    cache = {key: chain(tile), split_key: chain({"tile_m": 32})}
+    assert mod.built_tile(cache, {"exchange_stages": 2, "store_warp": 0}) == tile
+    with pytest.raises(SystemExit, match="reduce_block"):
+        mod.built_tile(cache, {"exchange_stages": 2, "reduce_block": -1})
+    with pytest.raises(SystemExit, match="one whole-tile chain"):
+        mod.built_tile({split_key: chain(tile)}, {})
 
 
 def test_chain_ab_replot_draws_a_stored_run(tmp_path):

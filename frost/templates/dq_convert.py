@@ -23,8 +23,9 @@ Workspace layout (``cfg.reduce_block``, from the plan): row-major, b x b tiles
 (16x8 tiles in accumulator lane order: only column pairs of a row are contiguous, the row pair
 (g, g + 8) of an atom is; :func:`frost.tile_dsl.gmem.atom_row_pairs`).
 
-Constraints: head_dim % 8 == 0, d_pad >= head_dim with d_pad % 4 == 0, dQ last dim contiguous,
-its other strides multiples of 8 elements and its base 16-byte aligned.
+Constraints: head_dim % 8 == 0, d_pad >= head_dim with d_pad % 4 == 0 (a blocked workspace: whole
+tiles, so block_m and d_pad multiples of b, or of 16 and 8 for ATOM), dQ last dim contiguous, its
+other strides multiples of 8 elements and its base 16-byte aligned.
 """
 
 from __future__ import annotations

@@ -37,9 +37,11 @@ with four 16-byte loads (:func:`atom_row_pairs`; :data:`PAIR_ORDER` says which f
 Model: :func:`offset_model` (plain Python); :func:`to_rows_model` reads a whole blocked array
 (numpy or torch) back into rows; :func:`warp_add_offsets` (and :func:`warp_add_v4_offsets`, the
 ATOM layout's add) with :func:`lines_touched` count the cache lines one warp's atomic touches (8
-row-major, 2 blocked, 4 for an atom's v4 add of twice the data). Device form: :func:`blocked` re-views a CuTe tensor
+row-major, 2 blocked, 4 for an atom's v4 add of twice the data); :func:`pair_offset_model` and
+:data:`PAIR_ORDER` place an atom's row pair. Device form: :func:`blocked` re-views a CuTe tensor
 whose last two modes are a contiguous row-major (rows, cols) matrix (:func:`blocked_layout` does
-the same to a layout); every other mode keeps its stride.
+the same to a layout); every other mode keeps its stride. :func:`atom_row_pairs` views an ATOM
+matrix as row pairs of 16 contiguous floats, :func:`pair_layout` reads one as (column, row half).
 """
 
 from __future__ import annotations

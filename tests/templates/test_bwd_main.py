@@ -1379,9 +1379,15 @@ def test_dq_guard_row_once_checks_each_row_once():
     once = BwdMainKernel(kp, causal=causal, dq_guard="row_once").compile("sm_120a")
     n = rows.ptx.count("red.global.add")
     assert _atomic_runs(rows.ptx) == [1] * n and once.ptx.count("red.global.add") == n
-    runs = _atomic_runs(once.ptx)
-    assert sum(runs) == n and len(runs) < n and len(set(runs)) == 1, runs
+    assert _atomic_runs(once.ptx) == [n // 2] * 2  # a lane's rows r and r + 8
     assert once.total_spill_bytes == 0
+    # where it would only mean "rows" it is refused: the lane-pair shuffle's .v4 adds, and the
+    # row-major workspace (each add its own row)
+    with pytest.raises(BwdMainError, match="row_once"):
+        BwdMainKernel(kp, causal=causal, dq_guard="row_once", dq_vec=4)
+    rows_major = variant_plan("sm_120a", d, causal=causal, tile={"reduce_block": 0})
+    with pytest.raises(BwdMainError, match="row_once"):
+        BwdMainKernel(rows_major.kernel("bwd_main"), causal=causal, dq_guard="row_once")
 
 
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():

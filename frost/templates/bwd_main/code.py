@@ -14,9 +14,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``dq_guard``      rows past S_q: ``rows`` skips their dQ atomics (ptxas puts each atomic in a
                   branch and a convergence barrier), ``pad`` adds them into the workspace's
                   padding (S_q_pad a multiple of tile_m, checked at launch; v54,
-                  :func:`pick_dq_guard`), ``tile`` tests once a trip whether the q tile
-                  lies wholly inside S_q and checks rows only on the edge tile (v65),
-                  ``row_once`` checks each row a lane adds once, around all its atomics (v109)
+                  :func:`pick_dq_guard`), ``tile`` checks rows only on the edge q tile (v65),
+                  ``row_once`` each row a lane adds once, around all its atomics (v109)
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
                   :data:`.measured.DQ_ACCS_MEASURED`)
@@ -390,14 +389,15 @@ class CodeChoices:
                                   f"(code.tail_split_fits: non-causal, d <= 160, blocked dQ "
                                   f"workspace, unstaged dQ), got {tail_split!r}")
         if split and tl.get("store_warp"):
-            raise CodeChoiceError("tail_split=1 needs the plan's store_warp=0 (the split build "
-                                  "with the producer warp's stores spills 16 B; frost.sdpa plans "
-                                  "its split builds so)")
+            raise CodeChoiceError("tail_split=1 needs the plan's store_warp=0 (with the producer "
+                                  "warp's stores it spills 16 B; frost.sdpa plans splits so)")
         if split and lpt != 1:
             raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
         guard = pick_dq_guard(kp, causal) if dq_guard is None else dq_guard
-        if guard not in ("pad", "rows", "tile", "row_once"):
-            raise CodeChoiceError(f"dq_guard must be 'pad', 'rows', 'tile' or 'row_once', got {dq_guard!r}")
+        if guard not in ("pad", "rows", "tile", "row_once") or guard == "row_once" and (
+                vec == 4 or not tl.get("reduce_block")):
+            raise CodeChoiceError(f"dq_guard must be 'pad', 'rows', 'tile' or 'row_once' (a "
+                                  f"blocked workspace with dq_vec=2), got {dq_guard!r}")
         accs = pick_dq_accs(kp, causal, chunks, lag) if dq_accs is None else dq_accs
         if isinstance(accs, bool) or accs not in (1, 2):
             raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")

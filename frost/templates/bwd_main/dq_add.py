@@ -57,7 +57,8 @@ class DqAtomics:
     @cute.jit
     def dq_add_tile(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                     col0: cutlass.Constexpr, checked: cutlass.Constexpr):
-        """:meth:`dq_atomics`' adds, each under the row check if ``checked``."""
+        """:meth:`dq_atomics`' adds, under the row check if ``checked`` (each add its own, or
+        under ``dq_guard="row_once"`` one check per row on the blocked workspaces)."""
         tl = self.kp.tile
         t_m, d = tl["tile_m"], tl["d"]
         # the plan's workspace layout: row-major, reduce_block x reduce_block tiles, or ATOM
@@ -86,15 +87,15 @@ class DqAtomics:
             tr, tc = tile_dims(block)
             r0, c0 = tdQcdQ[0]
             base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
-            rows: dict = {}  # dr -> [(i, dc)], in first-add order
+            checks: dict = {}  # one row check each: key -> [(i, dr, dc)], in first-add order
             for i in cutlass.range_constexpr(0, cute.size(acc_dQ), n):
                 dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
                 assert dr % tr == 0 and dc % tc == 0, (dr, dc, block)
                 if cutlass.const_expr(block == ATOM):
                     _assert_whole_atom(tdQcdQ0, i, col0)
                 key = dr if self.code.dq_guard == "row_once" else i
-                rows.setdefault(key, []).append((i, dr, dc))
-            for adds in rows.values():
+                checks.setdefault(key, []).append((i, dr, dc))
+            for adds in checks.values():
                 r, _ = tdQcdQ[adds[0][0]]
                 self.red_add(checked, row0 + r < s_q, *[
                     (base + cute.crd2idx((dr, dc), g.layout), [acc_dQ[i + k] for k in range(n)])
@@ -110,9 +111,9 @@ class DqAtomics:
         """For each ``(ptr, vals)`` of ``adds``: ``ptr[0..n) += vals`` (2 or 4 fp32, one vector
         atomic), all under one test of ``ok`` (the row is
         inside S_q; an ATOM add tests its atom's first row: rows S_q .. S_q rounded up to 16 may
-        take pad values) if ``checked``: ptxas compiles each such atomic to a branch inside its
+        take pad values) if ``checked``: ptxas compiles each such test to a branch inside its
         own convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
-        v54). Unchecked adds are safe for ``dq_guard="pad"`` (the workspace's S_q_pad is a
+        v54), and the compiler merges adjacent tests of one row (ATOM's atoms of a row). Unchecked adds are safe for ``dq_guard="pad"`` (the workspace's S_q_pad is a
         multiple of tile_m, checked at launch: a row past S_q lands in the pad, which
         dq_convert never reads) and for ``"tile"``'s tiles wholly inside S_q. The
         ``dq_atomic2`` ablation (timing only) issues each add twice: dQ comes out doubled."""
