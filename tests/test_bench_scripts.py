@@ -20,11 +20,16 @@ def _load(path):
     return mod
 
 
-def test_bwd_main_sweep_help_without_gpu():
-    res = subprocess.run([sys.executable, SWEEP, "--help"], capture_output=True, text=True,
+def _help_lists(script, *flags) -> None:
+    """``script --help`` runs without a GPU and names each of ``flags``."""
+    res = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
                          timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "--budget-s" in res.stdout and "--out" in res.stdout
+    assert all(f in res.stdout for f in flags), (flags, res.stdout[-2000:])
+
+
+def test_bwd_main_sweep_help_without_gpu():
+    _help_lists(SWEEP, "--budget-s", "--out")
 
 
 def test_bwd_main_sweep_configs_are_legal():
@@ -66,10 +71,7 @@ AB = os.path.join(ROOT, "bench", "bwd_main_ab.py")
 
 
 def test_bwd_main_ab_help_and_variants():
-    res = subprocess.run([sys.executable, AB, "--help"], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "--variants" in res.stdout and "--rounds" in res.stdout
+    _help_lists(AB, "--variants", "--rounds")
     import pytest
 
     mod = _load(AB)
@@ -87,10 +89,7 @@ CHAIN_AB = os.path.join(ROOT, "bench", "chain_ab.py")
 def test_chain_ab_help_variants_and_the_option_patch():
     """bench/chain_ab.py: --help without a GPU; variants parse (none drops an option) or name
     the bad key; the option patch changes the plan frost.sdpa would run and restore undoes it."""
-    res = subprocess.run([sys.executable, CHAIN_AB, "--help"], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "--variants" in res.stdout and "--shapes" in res.stdout
+    _help_lists(CHAIN_AB, "--variants", "--shapes", "--replot")
     mod = _load(CHAIN_AB)
     assert mod.parse_variant("default") == {}
     assert mod.parse_variant("reduce_block=-1, dq_rows=none") == {"reduce_block": -1, "dq_rows": None}
@@ -335,9 +334,7 @@ CHAIN = os.path.join(ROOT, "bench", "chain_kernels.py")
 def test_chain_kernels_sorts_the_chain_and_counts_its_bytes():
     """bench/chain_kernels.py: its --help runs without a GPU; kernel names go to their chain
     stage; the memory-bound kernels' byte counts follow the shapes (S padded to 128)."""
-    res = subprocess.run([sys.executable, CHAIN, "--help"], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT)
-    assert res.returncode == 0 and "--shapes" in res.stdout, res.stderr[-2000:]
+    _help_lists(CHAIN, "--shapes")
     mod = _load(CHAIN)
     assert [mod.kind_of(n) for n in ("kernel_cutlass_RowDotKernel_0", "BwdMainKernel_kernel_1",
                                      "DqConvert_kernel", "Memset (Device)", "elementwise")] \
