@@ -221,21 +221,34 @@ def workspace_lines(rows: int, cols: int, block: int) -> np.ndarray:
 def workspace_figure(cols: int = 32, rows: int = 16, blocks=(gmem.ROWS, 8),
                      warp_at: tuple[int, int] = (0, 8)) -> Figure:
     """One panel per layout: each fp32 element colored by its cache line (neighbouring lines
-    alternate), and outlined where one warp's m16n8 row-half atomic starting at ``warp_at``
-    writes; the title counts the lines that atomic touches."""
+    alternate), and outlined where one warp's dQ atomic writes; the title counts the lines that
+    atomic touches. Row-major and b x b blocks: the m16n8 row-half add (``.v2``) starting at
+    ``warp_at``; ATOM (:data:`~frost.tile_dsl.gmem.ATOM`): the whole-atom add (``.v4``) of the
+    16x8 tile holding ``warp_at``, with one dq_convert lane's read dashed in red (rows g and
+    g + 8 of the atom, g = 3: 64 contiguous bytes)."""
     fig = Figure(figsize=(0.3 * cols * len(blocks) + 1.5, 0.3 * rows + 1.2), layout="constrained")
     axs = fig.subplots(1, len(blocks), squeeze=False)[0]
     cmap = ListedColormap(colormaps["Pastel1"](np.arange(8)), name="frost_lines")
-    r0, c0 = warp_at
     for a, block in zip(axs, blocks):
         lines = workspace_lines(rows, cols, block)
         _grid(a, lines % cmap.N, cmap)
-        hit = gmem.lines_touched(o for o, _ in gmem.warp_add_offsets(r0, c0, cols, block))
-        for r in range(r0, r0 + 8):
-            for c in range(c0, c0 + 8):
+        r0, c0 = warp_at
+        if block == gmem.ATOM:
+            r0, c0 = r0 - r0 % gmem.ATOM_ROWS, c0 - c0 % gmem.ATOM_COLS
+            adds, cells = gmem.warp_add_v4_offsets(r0, c0, cols, block), (16, 8)
+        else:
+            adds, cells = gmem.warp_add_offsets(r0, c0, cols, block), (8, 8)
+        hit = gmem.lines_touched(o for o, _ in adds)
+        for r in range(r0, min(r0 + cells[0], rows)):
+            for c in range(c0, c0 + cells[1]):
                 a.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, lw=1.2, ec="k"))
-        name = "row-major" if block == gmem.ROWS else f"{block}x{block} blocks"
-        a.set_title(f"{name}: the warp's atomic touches {len(hit)} lines", fontsize=9)
+        title = f"{gmem.describe(block)}: the warp's atomic touches {len(hit)} lines"
+        if block == gmem.ATOM:
+            for r in (r0 + 3, r0 + 11):
+                a.add_patch(Rectangle((c0 - 0.5, r - 0.5), 8, 1, fill=False, lw=2, ec="tab:red",
+                                      ls="--"))
+            title += "\n(dashed: one dq_convert lane's 64-byte read)"
+        a.set_title(title, fontsize=9)
         a.set_xlabel("column (fp32)")
         a.set_ylabel("row")
     return fig

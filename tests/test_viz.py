@@ -274,6 +274,18 @@ def test_workspace_lines_and_figure_count_what_the_warp_touches():
     assert "touches 8 lines" in titles[0] and "touches 2 lines" in titles[1]
     img = fig.axes[1].images[0].get_array()
     assert np.array_equal(np.asarray(img), blocked % 8)
+    # ATOM: the whole-atom .v4 add of the 16x8 tile holding warp_at (4 lines), outlined cell by
+    # cell, and one dq_convert lane's row pair dashed (2 rows x 8 columns)
+    fig = viz.workspace_figure(cols=32, rows=16, blocks=(gmem.ATOM,), warp_at=(5, 12))
+    ax = fig.axes[0]
+    assert "m16n8 atoms" in ax.get_title() and "touches 4 lines" in ax.get_title()
+    cells = [p for p in ax.patches if p.get_width() == 1]
+    dashed = [p for p in ax.patches if p.get_width() != 1]
+    assert all(p.get_linestyle() not in ("-", "solid") for p in dashed) and len(dashed) == 2
+    assert sorted((round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in cells) == \
+        [(r, c) for r in range(16) for c in range(8, 16)]
+    assert sorted((p.get_y() + 0.5, p.get_x() + 0.5, p.get_width()) for p in dashed) == \
+        [(3, 8, 8), (11, 8, 8)]
 
 
 def test_draw_dispatch_draws_every_cta_where_the_model_runs_it():
