@@ -241,7 +241,7 @@ class _Launch:
         p = prep.p
         s_pad, n_splits, floats = workspace_layout(ch.cfg, p, prep.deterministic)
         split = tail_split(ch, p, device_index)
-        if split.n_split:  # its kernel built with tail splits (code.split_build_tile's plan)
+        if split.n_split:  # its kernel built with tail splits (rules.split_build_tile's plan)
             ch = get_chain(dataclasses.replace(ch.key, tail_split=True))
         slots_at = counters_at = 0
         if split.n_split:  # slots, then the counters, each a multiple of 4 floats (16 bytes)
@@ -287,10 +287,10 @@ def set_tail_split(enabled: bool) -> None:
 def tail_split(ch: CompiledChain, p: Problem, device_index: int):
     """The grid model's tail split (:func:`frost.sdpa.grid.pick_tail_split`) of this call on
     device ``device_index``'s SMs; no cut where the plan cannot take one
-    (:func:`~frost.templates.bwd_main.code.tail_split_fits`: causal, d > 192, ...), for chains
+    (:func:`~frost.templates.bwd_main.rules.tail_split_fits`: causal, d > 192, ...), for chains
     without a main kernel, or after ``set_tail_split(False)``."""
     from frost.sdpa.grid import TailSplit, pick_tail_split
-    from frost.templates.bwd_main.code import tail_split_fits
+    from frost.templates.bwd_main.rules import tail_split_fits
 
     from frost.templates.bwd_main.host import n_tiles
 

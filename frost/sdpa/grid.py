@@ -21,7 +21,8 @@ import heapq
 from frost.sched.plan import KernelPlan
 from frost.sched.waves import GridEstimate
 from frost.templates.bwd_main import masks
-from frost.templates.bwd_main.code import CodeChoices, pick_lpt_heads
+from frost.templates.bwd_main.code import CodeChoices
+from frost.templates.bwd_main.rules import pick_lpt_heads
 from frost.templates.bwd_main.measured import pick_ptxas_opt, pick_reg_usage
 from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE
 
@@ -176,8 +177,8 @@ def estimate(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int, 
     """{"lpt_heads": the plan's order, "linear": GridEstimate, "chosen": GridEstimate,
     "tail_split": TailSplit or None} on a card of ``sms`` SMs; the plan's ``ctas_per_sm`` CTAs
     share an SM (that many slots each). ``tail_split`` is :func:`pick_tail_split`'s cut where
-    the plan can take one (non-causal, ``code.tail_split_fits``), else None."""
-    from frost.templates.bwd_main.code import tail_split_fits
+    the plan can take one (non-causal, ``rules.tail_split_fits``), else None."""
+    from frost.templates.bwd_main.rules import tail_split_fits
 
     slots = _slots(kp, sms)
     args = (kp, batch, heads_q, heads_kv, s_q, s_kv, causal, causal_align)
@@ -207,7 +208,7 @@ def format_estimate(est: dict, shape: str) -> str:
 
 def _split_lines(split: "TailSplit | None", ch: GridEstimate, causal: bool) -> list[str]:
     if split is None:
-        return [] if causal else ["  tail split: not built for this plan (code.tail_split_fits: "
+        return [] if causal else ["  tail split: not built for this plan (rules.tail_split_fits: "
                                   "padded d <= 160, default dQ forms)"]
     if not split.n_split:
         return [f"  tail split: none (a cut gains < {100 * SPLIT_MIN_GAIN:g} % here)"]

@@ -13,7 +13,7 @@ import pytest
 
 from frost.sched.plan import WarpRole
 from frost.templates.bwd_main import BwdMainKernel, default_plan
-from frost.templates.bwd_main.code import tail_split_fits
+from frost.templates.bwd_main.rules import tail_split_fits
 from frost.templates.bwd_main.kernel import BwdMainError
 from tests.templates.test_bwd_main import _resources, run_case
 
@@ -67,7 +67,7 @@ def test_split_build_plan(d):
     """A split build's plan drops store_warp where the default has it (d=64), also where a
     caller forced it, and is the default's plan itself elsewhere."""
     from frost.sdpa import api
-    from frost.templates.bwd_main.code import split_build_tile
+    from frost.templates.bwd_main.rules import split_build_tile
 
     kp = default_plan("sm_120a", d)
     assert split_build_tile(kp) == ({"store_warp": 0} if d == 64 else None)

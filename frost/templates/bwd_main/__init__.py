@@ -3,7 +3,7 @@
 from frost.sched import plan_sdpa_bwd, plan_variant
 from frost.sched.plan import KernelPlan, Plan
 
-from .code import split_build_tile
+from .rules import split_build_tile
 from .kernel import BwdMainError, BwdMainKernel
 from .masks import CausalAlign
 
@@ -26,7 +26,7 @@ def variant_plan(arch: str, head_dim: int, *, causal: bool = False, dtype: str =
                  tile: dict | None = None, tail_split: bool = False) -> Plan:
     """The chain plan frost runs for a variant (:func:`frost.sched.plan_variant`: ``tile``'s
     keys forced on top of the measured default). ``tail_split=True``: the plan of the variant's
-    tail-split build, which :func:`.code.split_build_tile` names (without the producer warp's
+    tail-split build, which :func:`.rules.split_build_tile` names (without the producer warp's
     dK/dV stores, which spill there). ``frost.sdpa``, ``bench/bwd_main_ab.py`` and the tests
     plan split builds through this."""
     plan = plan_variant(arch, head_dim, None, causal, dtype, tile or None)

@@ -109,14 +109,15 @@ class DqAtomics:
     @cute.jit
     def red_add(self, checked: cutlass.Constexpr, ok, *adds):
         """For each ``(ptr, vals)`` of ``adds``: ``ptr[0..n) += vals`` (2 or 4 fp32, one vector
-        atomic), all under one test of ``ok`` (the row is
-        inside S_q; an ATOM add tests its atom's first row: rows S_q .. S_q rounded up to 16 may
-        take pad values) if ``checked``: ptxas compiles each such test to a branch inside its
-        own convergence barrier (BSSY/BSYNC; a predicate written inside the asm gets the same,
-        v54), and the compiler merges adjacent tests of one row (ATOM's atoms of a row). Unchecked adds are safe for ``dq_guard="pad"`` (the workspace's S_q_pad is a
-        multiple of tile_m, checked at launch: a row past S_q lands in the pad, which
-        dq_convert never reads) and for ``"tile"``'s tiles wholly inside S_q. The
-        ``dq_atomic2`` ablation (timing only) issues each add twice: dQ comes out doubled."""
+        atomic), all under one test of ``ok`` (the row is inside S_q; an ATOM add tests its
+        atom's first row: rows S_q .. S_q rounded up to 16 may take pad values) if ``checked``:
+        ptxas compiles each such test to a branch inside its own convergence barrier
+        (BSSY/BSYNC; a predicate written inside the asm gets the same, v54), and the compiler
+        merges adjacent tests of one row (ATOM's atoms of a row). Unchecked adds are safe for
+        ``dq_guard="pad"`` (the workspace's S_q_pad is a multiple of tile_m, checked at launch:
+        a row past S_q lands in the pad, which dq_convert never reads) and for ``"tile"``'s
+        tiles wholly inside S_q. The ``dq_atomic2`` ablation (timing only) issues each add
+        twice: dQ comes out doubled."""
         for _ in cutlass.range_constexpr(2 if "dq_atomic2" in self.skip else 1):
             if cutlass.const_expr(not checked):
                 self.red_adds(adds)

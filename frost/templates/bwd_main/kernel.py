@@ -120,7 +120,8 @@ from frost.sched.plan import KernelPlan, WarpRole
 from frost.tile_dsl import smem
 
 from . import masks
-from .code import CodeChoiceError, CodeChoices, exchange_split, pick_dq_chunks, pick_interleave
+from .code import CodeChoiceError, CodeChoices
+from .rules import exchange_split, pick_dq_chunks, pick_interleave
 from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole, split_ring_problem
@@ -142,7 +143,7 @@ LOG2E = math.log2(math.e)
 
 
 def exchange_mode(kp: KernelPlan) -> int:
-    """:func:`.code.exchange_split`, with BwdMainError for a split bwd_main does not run."""
+    """:func:`.rules.exchange_split`, with BwdMainError for a split bwd_main does not run."""
     mode = exchange_split(kp)
     if mode is None:
         raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "

@@ -21,7 +21,7 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                         (dq_k_held=1: K's B fragments loaded once, only sdS is read;
                         dq_ds_held=1: dS's A fragments once a trip for all dQ chunks)
                         (interleave level 2: dV, dK and dQ chunk 0 interleaved; level 1:
-                        dV with dK, then dQ; 0: one GEMM at a time; code.pick_interleave)
+                        dV with dK, then dQ; 0: one GEMM at a time; rules.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s; split
                         ring: and do_empty[o]; do_early arrives on it right after dV, run
                         alone (1) or with dQ's chunk 0 (2), dK then with the next chunk).
