@@ -75,19 +75,34 @@ def interleave_schedule(k_blocks: list[int]) -> list[list[tuple[int, int]]]:
     return out
 
 
-def gemm_interleaved(*jobs: Job, lookahead: int = 0) -> None:
+def side_steps(n_side: int, steps: int) -> list[int]:
+    """The step after which each of ``n_side`` pieces of side work (e.g. atomics) runs in
+    :func:`gemm_interleaved`: spread evenly over ``steps``, in order (with no steps, all at
+    0: the GEMM is empty and they run at once). Pure Python."""
+    return [i * max(steps, 1) // n_side for i in range(n_side)] if n_side else []
+
+
+def gemm_interleaved(*jobs: Job, lookahead: int = 0, side=()) -> None:
     """Run the jobs' GEMMs with their k-blocks interleaved (trace-time unrolled).
 
     A warp tile of one mma.sync GEMM with few accumulators and many k-blocks is a few long
     chains of dependent MMAs, and with two MMA warps per SM sub-partition nothing hides their
     latency; mixing in an independent GEMM's MMAs does, at no register cost for accumulators
     that are live anyway. ``lookahead=1`` issues the ldmatrix loads of step s+1 before the MMAs
-    of step s (software pipelining in the instruction order; ptxas may reorder either way)."""
+    of step s (software pipelining in the instruction order; ptxas may reorder either way).
+    ``side``: callables with no result, each run once after the MMAs of its step
+    (:func:`side_steps`), so independent work such as global atomics spreads over the GEMM."""
     steps = interleave_schedule([j.k_blocks for j in jobs])
+    at = side_steps(len(side), len(steps))
+    if not steps:
+        for work in side:
+            work()
     if not lookahead:
-        for step in steps:
+        for s, step in enumerate(steps):
             for j, k in step:
                 jobs[j].step(k)
+            for i in (i for i, a in enumerate(at) if a == s):
+                side[i]()
         return
     for j, k in steps[0] if steps else ():
         jobs[j].load(k)
@@ -96,3 +111,5 @@ def gemm_interleaved(*jobs: Job, lookahead: int = 0) -> None:
             jobs[j].load(k)
         for j, k in step:
             jobs[j].mma(k)
+        for i in (i for i, a in enumerate(at) if a == s):
+            side[i]()

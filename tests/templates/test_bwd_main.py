@@ -527,7 +527,8 @@ KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("dq_guard", "row_once"),), (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
               (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2)), (("stat_vec", 1),),
-              (("stat_vec", 1), ("serial_sdp", 1))]
+              (("stat_vec", 1), ("serial_sdp", 1)), (("dq_defer", 1),),
+              (("dq_defer", 1), ("dq_guard", "pad")), (("dq_defer", 1), ("dq_guard", "rows"))]
 
 
 @pytest.mark.gpu
@@ -537,6 +538,15 @@ def test_gpu_code_knobs(d, knobs):
     """Every code-generation knob of bwd_main (same plan, other instruction order or width)
     stays correct: causal with a ragged tail and S_q != S_kv, GQA 2:1."""
     run_case(1, 333, 300, 4, 2, d, causal=True, knobs=knobs, seed=11)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_dq_defer_non_causal(d):
+    """dq_defer=1 on the non-causal plans (d=64: dQ first, its adds during dV/dK; d=128: each
+    trip's adds during the next trip's S/dP, the last after the loop): many trips a CTA, GQA
+    2:1, ragged tails, S_q != S_kv (the knob cases cover causal)."""
+    run_case(1, 700, 650, 4, 2, d, causal=False, knobs=(("dq_defer", 1),), seed=47)
 
 
 @pytest.mark.gpu
@@ -1388,6 +1398,52 @@ def test_dq_guard_row_once_checks_each_row_once():
     rows_major = variant_plan("sm_120a", d, causal=causal, tile={"reduce_block": 0})
     with pytest.raises(BwdMainError, match="row_once"):
         BwdMainKernel(rows_major.kernel("bwd_main"), causal=causal, dq_guard="row_once")
+
+
+def _atomic_spread(ptx):
+    """Lengths of the runs of dQ atomics with no mma.sync between them, in PTX order."""
+    out, cur = [], 0
+    for ln in (ln.strip() for ln in ptx.splitlines()):
+        if ln.startswith("//"):
+            continue
+        if "red.global.add" in ln:
+            cur += 1
+        elif "mma.sync" in ln and cur:
+            out, cur = out + [cur], 0
+    return out + [cur] * (cur > 0)
+
+
+@pytest.mark.parametrize("d,causal", [(128, False), (64, False), (64, True)])
+def test_dq_defer_spreads_the_atomics_over_a_gemm(d, causal):
+    """dq_defer=1: the dQ adds ride another GEMM's k-steps (a few between each step's MMAs)
+    instead of one burst after dQ's GEMM. Under exchange split 1 (dQ last) they ride the next
+    trip's S/dP (K-dim d: d/16 steps) and the last trip's go after the loop; under split 2 (dQ
+    first) the same trip's dV/dK (K-dim tile_m). Spill-free on sm_120a."""
+    kp = default_plan("sm_120a", d, causal=causal)
+    base = BwdMainKernel(kp, causal=causal).compile("sm_120a")
+    kern = BwdMainKernel(kp, causal=causal, dq_defer=1)
+    spread = kern.compile("sm_120a")
+    n = base.ptx.count("red.global.add")
+    assert _atomic_spread(base.ptx) == [n]
+    if kern.x_mode == 1:
+        steps = d // 16
+        assert _atomic_spread(spread.ptx) == [n // steps] * steps + [n]  # + the flush
+    else:
+        steps = kp.tile["tile_m"] // 16
+        assert _atomic_spread(spread.ptx) == [n // steps] * steps
+    assert spread.total_spill_bytes == 0
+
+
+def test_dq_defer_refused_where_it_has_no_meaning():
+    """dq_defer needs the plan's exchange split, dQ in one chunk and per-lane atomics."""
+    for d, causal, kw in [(96, False, {}), (256, False, {}), (128, False, {"dq_lag": 1}),
+                          (128, True, {"dq_guard": "tile"}), (64, False, {"serial_sdp": 1}),
+                          (128, False, {"dq_defer": 2})]:
+        with pytest.raises(BwdMainError, match="dq_defer"):
+            BwdMainKernel(default_plan("sm_120a", d, causal=causal), causal=causal,
+                          **{"dq_defer": 1, **kw})
+    with pytest.raises(BwdMainError, match="dq_defer"):
+        BwdMainKernel(default_plan("sm_120a", 128), dq_defer=1, skip=frozenset({"dq_atomic"}))
 
 
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():

@@ -83,6 +83,11 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   first). :data:`.measured.DO_EARLY_MEASURED`: 1 at non-causal d=256 with
                   ptxas level 3 (0.98x, v102/v103); causal 1.015x / 1.018x; 2 at d=256
                   1.001x, causal 1.116x; 1.04-1.09x on d=160/192 split rings (v98-v100)
+``dq_defer``      1 (the plan's ``exchange_sync``, one dQ chunk, atomics): the dQ adds spread
+                  over a later GEMM's k-steps (``gemm_interleaved``'s side work, a row
+                  check's adds a step): mode 1 trip t's inside trip t+1's S/dP (the last
+                  trip's after the loop; the first trip adds zeros into its own tile), mode 2
+                  (dQ first) inside the same trip's dV/dK. 0: right after dQ's GEMM (v111)
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -137,6 +142,7 @@ class CodeChoices:
     dq_ds_held: int = 0
     persistent: int = 0
     do_early: int = 0
+    dq_defer: int = 0
 
     @property
     def compile_options(self) -> str:
@@ -162,7 +168,8 @@ class CodeChoices:
                 kv_prefetch: int | None = None, l2_hints: int = 0,
                 reg_usage: int | None = None,
                 ptxas_opt: int | None = None, dq_ds_held: int | None = None,
-                persistent: int = 0, do_early: int | None = None) -> "CodeChoices":
+                persistent: int = 0, do_early: int | None = None,
+                dq_defer: int = 0) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -278,9 +285,15 @@ class CodeChoices:
             raise CodeChoiceError(f"do_early must be 0, 1 or 2, and not 0 only on the plan's "
                                   f"split ring (do_stages), without exchange_sync, at interleave "
                                   f">= 1 (2: with dQ in 2 or more chunks), got {do_early!r}")
+        if isinstance(dq_defer, bool) or dq_defer not in (0, 1) or (dq_defer and (
+                not tl.get("exchange_sync") or lag or chunks != 1 or serial_sdp or
+                guard == "tile" or tl.get("stage_reductions"))):
+            raise CodeChoiceError(f"dq_defer must be 0 or 1, and 1 only under the plan's "
+                                  f"exchange_sync with dQ in one chunk by atomics (no dq_lag, "
+                                  f"serial_sdp, dq_guard='tile'), got {dq_defer!r}")
         from .roles import check_persistent  # (roles.py imports this module's error)
 
         check_persistent(kp, persistent, causal, split, lag)
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
                    split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held,
-                   persistent, do_early)
+                   persistent, do_early, dq_defer)

@@ -59,6 +59,21 @@ class DqAtomics:
                     col0: cutlass.Constexpr, checked: cutlass.Constexpr):
         """:meth:`dq_atomics`' adds, under the row check if ``checked`` (each add its own, or
         under ``dq_guard="row_once"`` one check per row on the blocked workspaces)."""
+        for ok, adds in self.dq_add_groups(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
+                                           col0):
+            self.red_add(checked, ok, *adds)
+
+    def dq_add_side(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q) -> list:
+        """The adds of :meth:`dq_add_tile` (one dQ chunk, col0 = 0) as callables, one per row
+        check, for ``gemm_interleaved``'s ``side`` work (code choice ``dq_defer``)."""
+        checked = self.code.dq_guard in ("rows", "row_once")
+        return [lambda ok=ok, adds=adds: self.red_add(checked, ok, *adds) for ok, adds in
+                self.dq_add_groups(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, 0)]
+
+    def dq_add_groups(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0):
+        """The tile's adds, yielded as ``(ok, [(ptr, vals), ...])``: each group under one row
+        test ``ok`` (row < S_q), in issue order. A generator traced in the caller's jit context:
+        :meth:`dq_add_tile` issues each group before the next one's addresses are computed."""
         tl = self.kp.tile
         t_m, d = tl["tile_m"], tl["d"]
         # the plan's workspace layout: row-major, reduce_block x reduce_block tiles, or ATOM
@@ -67,14 +82,14 @@ class DqAtomics:
         g = cute.local_tile(acc[b, h, None, None], (t_m, d), (m_block, 0))
         row0 = m_block * t_m
         if cutlass.const_expr(self.dq_vec == 4):  # (CodeChoices refuses it on ATOM)
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 4):
+            for i in range(0, cute.size(acc_dQ), 4):
                 r, c = tdQcdQ[i]  # c0 of this m16n8 atom: row g, column 2t
                 odd, v0, v1, v2, v3 = pair_to_v4(acc_dQ[i], acc_dQ[i + 1], acc_dQ[i + 2],
                                                  acc_dQ[i + 3])
                 rr = r + cutlass.select_(odd, 8, 0)
                 cc = c - cutlass.select_(odd, 2, 0)
                 ptr = g.iterator + cute.crd2idx((rr, cc + col0), g.layout)
-                self.red_add(checked, row0 + rr < s_q, (ptr, (v0, v1, v2, v3)))
+                yield row0 + rr < s_q, [(ptr, (v0, v1, v2, v3))]
         elif cutlass.const_expr(block != ROWS):
             # one base address per thread; every add's offset from it is a constant: adds sit
             # whole storage tiles apart (8x8 blocks: row halves 8 rows or atoms 16 x 8 apart;
@@ -88,23 +103,23 @@ class DqAtomics:
             r0, c0 = tdQcdQ[0]
             base = g.iterator + cute.crd2idx((r0, c0 + col0), g.layout)
             checks: dict = {}  # one row check each: key -> [(i, dr, dc)], in first-add order
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), n):
+            for i in range(0, cute.size(acc_dQ), n):
                 dr, dc = (x - y for x, y in zip(tdQcdQ0[i], tdQcdQ0[0]))
                 assert dr % tr == 0 and dc % tc == 0, (dr, dc, block)
-                if cutlass.const_expr(block == ATOM):
+                if block == ATOM:
                     _assert_whole_atom(tdQcdQ0, i, col0)
                 key = dr if self.code.dq_guard == "row_once" else i
                 checks.setdefault(key, []).append((i, dr, dc))
             for adds in checks.values():
                 r, _ = tdQcdQ[adds[0][0]]
-                self.red_add(checked, row0 + r < s_q, *[
+                yield row0 + r < s_q, [
                     (base + cute.crd2idx((dr, dc), g.layout), [acc_dQ[i + k] for k in range(n)])
-                    for i, dr, dc in adds])
+                    for i, dr, dc in adds]
         else:  # row-major (the v15 code: with the form above, d=256 spilled 8 B on sm_120a)
-            for i in cutlass.range_constexpr(0, cute.size(acc_dQ), 2):
+            for i in range(0, cute.size(acc_dQ), 2):
                 r, c = tdQcdQ[i]
                 ptr = g.iterator + cute.crd2idx((r, c + col0), g.layout)
-                self.red_add(checked, row0 + r < s_q, (ptr, (acc_dQ[i], acc_dQ[i + 1])))
+                yield row0 + r < s_q, [(ptr, (acc_dQ[i], acc_dQ[i + 1]))]
 
     @cute.jit
     def red_add(self, checked: cutlass.Constexpr, ok, *adds):
