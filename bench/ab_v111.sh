@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# v111 (bench/RESULTS.md): dq_defer=1 (the dQ adds spread over a later GEMM's k-steps: the next
+# trip's S/dP under exchange split 1, the same trip's dV/dK under split 2) against the default
+# burst right after dQ's GEMM, on the bench rows of d=64 and d=128; causal d=128 also without
+# the row checks (dq_guard=pad: no branch inside the S/dP GEMM).
+set -u
+out=${OUT:-bench/out}/v111
+. bench/ab_lib.sh
+r=${1:-8}
+ab d64 64 "" "default;dq_defer=1" "$r"
+ab d64c 64 --causal "default;dq_defer=1" "$r"
+ab d128 128 "" "default;dq_defer=1" "$r"
+ab d128s 128 "" "default;dq_defer=1" "$r" 16,16,1024
+ab d128c 128 --causal "default;dq_defer=1;dq_defer=1,dq_guard=pad" "$r"
+ab d128c8k 128 --causal "default;dq_defer=1;dq_defer=1,dq_guard=pad" "$r" 2,16,8192
