@@ -7,9 +7,13 @@ set -u
 out=${OUT:-bench/out}/v111
 . bench/ab_lib.sh
 r=${1:-8}
+part=${2:-all}  # a: the d=64 rows and d=128; b: the rest (one device call each)
+if [ "$part" != b ]; then
 ab d64 64 "" "default;dq_defer=1" "$r"
 ab d64c 64 --causal "default;dq_defer=1" "$r"
 ab d128 128 "" "default;dq_defer=1" "$r"
+fi
+[ "$part" = a ] && exit 0
 ab d128s 128 "" "default;dq_defer=1" "$r" 16,16,1024
 ab d128c 128 --causal "default;dq_defer=1;dq_defer=1,dq_guard=pad" "$r"
 ab d128c8k 128 --causal "default;dq_defer=1;dq_defer=1,dq_guard=pad" "$r" 2,16,8192
