@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# v111 (bench/RESULTS.md): dq_defer=1 (the dQ adds spread over a later GEMM's k-steps: the next
+# v111 (bench/RESULTS.md; ran at aa2d2a1, where the choice was named dq_defer and carried
+# split 1's adds into the next trip; since then only split 2's form stays, as dq_spread): dq_defer=1 (the dQ adds spread over a later GEMM's k-steps: the next
 # trip's S/dP under exchange split 1, the same trip's dV/dK under split 2) against the default
 # burst right after dQ's GEMM, on the bench rows of d=64 and d=128; causal d=128 also without
 # the row checks (dq_guard=pad: no branch inside the S/dP GEMM).

@@ -198,7 +198,7 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
 # (the reference set since session 17: "PDL-on sha") and here.
 DEFAULT_PTX_SHA = {
     ("sm_120a", 32, False): "f6951b29fd52", ("sm_121a", 32, False): "6cfc574b219c",
-    ("sm_120a", 64, False): "ba5585568efe", ("sm_121a", 64, False): "75f6ce6c9d59",
+    ("sm_120a", 64, False): "725c6ae0f303", ("sm_121a", 64, False): "1e85c8c6ce38",
     ("sm_120a", 64, True): "3f35d9f0afa7", ("sm_121a", 64, True): "21307e7ca13e",
     ("sm_120a", 96, False): "ab4c3ca0e5bb", ("sm_121a", 96, False): "70ad7e481984",
     ("sm_120a", 128, False): "5a1ffaccaa72", ("sm_121a", 128, False): "8e5faef1b94f",
@@ -527,8 +527,7 @@ KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
               (("dq_guard", "row_once"),), (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
               (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2)), (("stat_vec", 1),),
-              (("stat_vec", 1), ("serial_sdp", 1)), (("dq_defer", 1),),
-              (("dq_defer", 1), ("dq_guard", "pad")), (("dq_defer", 1), ("dq_guard", "rows"))]
+              (("stat_vec", 1), ("serial_sdp", 1))]
 
 
 @pytest.mark.gpu
@@ -541,12 +540,15 @@ def test_gpu_code_knobs(d, knobs):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("d", [64, 128])
-def test_gpu_dq_defer_non_causal(d):
-    """dq_defer=1 on the non-causal plans (d=64: dQ first, its adds during dV/dK; d=128: each
-    trip's adds during the next trip's S/dP, the last after the loop): many trips a CTA, GQA
-    2:1, ragged tails, S_q != S_kv (the knob cases cover causal)."""
-    run_case(1, 700, 650, 4, 2, d, causal=False, knobs=(("dq_defer", 1),), seed=47)
+@pytest.mark.parametrize("knobs", [(("dq_spread", 1),), (("dq_spread", 0),),
+                                   (("dq_spread", 1), ("dq_guard", "rows"))],
+                         ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
+@pytest.mark.parametrize("d", [64, 48])
+def test_gpu_dq_spread_non_causal(d, knobs):
+    """The dQ-first plans (non-causal d=40..64) with dQ's adds spread over dV/dK (default) or in
+    one burst, and spread under row checks: many trips a CTA, GQA 2:1, ragged tails, S_q !=
+    S_kv (a 48-wide head in the 64-wide plan too)."""
+    run_case(1, 700, 650, 4, 2, d, causal=False, knobs=knobs, seed=47)
 
 
 @pytest.mark.gpu
@@ -1413,37 +1415,29 @@ def _atomic_spread(ptx):
     return out + [cur] * (cur > 0)
 
 
-@pytest.mark.parametrize("d,causal", [(128, False), (64, False), (64, True)])
-def test_dq_defer_spreads_the_atomics_over_a_gemm(d, causal):
-    """dq_defer=1: the dQ adds ride another GEMM's k-steps (a few between each step's MMAs)
-    instead of one burst after dQ's GEMM. Under exchange split 1 (dQ last) they ride the next
-    trip's S/dP (K-dim d: d/16 steps) and the last trip's go after the loop; under split 2 (dQ
-    first) the same trip's dV/dK (K-dim tile_m). Spill-free on sm_120a."""
-    kp = default_plan("sm_120a", d, causal=causal)
-    base = BwdMainKernel(kp, causal=causal).compile("sm_120a")
-    kern = BwdMainKernel(kp, causal=causal, dq_defer=1)
-    spread = kern.compile("sm_120a")
-    n = base.ptx.count("red.global.add")
-    assert _atomic_spread(base.ptx) == [n]
-    if kern.x_mode == 1:
-        steps = d // 16
-        assert _atomic_spread(spread.ptx) == [n // steps] * steps + [n]  # + the flush
-    else:
-        steps = kp.tile["tile_m"] // 16
-        assert _atomic_spread(spread.ptx) == [n // steps] * steps
+@pytest.mark.parametrize("d", [64, 48])
+def test_dq_spread_puts_the_atomics_between_dkdv_mmas(d):
+    """dq_spread=1 (the non-causal d=40..64 default, v111): under the dQ-first exchange split the
+    dQ adds ride the same trip's dV/dK k-steps (tile_m / 16 of them, a few adds after each
+    step's MMAs) instead of one burst after dQ's GEMM (dq_spread=0). Spill-free on sm_120a."""
+    kp = default_plan("sm_120a", d)
+    spread = BwdMainKernel(kp).compile("sm_120a")
+    burst = BwdMainKernel(kp, dq_spread=0).compile("sm_120a")
+    n = burst.ptx.count("red.global.add")
+    steps = kp.tile["tile_m"] // 16
+    assert n >= steps and spread.ptx.count("red.global.add") == n
+    assert _atomic_spread(burst.ptx) == [n]
+    assert _atomic_spread(spread.ptx) == [n // steps] * steps
     assert spread.total_spill_bytes == 0
 
 
-def test_dq_defer_refused_where_it_has_no_meaning():
-    """dq_defer needs the plan's exchange split, dQ in one chunk and per-lane atomics."""
-    for d, causal, kw in [(96, False, {}), (256, False, {}), (128, False, {"dq_lag": 1}),
-                          (128, True, {"dq_guard": "tile"}), (64, False, {"serial_sdp": 1}),
-                          (128, False, {"dq_defer": 2})]:
-        with pytest.raises(BwdMainError, match="dq_defer"):
+def test_dq_spread_refused_where_dq_is_not_first():
+    """dq_spread needs the plan's dQ-first exchange split, dQ in one chunk, per-lane atomics."""
+    for d, causal, kw in [(128, False, {}), (64, True, {}), (96, False, {}), (256, False, {}),
+                          (64, False, {"dq_guard": "tile"}), (64, False, {"dq_spread": 2})]:
+        with pytest.raises(BwdMainError, match="dq_spread"):
             BwdMainKernel(default_plan("sm_120a", d, causal=causal), causal=causal,
-                          **{"dq_defer": 1, **kw})
-    with pytest.raises(BwdMainError, match="dq_defer"):
-        BwdMainKernel(default_plan("sm_120a", 128), dq_defer=1, skip=frozenset({"dq_atomic"}))
+                          **{"dq_spread": 1, **kw})
 
 
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
@@ -1480,6 +1474,12 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     assert STAT_VEC_MEASURED == {(64, False): 1} and code(64, False).stat_vec == 1
     assert all(code(d, c).stat_vec == 0 for d in (32, 128, 256) for c in (False, True))
     assert code(64, True).stat_vec == 0
+    # v111: dQ's adds spread over dV/dK on the one dQ-first default plan (non-causal d=64)
+    from frost.templates.bwd_main.measured import DQ_SPREAD_MEASURED
+
+    assert DQ_SPREAD_MEASURED == {(64, False): 1} and code(64, False).dq_spread == 1
+    assert all(code(d, c).dq_spread == 0 for d in (32, 128, 256) for c in (False, True))
+    assert code(64, True).dq_spread == 0
     # v59: one S/dP accumulator each everywhere (two measured 1.01-1.22x slower)
     assert all(code(d, c).sdp_accs == 1 for d in (32, 64, 128, 256) for c in (False, True))
     spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")

@@ -19,7 +19,7 @@ def test_interleave_schedule_runs_each_k_block_once_in_order(k_blocks):
 
 @pytest.mark.parametrize("n,steps", [(8, 8), (8, 4), (3, 8), (5, 3), (1, 8), (4, 0), (0, 8)])
 def test_side_steps_spread_side_work_in_order(n, steps):
-    """Side work (bwd_main's dq_defer atomics) lands on the GEMM's steps in order, as evenly as
+    """Side work (bwd_main's dq_spread atomics) lands on the GEMM's steps in order, as evenly as
     the counts allow: no step carries more than one piece beyond another's share."""
     at = side_steps(n, steps)
     assert len(at) == n and at == sorted(at)

@@ -83,11 +83,12 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   first). :data:`.measured.DO_EARLY_MEASURED`: 1 at non-causal d=256 with
                   ptxas level 3 (0.98x, v102/v103); causal 1.015x / 1.018x; 2 at d=256
                   1.001x, causal 1.116x; 1.04-1.09x on d=160/192 split rings (v98-v100)
-``dq_defer``      1 (the plan's ``exchange_sync``, one dQ chunk, atomics): the dQ adds spread
-                  over a later GEMM's k-steps (``gemm_interleaved``'s side work, a row
-                  check's adds a step): mode 1 trip t's inside trip t+1's S/dP (the last
-                  trip's after the loop; the first trip adds zeros into its own tile), mode 2
-                  (dQ first) inside the same trip's dV/dK. 0: right after dQ's GEMM (v111)
+``dq_spread``     1 (the plan's ``exchange_sync`` with dQ first, its split 2; one dQ chunk,
+                  atomics): dQ's adds ride the same trip's dV/dK k-steps (``gemm_interleaved``'s
+                  side work, a row check's adds a step) instead of one burst after dQ's GEMM
+                  (:data:`.measured.DQ_SPREAD_MEASURED`: on at non-causal d=64, 0.988x, v111).
+                  Carried into the next trip's S/dP under split 1 they measured 1.07-1.18x
+                  (v111, as dq_lag's carry in v49): not built
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -105,10 +106,10 @@ from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_U
 from frost.tile_dsl.gmem import ATOM
 
 from .measured import (MAX_KV_PREFETCH, pick_do_early, pick_dq_accs, pick_dq_ds_held,
-                       pick_kv_prefetch, pick_ptxas_opt, pick_reg_usage, pick_sdp_accs,
+                       pick_dq_spread, pick_kv_prefetch, pick_ptxas_opt, pick_reg_usage, pick_sdp_accs,
                        pick_stat_vec, pick_trip_step, stat_vec_fits)
-from .rules import (default_tail_split, dq_chunks_fit, dq_lag_fits, pick_dq_chunks,
-                    pick_dq_guard, pick_dq_k_held, pick_dq_lag, pick_interleave, pick_lpt_heads,
+from .rules import (default_tail_split, dq_chunks_fit, dq_lag_fits, exchange_split,
+                    pick_dq_chunks, pick_dq_guard, pick_dq_k_held, pick_dq_lag, pick_interleave, pick_lpt_heads,
                     pick_q_rotate, stmatrix_fits, tail_split_fits)
 
 
@@ -142,7 +143,7 @@ class CodeChoices:
     dq_ds_held: int = 0
     persistent: int = 0
     do_early: int = 0
-    dq_defer: int = 0
+    dq_spread: int = 0
 
     @property
     def compile_options(self) -> str:
@@ -169,7 +170,7 @@ class CodeChoices:
                 reg_usage: int | None = None,
                 ptxas_opt: int | None = None, dq_ds_held: int | None = None,
                 persistent: int = 0, do_early: int | None = None,
-                dq_defer: int = 0) -> "CodeChoices":
+                dq_spread: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -285,15 +286,16 @@ class CodeChoices:
             raise CodeChoiceError(f"do_early must be 0, 1 or 2, and not 0 only on the plan's "
                                   f"split ring (do_stages), without exchange_sync, at interleave "
                                   f">= 1 (2: with dQ in 2 or more chunks), got {do_early!r}")
-        if isinstance(dq_defer, bool) or dq_defer not in (0, 1) or (dq_defer and (
-                not tl.get("exchange_sync") or lag or chunks != 1 or serial_sdp or
-                guard == "tile" or tl.get("stage_reductions"))):
-            raise CodeChoiceError(f"dq_defer must be 0 or 1, and 1 only under the plan's "
-                                  f"exchange_sync with dQ in one chunk by atomics (no dq_lag, "
-                                  f"serial_sdp, dq_guard='tile'), got {dq_defer!r}")
+        spread = pick_dq_spread(kp, causal) if dq_spread is None else dq_spread
+        if isinstance(spread, bool) or spread not in (0, 1) or (spread and (
+                exchange_split(kp) != 2 or chunks != 1 or guard == "tile" or
+                tl.get("stage_reductions"))):
+            raise CodeChoiceError(f"dq_spread must be 0 or 1, and 1 only under the plan's "
+                                  f"exchange_sync with dQ first (split 2), in one chunk, by "
+                                  f"atomics (not dq_guard='tile'), got {dq_spread!r}")
         from .roles import check_persistent  # (roles.py imports this module's error)
 
         check_persistent(kp, persistent, causal, split, lag)
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
                    split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held,
-                   persistent, do_early, dq_defer)
+                   persistent, do_early, spread)

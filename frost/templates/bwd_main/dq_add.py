@@ -65,7 +65,7 @@ class DqAtomics:
 
     def dq_add_side(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q) -> list:
         """The adds of :meth:`dq_add_tile` (one dQ chunk, col0 = 0) as callables, one per row
-        check, for ``gemm_interleaved``'s ``side`` work (code choice ``dq_defer``)."""
+        check, for ``gemm_interleaved``'s ``side`` work (code choice ``dq_spread``)."""
         checked = self.code.dq_guard in ("rows", "row_once")
         return [lambda ok=ok, adds=adds: self.red_add(checked, ok, *adds) for ok, adds in
                 self.dq_add_groups(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, 0)]

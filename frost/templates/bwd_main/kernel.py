@@ -199,9 +199,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
         self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
         self.q_rotate, self.serial_sdp, self.dq_k_held = code.q_rotate, code.serial_sdp, code.dq_k_held
-        if (code.dq_lag or code.dq_defer) and self.skip & {"dq_gemm", "dq_atomic", "dq_half"}:
+        if code.dq_lag and self.skip & {"dq_gemm", "dq_atomic", "dq_half"}:
             raise BwdMainError("the dq_gemm / dq_atomic / dq_half ablations are not wired into "
-                               "dq_lag=1 or dq_defer=1")
+                               "dq_lag=1")
         if self.serial_sdp and "dp_gemm" in self.skip:
             raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)

@@ -10,8 +10,8 @@ from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_US
 MAX_KV_PREFETCH = 64
 """The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
 
-MEASURED_CHOICES = ("do_early", "dq_accs", "dq_ds_held", "kv_prefetch", "ptxas_opt",
-                    "q_rotate", "reg_usage", "sdp_accs", "stat_vec", "trip_step")
+MEASURED_CHOICES = ("do_early", "dq_accs", "dq_ds_held", "dq_spread", "kv_prefetch",
+                    "ptxas_opt", "q_rotate", "reg_usage", "sdp_accs", "stat_vec", "trip_step")
 """The code choices picked here (on :func:`measured_plan` only). An A/B variant whose plan is
 not the measured default resolves them to their first forms: where that differs from its run's
 default, the variant measured those choices too (tests/sched/test_tuned.py refuses it as
@@ -130,6 +130,19 @@ def stat_vec_fits(kp: KernelPlan) -> bool:
 def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
     """:data:`STAT_VEC_MEASURED` on a default plan; else 0."""
     return STAT_VEC_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
+        if measured_plan(kp, causal) else 0
+
+
+DQ_SPREAD_MEASURED = {(64, False): 1}
+"""(padded d, causal) -> dq_spread on the default plan (:func:`measured_plan`), where it measured
+faster every round (bench/RESULTS.md v111, bwd_main A/B on the H200, spread / burst): d=64
+(4,16,4096) 0.987 [0.983, 0.996] and 0.988 [0.979, 0.993]. The only default plans with dQ first
+(exchange split 2) are the non-causal d=40..64 ones."""
+
+
+def pick_dq_spread(kp: KernelPlan, causal: bool = False) -> int:
+    """:data:`DQ_SPREAD_MEASURED` on a default plan; else 0."""
+    return DQ_SPREAD_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
         if measured_plan(kp, causal) else 0
 
 

@@ -29,7 +29,8 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                         do_empty once after loading V, before trip 0)
     red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, all into
                         the pad, or checked on the edge q tile only; dq_accs=2: two
-                        accumulators; dq_vec=4: 4 columns, .v4)
+                        accumulators; dq_vec=4: 4 columns, .v4; dq_spread=1 under
+                        exchange_sync's dQ-first split: spread over dV/dK's k-steps)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. With the plan's ``exchange_stages = 2`` (``tile={"exchange_stages":
@@ -178,12 +179,6 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
         acc_dV = cute.make_rmem_tensor(thr_dkv.partition_shape_C((t_n, dv)), cutlass.Float32)
         acc_dK.fill(0.0)
         acc_dV.fill(0.0)
-        start = masks.q_walk_start(n_block, n_m, self.q_rotate)
-        defer = self.code.dq_defer  # trip t's dQ (its head, q tile), added in trip t+1's S/dP
-        if cutlass.const_expr(defer and x_mode == 1):  # (trip t0: zeros into its own tile)
-            acc_dQp = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d)), cutlass.Float32)
-            acc_dQp.fill(0.0)
-            hp, mp = h_kv * group + t0 // n_m, masks.q_tile(t0, m_min, n_m, start, self.q_rotate)
 
         cute.arch.mbarrier_wait(sm.kv_full, kv_phase)
         v_in_regs = tl.get("v_in_regs", 0)
@@ -207,6 +202,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
             rKt = c_Kt.retile(tdQrK)
             for k in cutlass.range_constexpr(cute.size(tdQsKt.shape[2])):
                 cute.copy(c_Kt, tdQsKt[None, None, k, 0], rKt[None, None, k])
+        start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         w_q, w_i = masks.walk_start(t0, n_m)  # trip_step=1: divmod(t, n_m), stepped
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
@@ -258,18 +254,16 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                     odd_S, odd_dP = cute.make_fragment_like(acc_S), cute.make_fragment_like(acc_dP)
                     odd_S.fill(0.0)
                     odd_dP.fill(0.0)
-                side = () if not defer or x_mode == 2 else self.dq_add_side(  # trip t-1's dQ
-                    acc_dQp, tdQcdQ, tdQcdQ0, mdQacc, b, hp, mp, s_q)
                 job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q,
                                  tSsK, c_K, acc_odd=odd_S)
                 job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, o_stage],
                                   c_Q, None if v_in_regs else tdPsV, c_K, acc_odd=odd_dP)
                 if cutlass.const_expr("dp_gemm" in self.skip):
-                    gemm_interleaved(job_S, lookahead=self.lookahead, side=side)  # ablation (timing only): dP stays 0
+                    gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
                 elif cutlass.const_expr(self.interleave >= 1):
-                    gemm_interleaved(job_S, job_dP, lookahead=self.lookahead, side=side)
+                    gemm_interleaved(job_S, job_dP, lookahead=self.lookahead)
                 else:
-                    gemm_interleaved(job_S, lookahead=self.lookahead, side=side)
+                    gemm_interleaved(job_S, lookahead=self.lookahead)
                     gemm_interleaved(job_dP, lookahead=self.lookahead)
                 if cutlass.const_expr(odd_S is not None):
                     acc_S.store(acc_S.load() + odd_S.load())
@@ -343,6 +337,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 for k in cutlass.range_constexpr(n_k):
                     cute.copy(c_dS, ds_src[None, None, k], rdS_dq[None, None, k])
                 ds_src = None
+            spread = ()  # dq_spread: dQ's adds, for dV/dK's steps (x_mode 2; not the ablations)
             for ch in cutlass.range_constexpr(max(n_chunks, len(rides))):
                 jobs = list(rides[ch]) if with_dq and ch < len(rides) else []
                 acc_dQ, acc_odd = None, None
@@ -395,17 +390,14 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                     if dq_half_of(tdQcdQ[0][0], tl["dq_wm"]) == n_block % 2:
                         self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                         ch * d_c)
-                elif cutlass.const_expr(defer and x_mode == 2):  # added during dV/dK below
-                    side = self.dq_add_side(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q)
-                elif cutlass.const_expr(defer):
-                    acc_dQp.store(acc_dQ.load())  # added during the next trip's S/dP
-                    hp, mp = h, m_block
+                elif cutlass.const_expr(self.code.dq_spread):  # added during dV/dK below
+                    spread = self.dq_add_side(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q)
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
             if cutlass.const_expr(x_mode == 2):
                 self.x_wait(sm.x_full + xs, xph)  # every warp's P/dS is in
-                self.dkdv(dkdv, side if defer else ())
+                self.dkdv(dkdv, spread)
                 self.release_q(sm, stage, o_stage)
                 self.arrive(sm.x_empty + xs, "x_empty")
             if cutlass.const_expr(self.code.trip_step):
@@ -422,9 +414,6 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                                           tdQsKt[None, None, None, 0], c_Kt))
                 self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h_kv * group + tq // n_m,
                                 masks.q_tile(tq, m_min, n_m, start, self.q_rotate), s_q, 0)
-        if cutlass.const_expr(defer and x_mode == 1):  # the last trip's dQ adds
-            if t1 > t0:
-                self.dq_atomics(acc_dQp, tdQcdQ, tdQcdQ0, mdQacc, b, hp, mp, s_q, 0)
         if cutlass.const_expr(self.stage_dq):
             if warp0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
                 cute.arch.cp_async_bulk_wait_group(0, read=False)
@@ -436,8 +425,8 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
 
     def dkdv(self, jobs, side=()):
-        """dV += Pᵀ dO and dK += dSᵀ Q: together (interleave >= 1) or one after the other; the
-        ``side`` work spread over the first GEMM run."""
+        """dV += Pᵀ dO and dK += dSᵀ Q: together (interleave >= 1) or one after the other;
+        ``side`` work (dq_spread's dQ adds) spread over the first GEMM run."""
         if cutlass.const_expr(self.interleave >= 1):
             gemm_interleaved(*jobs, lookahead=self.lookahead, side=side)
         else:
