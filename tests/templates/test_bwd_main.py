@@ -552,6 +552,18 @@ def test_gpu_dq_spread_non_causal(d, knobs):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,knobs", [
+    (128, False, (("dq_chunks", 2), ("dq_ds_held", 1), ("dq_spread", 1))),
+    (128, True, (("dq_chunks", 2), ("dq_ds_held", 1), ("dq_spread", 1))),
+    (256, False, (("dq_spread", 1),)), (256, True, (("dq_spread", 1),))],
+    ids=["d128-chunks", "d128-chunks-causal", "d256", "d256-causal"])
+def test_gpu_dq_spread_chunks(d, causal, knobs):
+    """dq_spread with dQ in chunks: each chunk's adds ride the next chunk's GEMM (d=256's ATOM
+    adds under its row checks when causal); many trips, GQA 2:1, ragged tails."""
+    run_case(1, 700, 650, 4, 2, d, causal=causal, knobs=knobs, seed=53)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("knobs", [(("dq_chunks", 1), ("interleave", 1)),
                                    (("dq_chunks", 1), ("interleave", 0)),
                                    (("dq_chunks", 4), ("interleave", 0)),
@@ -1431,10 +1443,29 @@ def test_dq_spread_puts_the_atomics_between_dkdv_mmas(d):
     assert spread.total_spill_bytes == 0
 
 
-def test_dq_spread_refused_where_dq_is_not_first():
-    """dq_spread needs the plan's dQ-first exchange split, dQ in one chunk, per-lane atomics."""
-    for d, causal, kw in [(128, False, {}), (64, True, {}), (96, False, {}), (256, False, {}),
-                          (64, False, {"dq_guard": "tile"}), (64, False, {"dq_spread": 2})]:
+@pytest.mark.parametrize("d,causal,kw", [(128, False, {"dq_chunks": 2, "dq_ds_held": 1}),
+                                         (256, False, {}), (256, True, {})])
+def test_dq_spread_lets_a_chunk_ride_the_next(d, causal, kw):
+    """dq_spread=1 with dQ in chunks (d=256's 4, d=128 forced to 2): each chunk's adds ride the
+    next chunk's k-steps, one per step from its first, and only the last chunk's go in one burst
+    after its GEMM (dq_spread=0: every chunk's in a burst). Spill-free on sm_120a."""
+    kp = default_plan("sm_120a", d, causal=causal)
+    burst = BwdMainKernel(kp, causal=causal, dq_spread=0, **kw)
+    spread = BwdMainKernel(kp, causal=causal, dq_spread=1, **kw).compile("sm_120a")
+    chunks = burst.code.dq_chunks
+    ptx = burst.compile("sm_120a").ptx
+    per = ptx.count("red.global.add") // chunks
+    assert chunks >= 2 and _atomic_spread(ptx) == [per] * chunks
+    assert _atomic_spread(spread.ptx) == [1] * (per * (chunks - 1)) + [per]
+    assert spread.total_spill_bytes == 0
+
+
+def test_dq_spread_refused_where_no_gemm_follows_the_adds():
+    """dq_spread needs a GEMM after a chunk's adds (dQ in chunks, or the plan's dQ-first
+    exchange split) and per-lane atomics."""
+    for d, causal, kw in [(128, False, {}), (64, True, {}), (96, False, {}),
+                          (256, False, {"dq_chunks": 1}), (64, False, {"dq_guard": "tile"}),
+                          (64, False, {"dq_spread": 2}), (256, True, {"dq_guard": "tile"})]:
         with pytest.raises(BwdMainError, match="dq_spread"):
             BwdMainKernel(default_plan("sm_120a", d, causal=causal), causal=causal,
                           **{"dq_spread": 1, **kw})

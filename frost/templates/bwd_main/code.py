@@ -83,12 +83,13 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   first). :data:`.measured.DO_EARLY_MEASURED`: 1 at non-causal d=256 with
                   ptxas level 3 (0.98x, v102/v103); causal 1.015x / 1.018x; 2 at d=256
                   1.001x, causal 1.116x; 1.04-1.09x on d=160/192 split rings (v98-v100)
-``dq_spread``     1 (the plan's ``exchange_sync`` with dQ first, its split 2; one dQ chunk,
-                  atomics): dQ's adds ride the same trip's dV/dK k-steps (``gemm_interleaved``'s
-                  side work, a row check's adds a step) instead of one burst after dQ's GEMM
-                  (:data:`.measured.DQ_SPREAD_MEASURED`: on at non-causal d=64, 0.988x, v111).
-                  Carried into the next trip's S/dP under split 1 they measured 1.07-1.18x
-                  (v111, as dq_lag's carry in v49): not built
+``dq_spread``     1 (dQ in 2 or more chunks, or the plan's ``exchange_sync`` with dQ first;
+                  atomics): a dQ chunk's adds ride the next chunk's k-steps, the last one's
+                  the same trip's dV/dK (dQ first) or go at once (``gemm_interleaved``'s side
+                  work, a row check's adds a step), instead of each chunk's in one burst
+                  after its GEMM (:data:`.measured.DQ_SPREAD_MEASURED`: on at non-causal d=64,
+                  0.988x, v111). Carried into the next trip's S/dP instead they measured
+                  1.07-1.18x (v111, as dq_lag's carry in v49): not built
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
@@ -288,11 +289,12 @@ class CodeChoices:
                                   f">= 1 (2: with dQ in 2 or more chunks), got {do_early!r}")
         spread = pick_dq_spread(kp, causal) if dq_spread is None else dq_spread
         if isinstance(spread, bool) or spread not in (0, 1) or (spread and (
-                exchange_split(kp) != 2 or chunks != 1 or guard == "tile" or
+                (exchange_split(kp) != 2 and chunks < 2) or guard == "tile" or
                 tl.get("stage_reductions"))):
-            raise CodeChoiceError(f"dq_spread must be 0 or 1, and 1 only under the plan's "
-                                  f"exchange_sync with dQ first (split 2), in one chunk, by "
-                                  f"atomics (not dq_guard='tile'), got {dq_spread!r}")
+            raise CodeChoiceError(f"dq_spread must be 0 or 1, and 1 only with a GEMM after dQ's "
+                                  f"adds to ride (dQ in 2 or more chunks, or the plan's "
+                                  f"exchange_sync with dQ first), by atomics (not "
+                                  f"dq_guard='tile'), got {dq_spread!r}")
         from .roles import check_persistent  # (roles.py imports this module's error)
 
         check_persistent(kp, persistent, causal, split, lag)

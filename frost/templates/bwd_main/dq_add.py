@@ -63,12 +63,12 @@ class DqAtomics:
                                            col0):
             self.red_add(checked, ok, *adds)
 
-    def dq_add_side(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q) -> list:
-        """The adds of :meth:`dq_add_tile` (one dQ chunk, col0 = 0) as callables, one per row
-        check, for ``gemm_interleaved``'s ``side`` work (code choice ``dq_spread``)."""
+    def dq_add_side(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0) -> list:
+        """The adds of :meth:`dq_add_tile` (the dQ chunk at column ``col0``) as callables, one
+        per row check, for ``gemm_interleaved``'s ``side`` work (code choice ``dq_spread``)."""
         checked = self.code.dq_guard in ("rows", "row_once")
         return [lambda ok=ok, adds=adds: self.red_add(checked, ok, *adds) for ok, adds in
-                self.dq_add_groups(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, 0)]
+                self.dq_add_groups(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0)]
 
     def dq_add_groups(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0):
         """The tile's adds, yielded as ``(ok, [(ptr, vals), ...])``: each group under one row

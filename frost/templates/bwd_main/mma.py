@@ -29,8 +29,9 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                         do_empty once after loading V, before trip 0)
     red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, all into
                         the pad, or checked on the edge q tile only; dq_accs=2: two
-                        accumulators; dq_vec=4: 4 columns, .v4; dq_spread=1 under
-                        exchange_sync's dQ-first split: spread over dV/dK's k-steps)
+                        accumulators; dq_vec=4: 4 columns, .v4; dq_spread=1: a chunk's
+                        adds spread over the next chunk's k-steps, the last one's over
+                        dV/dK's under exchange_sync's dQ-first split)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. With the plan's ``exchange_stages = 2`` (``tile={"exchange_stages":
@@ -337,7 +338,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 for k in cutlass.range_constexpr(n_k):
                     cute.copy(c_dS, ds_src[None, None, k], rdS_dq[None, None, k])
                 ds_src = None
-            spread = ()  # dq_spread: dQ's adds, for dV/dK's steps (x_mode 2; not the ablations)
+            spread = ()  # dq_spread: a dQ chunk's adds, for the next GEMM's steps (not ablations)
             for ch in cutlass.range_constexpr(max(n_chunks, len(rides))):
                 jobs = list(rides[ch]) if with_dq and ch < len(rides) else []
                 acc_dQ, acc_odd = None, None
@@ -351,7 +352,8 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                     jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK, ds_src, c_dS,
                                     None if self.dq_k_held else tdQsKt[None, None, None, ch],
                                     c_Kt, acc_odd=acc_odd))
-                gemm_interleaved(*jobs, lookahead=self.lookahead)
+                side, spread = spread, ()  # the previous chunk's adds ride this one
+                gemm_interleaved(*jobs, lookahead=self.lookahead, side=side)
                 if cutlass.const_expr(acc_odd is not None):
                     acc_dQ.store(acc_dQ.load() + acc_odd.load())
                 if cutlass.const_expr(x_mode == 1 and ch == max(n_chunks, len(rides)) - 1):
@@ -390,8 +392,12 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                     if dq_half_of(tdQcdQ[0][0], tl["dq_wm"]) == n_block % 2:
                         self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                         ch * d_c)
-                elif cutlass.const_expr(self.code.dq_spread):  # added during dV/dK below
-                    spread = self.dq_add_side(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q)
+                elif cutlass.const_expr(self.code.dq_spread):  # next chunk's or dV/dK's steps
+                    spread = self.dq_add_side(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
+                                              ch * d_c)
+                    if cutlass.const_expr(ch == max(n_chunks, len(rides)) - 1 and x_mode != 2):
+                        for add in spread:  # the last chunk's, with no GEMM left to ride
+                            add()
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
