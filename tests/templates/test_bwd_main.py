@@ -1511,6 +1511,8 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     assert DQ_SPREAD_MEASURED == {(64, False): 1} and code(64, False).dq_spread == 1
     assert all(code(d, c).dq_spread == 0 for d in (32, 128, 256) for c in (False, True))
     assert code(64, True).dq_spread == 0
+    # the measured pick yields to a choice that leaves it no meaning
+    assert BwdMainKernel(default_plan("sm_120a", 64), dq_guard="tile").code.dq_spread == 0
     # v59: one S/dP accumulator each everywhere (two measured 1.01-1.22x slower)
     assert all(code(d, c).sdp_accs == 1 for d in (32, 64, 128, 256) for c in (False, True))
     spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")

@@ -287,10 +287,10 @@ class CodeChoices:
             raise CodeChoiceError(f"do_early must be 0, 1 or 2, and not 0 only on the plan's "
                                   f"split ring (do_stages), without exchange_sync, at interleave "
                                   f">= 1 (2: with dQ in 2 or more chunks), got {do_early!r}")
-        spread = pick_dq_spread(kp, causal) if dq_spread is None else dq_spread
-        if isinstance(spread, bool) or spread not in (0, 1) or (spread and (
-                (exchange_split(kp) != 2 and chunks < 2) or guard == "tile" or
-                tl.get("stage_reductions"))):
+        rides = (exchange_split(kp) == 2 or chunks >= 2) and guard != "tile" and \
+            not tl.get("stage_reductions")  # a GEMM follows the adds; atomics one by one
+        spread = (pick_dq_spread(kp, causal) if rides else 0) if dq_spread is None else dq_spread
+        if isinstance(spread, bool) or spread not in (0, 1) or (spread and not rides):
             raise CodeChoiceError(f"dq_spread must be 0 or 1, and 1 only with a GEMM after dQ's "
                                   f"adds to ride (dQ in 2 or more chunks, or the plan's "
                                   f"exchange_sync with dQ first), by atomics (not "
