@@ -1460,6 +1460,19 @@ def test_dq_spread_lets_a_chunk_ride_the_next(d, causal, kw):
     assert spread.total_spill_bytes == 0
 
 
+def test_dq_spread_adds_survive_the_ablations():
+    """On the d=64 default (spread over dV/dK) the skip ablations keep their adds: none under
+    dq_atomic, twice under dq_atomic2, and all of them (at once) when dkdv_gemm leaves no GEMM
+    to ride, one GEMM at a time included (the review's find: interleave=0 lost them)."""
+    kp = default_plan("sm_120a", 64)
+    n = BwdMainKernel(kp, dq_spread=0).compile("sm_120a").ptx.count("red.global.add")
+    for skip, kw, want in [("dq_atomic", {}, 0), ("dq_atomic2", {}, 2 * n),
+                           ("dkdv_gemm", {"interleave": 0}, n), ("dkdv_gemm", {}, n)]:
+        kern = BwdMainKernel(kp, skip=frozenset({skip}), **kw)
+        assert kern.code.dq_spread == 1
+        assert kern.compile("sm_120a").ptx.count("red.global.add") == want, (skip, kw)
+
+
 def test_dq_spread_refused_where_no_gemm_follows_the_adds():
     """dq_spread needs a GEMM after a chunk's adds (dQ in chunks, or the plan's dQ-first
     exchange split) and per-lane atomics."""

@@ -86,7 +86,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
 ``dq_spread``     1 (dQ in 2 or more chunks, or the plan's ``exchange_sync`` with dQ first;
                   atomics): a dQ chunk's adds ride the next chunk's k-steps, the last one's
                   the same trip's dV/dK (dQ first) or go at once (``gemm_interleaved``'s side
-                  work, a row check's adds a step), instead of each chunk's in one burst
+                  work, spread evenly over its steps), instead of each chunk's in one burst
                   after its GEMM (:data:`.measured.DQ_SPREAD_MEASURED`: on at non-causal d=64,
                   0.988x, v111). Carried into the next trip's S/dP instead they measured
                   1.07-1.18x (v111, as dq_lag's carry in v49): not built
@@ -289,12 +289,14 @@ class CodeChoices:
                                   f">= 1 (2: with dQ in 2 or more chunks), got {do_early!r}")
         rides = (exchange_split(kp) == 2 or chunks >= 2) and guard != "tile" and \
             not tl.get("stage_reductions")  # a GEMM follows the adds; atomics one by one
-        spread = (pick_dq_spread(kp, causal) if rides else 0) if dq_spread is None else dq_spread
-        if isinstance(spread, bool) or spread not in (0, 1) or (spread and not rides):
+        spread = (pick_dq_spread(kp, causal) if rides and chunks == 1 else 0) \
+            if dq_spread is None else dq_spread  # (measured on one chunk only)
+        if isinstance(spread, bool) or not isinstance(spread, int) or spread not in (0, 1) or \
+                (spread and not rides):
             raise CodeChoiceError(f"dq_spread must be 0 or 1, and 1 only with a GEMM after dQ's "
                                   f"adds to ride (dQ in 2 or more chunks, or the plan's "
                                   f"exchange_sync with dQ first), by atomics (not "
-                                  f"dq_guard='tile'), got {dq_spread!r}")
+                                  f"dq_guard='tile' or staged dQ), got {dq_spread!r}")
         from .roles import check_persistent  # (roles.py imports this module's error)
 
         check_persistent(kp, persistent, causal, split, lag)

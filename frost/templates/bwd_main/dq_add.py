@@ -66,6 +66,7 @@ class DqAtomics:
     def dq_add_side(self, acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0) -> list:
         """The adds of :meth:`dq_add_tile` (the dQ chunk at column ``col0``) as callables, one
         per row check, for ``gemm_interleaved``'s ``side`` work (code choice ``dq_spread``)."""
+        assert self.code.dq_guard != "tile", "dq_spread has no edge-tile form"
         checked = self.code.dq_guard in ("rows", "row_once")
         return [lambda ok=ok, adds=adds: self.red_add(checked, ok, *adds) for ok, adds in
                 self.dq_add_groups(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q, col0)]

@@ -338,7 +338,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 for k in cutlass.range_constexpr(n_k):
                     cute.copy(c_dS, ds_src[None, None, k], rdS_dq[None, None, k])
                 ds_src = None
-            spread = ()  # dq_spread: a dQ chunk's adds, for the next GEMM's steps (not ablations)
+            spread = ()  # dq_spread: a dQ chunk's adds, for the next GEMM's steps
             for ch in cutlass.range_constexpr(max(n_chunks, len(rides))):
                 jobs = list(rides[ch]) if with_dq and ch < len(rides) else []
                 acc_dQ, acc_odd = None, None
@@ -398,6 +398,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                     if cutlass.const_expr(ch == max(n_chunks, len(rides)) - 1 and x_mode != 2):
                         for add in spread:  # the last chunk's, with no GEMM left to ride
                             add()
+                        spread = ()
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
@@ -435,9 +436,10 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
         ``side`` work (dq_spread's dQ adds) spread over the first GEMM run."""
         if cutlass.const_expr(self.interleave >= 1):
             gemm_interleaved(*jobs, lookahead=self.lookahead, side=side)
-        else:
-            for i, job in enumerate(jobs):
-                gemm_interleaved(job, lookahead=self.lookahead, side=() if i else side)
+        else:  # (no jobs, the dkdv_gemm ablation: the side work runs at once)
+            for i, job in enumerate(jobs or [None]):
+                gemm_interleaved(*[job] * (job is not None), lookahead=self.lookahead,
+                                 side=() if i else side)
 
     def job(self, *args, acc_odd=None) -> Job:
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
