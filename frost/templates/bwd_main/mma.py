@@ -436,10 +436,11 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
         ``side`` work (dq_spread's dQ adds) spread over the first GEMM run."""
         if cutlass.const_expr(self.interleave >= 1):
             gemm_interleaved(*jobs, lookahead=self.lookahead, side=side)
-        else:  # (no jobs, the dkdv_gemm ablation: the side work runs at once)
-            for i, job in enumerate(jobs or [None]):
-                gemm_interleaved(*[job] * (job is not None), lookahead=self.lookahead,
-                                 side=() if i else side)
+        else:
+            for i, job in enumerate(jobs):
+                gemm_interleaved(job, lookahead=self.lookahead, side=() if i else side)
+            if not jobs:  # the dkdv_gemm ablation: no GEMM to ride, the side work runs at once
+                gemm_interleaved(side=side)
 
     def job(self, *args, acc_odd=None) -> Job:
         """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
