@@ -362,8 +362,8 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
                 if s.b.name == t.name:
                     readers.setdefault(s.warp_grid, []).append((s.name, t, int(s.trans_b), 1))
 
-    def graphs(g, order):
-        return [W.exchange_graph((_int(t.rows), _int(t.cols)), grid(wg),
+    def graphs(g, order, w_order=W.Order.COL):
+        return [W.exchange_graph((_int(t.rows), _int(t.cols)), grid(wg, w_order),
                                  [W.Read(grid(g, order), x_dim, mode)])
                 for _, t, x_dim, mode in readers[g]]
 
@@ -371,11 +371,15 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
     # publishes through x_full), equal groups and a (warp // div) % n rule. The most groups
     # wins, then (rule 1) the most local reader groups or (rule 2) local reads, then the
     # lowest orders
+    # rule 3: rule 1 with the writer's warp order free too, preferring splits that put the
+    # warps sharing an SM sub-partition (warp % 4) into different groups
+    w_orders = range(len(placements(*grids[wg]))) if rule == 3 else [W.Order.COL]
     options = [[None] + ([W.Order.COL] if g == wg else list(range(len(placements(*grids[g])))))
                for g in readers]
     best, seen = None, []
-    for pick in itertools.product(*options):
-        parts = [x for g, o in zip(readers, pick) if o is not None for x in graphs(g, o)]
+    for w_order, pick in itertools.product(w_orders, itertools.product(*options)):
+        parts = [x for g, o in zip(readers, pick) if o is not None
+                 for x in graphs(g, o, w_order)]
         if not parts or all(o is not None for o in pick):
             continue
         groups = W.exchange_groups(parts)
@@ -383,16 +387,19 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
         if len(groups) < 2 or div is None or len({len(g) for g in groups}) != 1:
             seen.append(sorted(sorted(g) for g in groups))
             continue
-        local = sum(o is not None and (1 if rule == 1 else len(readers[g]))
+        local = sum(o is not None and (1 if rule != 2 else len(readers[g]))
                     for g, o in zip(readers, pick))
-        key = (len(groups), local, -sum(o or 0 for o in pick))
+        mixed = W.smsp_mixed(groups) if rule == 3 else 0
+        key = (len(groups), mixed, local, -int(w_order) - sum(o or 0 for o in pick))
         if best is None or key > best[0]:
-            best = key, pick, groups, div
+            best = key, pick, groups, div, w_order
     if best is None:
         raise Infeasible(f"exchange_sync: no split into equal warp groups with a late reader "
                          f"and a (warp // div) % n rule (groups seen: {seen[:3]})")
-    _, pick, groups, div = best
+    _, pick, groups, div, w_order = best
     orders = {g: o for g, o in zip(readers, pick) if o is not None}
+    if w_order != W.Order.COL:
+        orders[wg] = w_order
     names = {g: sorted({name for name, *_ in readers[g]}) for g in readers}
     local = [n for g in readers if g in orders for n in names[g]]
     late = [n for g in readers if g not in orders for n in names[g]]

@@ -34,10 +34,11 @@ half of its shared memory (50,176 B on SM120) and registers (128 at launch), and
 launches with that occupancy bound. Measured slower at d=64 (1.30x, causal 1.03x; v25), so only
 when forced.
 
-``tile={"exchange_sync": 1 or 2}``: the MMA warps publish P/dS by warp-group barriers and the
+``tile={"exchange_sync": 1, 2 or 3}``: the MMA warps publish P/dS by warp-group barriers and the
 x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip (the scheduler's
 ``_exchange_sync`` finds the groups from the warp-grid model; 1 and 2 break ties between splits
-differently). The measured table adds it at d=32 (2), d=64 (1; causal 2) and d=128 (1)
+differently; 3 also moves the S/dP warps so that the warps sharing an SM sub-partition fall in
+different groups, v114). The measured table adds it at d=32 (2), d=64 (1; causal 2) and d=128 (1)
 (bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96 and d=256 it measured slower.
 
 ``tile={"do_stages": n}`` (a *split ring*, v92): dO, O and LSE leave Q's load ring for a ring
@@ -103,7 +104,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "s_rows": (0,),  # 0: the model's S/dP warp grid; n: force n warp rows (measured option)
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
-    "exchange_sync": (0,),  # 1, 2: P/dS synced by warp groups and mbarriers (v48, v53), forced
+    "exchange_sync": (0,),  # 1-3: P/dS synced by warp groups and mbarriers (v48, v53, v114), forced
     "store_warp": (0,),  # 1: the producer warp issues the dK/dV stores (v78), forced
     "do_stages": (0,),  # 0: dO on the Q ring; n: dO, LSE, delta on a ring of n stages of its
     # own that may take V's bytes once V is held (a guarded ring), forced
@@ -125,7 +126,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "s_rows": tuple(range(17)),
     "dq_rows": tuple(range(17)),
     "ctas_per_sm": (1, 2),
-    "exchange_sync": (0, 1, 2),
+    "exchange_sync": (0, 1, 2, 3),
     "store_warp": (0, 1),
     "do_stages": (0, 1, 2),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),

@@ -154,6 +154,14 @@ def group_of(warp: int, div: int, groups: int) -> int:
     return (warp // div) % groups
 
 
+def smsp_mixed(groups: list[frozenset[int]], smsps: int = 4) -> int:
+    """How many distinct groups the warps sharing an SM sub-partition (``warp % smsps``) span,
+    summed over the sub-partitions: higher means the warps a scheduler interleaves are less
+    often held by the same group barrier."""
+    of = {w: i for i, g in enumerate(groups) for w in g}
+    return sum(len({of[w] for w in of if w % smsps == p}) for p in range(smsps))
+
+
 def footprint(g: Grid, w: int, rows: int, cols: int):
     """(rows, cols) of a rows x cols output that warp ``w`` of grid ``g`` owns."""
     m, n = warp_mn(w, g.wm, g.wn, g.order)

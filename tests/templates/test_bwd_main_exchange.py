@@ -60,6 +60,32 @@ def test_plan_groups_d128_and_d64():
     assert exchange_mode(kp) == 1 and kp.tile["exchange_sync"] == 2
 
 
+def test_plan_rule3_mixes_sub_partitions():
+    """Rule 3 frees the writer's warp order too and prefers splits whose groups each hold one
+    warp of every SM sub-partition (warp % 4): at d=64 the S/dP and dQ grids go row-major, so
+    dQ stays local (mode 2) with groups [0..3], [4..7] where rule 1 has [0, 2, 4, 6], [1, 3, 5,
+    7] (both warps of a sub-partition in one group). The groups match the warp-grid model's,
+    and d=128 (already mixed under rule 1) keeps rule 1's split."""
+    from frost.sched import warps as W
+
+    kp, k1 = x_plan(64, rule=3), x_plan(64)
+    assert (kp.tile["x_groups"], kp.tile["x_group_div"]) == (2, 4)
+    assert (kp.tile["s_order"], kp.tile["dq_order"]) == (1, 1) and "dkv_order" not in kp.tile
+    assert exchange_mode(kp) == 2 and kp.smem_bytes == k1.smem_bytes
+    groups = [frozenset(w for w in range(8) if W.group_of(w, kp.tile["x_group_div"], 2) == g)
+              for g in range(2)]
+    assert groups == [frozenset(range(4)), frozenset(range(4, 8))]
+    assert W.smsp_mixed(groups) == 8
+    assert W.smsp_mixed([frozenset((0, 2, 4, 6)), frozenset((1, 3, 5, 7))]) == 4
+    # the model's graph: dQ's row-major warps read only their own group's dS rows
+    g = W.exchange_graph((64, 128), W.Grid(2, 4, kp.tile["s_order"]),
+                         [W.Read(W.Grid(2, 4, kp.tile["dq_order"]), 0, 0)])
+    assert W.exchange_groups([g]) == groups
+    k3, k1 = x_plan(128, rule=3), x_plan(128)
+    assert {k: v for k, v in k3.tile.items() if k != "exchange_sync"} == \
+        {k: v for k, v in k1.tile.items() if k != "exchange_sync"}
+
+
 @pytest.mark.parametrize("d,causal,rule", [(128, False, 1), (128, True, 1), (64, False, 1),
                                            (40, False, 1), (64, True, 2), (32, False, 2),
                                            (32, True, 2), (96, False, 0), (256, False, 0)])
@@ -146,13 +172,15 @@ def test_compile_dq_lag(arch):
     (128, True, (("dq_lag", 1),)), (64, False, ()), (64, True, ()), (32, False, ()),
     (96, True, ()), (160, False, ()), (256, False, ()),
     (64, False, "rule2"), (64, True, "rule2"), (32, False, "rule2"), (96, True, "rule2"),
+    (64, False, "rule3"), (64, True, "rule3"), (96, False, "rule3"),
     (256, False, "copies2"), (256, True, "copies2")])
 def test_gpu_exchange_sync(d, causal, knobs):
     """Against the float64 reference with many trips per CTA (700 q rows: both copies and both
     parities of x_full / x_empty come round), GQA 2:1 and ragged tails; "rule2": the plan's
-    rule 2 split (bit-permuted dK/dV warp order); "copies2": two P/dS copies forced on a plan
+    rule 2 split (bit-permuted dK/dV warp order); "rule3": rule 3's (row-major S/dP and dQ
+    warps at d=64/96: groups mixing the sub-partitions); "copies2": two P/dS copies forced on a plan
     whose default has one (d=256, v69)."""
-    rule = 2 if knobs == "rule2" else 1
+    rule = int(knobs[-1]) if knobs in ("rule2", "rule3") else 1
     tile = x_tile(d, causal, rule)
     if knobs == "copies2":
         tile = tuple(sorted({**dict(tile), "exchange_stages": 2}.items()))
