@@ -371,9 +371,10 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
     # publishes through x_full), equal groups and a (warp // div) % n rule. The most groups
     # wins, then (rule 1) the most local reader groups or (rule 2) local reads, then the
     # lowest orders
-    # rule 3: rule 1 with the writer's warp order free too, preferring splits that put the
-    # warps sharing an SM sub-partition (warp % 4) into different groups
-    w_orders = range(len(placements(*grids[wg]))) if rule == 3 else [W.Order.COL]
+    # rules 3 and 4: rule 1 with the writer's warp order free too, preferring splits that put
+    # the warps sharing an SM sub-partition (warp % 4) into different groups (3) or into the
+    # same group (4)
+    w_orders = range(len(placements(*grids[wg]))) if rule >= 3 else [W.Order.COL]
     options = [[None] + ([W.Order.COL] if g == wg else list(range(len(placements(*grids[g])))))
                for g in readers]
     best, seen = None, []
@@ -389,7 +390,7 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
             continue
         local = sum(o is not None and (1 if rule != 2 else len(readers[g]))
                     for g, o in zip(readers, pick))
-        mixed = W.smsp_mixed(groups) if rule == 3 else 0
+        mixed = {3: 1, 4: -1}.get(rule, 0) * W.smsp_mixed(groups)
         key = (len(groups), mixed, local, -int(w_order) - sum(o or 0 for o in pick))
         if best is None or key > best[0]:
             best = key, pick, groups, div, w_order

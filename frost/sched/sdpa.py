@@ -126,7 +126,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "s_rows": tuple(range(17)),
     "dq_rows": tuple(range(17)),
     "ctas_per_sm": (1, 2),
-    "exchange_sync": (0, 1, 2, 3),
+    "exchange_sync": (0, 1, 2, 3, 4),
     "store_warp": (0, 1),
     "do_stages": (0, 1, 2),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),

@@ -86,6 +86,26 @@ def test_plan_rule3_mixes_sub_partitions():
         {k: v for k, v in k1.tile.items() if k != "exchange_sync"}
 
 
+def test_plan_rule4_keeps_sub_partitions_together():
+    """Rule 4, the opposite preference: at d=128 the S/dP warps take bit order 4 (S column
+    block n = 2 (warp % 4) + warp // 4) and the dK/dV warps column-major, so group j is warps
+    j and j + 4, the two warps of sub-partition j (rule 1: [2j, 2j + 1], mixed); d=64 keeps rule
+    1's split, which already pairs each sub-partition's warps."""
+    from frost.sched import warps as W
+
+    kp = x_plan(128, rule=4)
+    assert (kp.tile["x_groups"], kp.tile["x_group_div"], kp.tile["s_order"]) == (4, 1, 4)
+    assert "dkv_order" not in kp.tile and exchange_mode(kp) == 1
+    groups = [frozenset((j, j + 4)) for j in range(4)]
+    g = W.exchange_graph((32, 128), W.Grid(1, 8, kp.tile["s_order"]),
+                         [W.Read(W.Grid(4, 2), 1, 0)])
+    assert W.exchange_groups([g]) == groups and W.smsp_mixed(groups) == 4
+    assert W.smsp_mixed([frozenset((2 * j, 2 * j + 1)) for j in range(4)]) == 8
+    k4, k1 = x_plan(64, rule=4), x_plan(64)
+    assert {k: v for k, v in k4.tile.items() if k != "exchange_sync"} == \
+        {k: v for k, v in k1.tile.items() if k != "exchange_sync"}
+
+
 @pytest.mark.parametrize("d,causal,rule", [(128, False, 1), (128, True, 1), (64, False, 1),
                                            (40, False, 1), (64, True, 2), (32, False, 2),
                                            (32, True, 2), (96, False, 0), (256, False, 0)])
@@ -173,14 +193,16 @@ def test_compile_dq_lag(arch):
     (96, True, ()), (160, False, ()), (256, False, ()),
     (64, False, "rule2"), (64, True, "rule2"), (32, False, "rule2"), (96, True, "rule2"),
     (64, False, "rule3"), (64, True, "rule3"), (96, False, "rule3"),
+    (128, False, "rule4"), (128, True, "rule4"),
     (256, False, "copies2"), (256, True, "copies2")])
 def test_gpu_exchange_sync(d, causal, knobs):
     """Against the float64 reference with many trips per CTA (700 q rows: both copies and both
     parities of x_full / x_empty come round), GQA 2:1 and ragged tails; "rule2": the plan's
     rule 2 split (bit-permuted dK/dV warp order); "rule3": rule 3's (row-major S/dP and dQ
-    warps at d=64/96: groups mixing the sub-partitions); "copies2": two P/dS copies forced on a plan
+    warps at d=64/96: groups mixing the sub-partitions); "rule4": rule 4's (d=128: each group
+    the two warps of one sub-partition); "copies2": two P/dS copies forced on a plan
     whose default has one (d=256, v69)."""
-    rule = int(knobs[-1]) if knobs in ("rule2", "rule3") else 1
+    rule = int(knobs[-1]) if knobs in ("rule2", "rule3", "rule4") else 1
     tile = x_tile(d, causal, rule)
     if knobs == "copies2":
         tile = tuple(sorted({**dict(tile), "exchange_stages": 2}.items()))
