@@ -86,6 +86,7 @@ class TileChoice:
     stage_reductions: bool = False
     reduce_block: int = 0
     grid_rows: tuple[tuple[str, int], ...] = ()
+    grid_orders: tuple[tuple[str, int], ...] = ()
     ctas_per_sm: int = 1
     hold_fragments: tuple[tuple[str, int], ...] = ()
     exchange_sync: int = 0
@@ -192,8 +193,15 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
            any(where.get(t.name, Where.NONE) & Where.SMEM for t in s.outputs)):
         # staging buffers filled before the TMA store; store_warp: the producer warp stores
         alloc.alloc("epilogue", mma.threads + (32 if ch.store_warp else 0))
-    x_sync = _exchange_sync(prog, where, grid_choice, ch.exchange_sync) if ch.exchange_sync \
-        else {}
+    forced_orders = dict(ch.grid_orders)
+    for g, o in forced_orders.items():
+        if g not in grid_choice:
+            raise Infeasible(f"grid_orders names unknown GEMM group {g!r}")
+        if not 0 <= o < len(placements(*grid_choice[g])):
+            raise Infeasible(f"{g}_order={o}: a {grid_choice[g][0]}x{grid_choice[g][1]} grid has "
+                             f"{len(placements(*grid_choice[g]))} warp orders")
+    x_sync = _exchange_sync(prog, where, grid_choice, ch.exchange_sync, forced_orders) \
+        if ch.exchange_sync else {}
     for k, group in enumerate(x_sync.get("groups", ())):
         alloc.alloc(f"x_group{k}", 32 * len(group))  # ids consecutive: the template adds k
 
@@ -223,9 +231,9 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     if x_sync:
         tile["exchange_sync"] = int(ch.exchange_sync)
         tile["x_groups"], tile["x_group_div"] = len(x_sync["groups"]), x_sync["div"]
-        for g, w_order in x_sync["orders"].items():
-            if w_order != W.Order.COL:
-                tile[f"{g}_order"] = int(w_order)
+    for g, w_order in {**forced_orders, **x_sync.get("orders", {})}.items():
+        if w_order != W.Order.COL:
+            tile[f"{g}_order"] = int(w_order)
     if ch.store_warp:
         tile["store_warp"] = 1
     return KernelPlan(
@@ -317,7 +325,8 @@ def _held_fragments(prog: Program, grids: dict, regs: int, budget: int,
     return held, regs
 
 
-def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
+def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1,
+                   forced: dict | None = None) -> dict:
     """The warp groups of ``exchange_sync`` (see :class:`TileChoice`): the tiles the MMA warps
     exchange through smem (written from registers in the loop, read back by GEMMs), their
     writer's grid (the GEMM group whose accumulator layout they have), and each reader GEMM
@@ -325,7 +334,9 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
     whose warps need only some writers are *local*, the others *late*. The split with the most
     warp groups wins; among those, ``rule`` 1 takes the most local reader groups (the first
     measured form), ``rule`` 2 the most local reads (GEMM operands: more work before the late
-    wait), then the lowest orders.
+    wait), then the lowest orders; rules 3 and 4 free the writer's order too and prefer the
+    splits whose groups mix the SM sub-partitions most (3) or least (4). ``forced`` ({group:
+    order}) pins those groups' orders (a pinned reader may still be late).
     {"groups": [warp sets], "div": group rule (:func:`W.group_div`), "orders": {group: order},
     "local": [GEMM names], "late": [GEMM names]}. Infeasible without a local reader or a rule."""
     by_name = {t.name: s for s in prog.stages for t in s.outputs}
@@ -374,8 +385,11 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1) -> dict:
     # rules 3 and 4: rule 1 with the writer's warp order free too, preferring splits that put
     # the warps sharing an SM sub-partition (warp % 4) into different groups (3) or into the
     # same group (4)
-    w_orders = range(len(placements(*grids[wg]))) if rule >= 3 else [W.Order.COL]
-    options = [[None] + ([W.Order.COL] if g == wg else list(range(len(placements(*grids[g])))))
+    forced = forced or {}
+    w_orders = [forced[wg]] if wg in forced else \
+        range(len(placements(*grids[wg]))) if rule >= 3 else [W.Order.COL]
+    options = [[None] + ([forced[g]] if g in forced else [W.Order.COL] if g == wg
+                         else list(range(len(placements(*grids[g])))))
                for g in readers]
     best, seen = None, []
     for w_order, pick in itertools.product(w_orders, itertools.product(*options)):

@@ -110,7 +110,13 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     # own that may take V's bytes once V is held (a guarded ring), forced
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
     # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
+    # -1: the scheduler's warp order of each GEMM group's grid (exchange_sync's search, else
+    # column-major); n: order n of tile_dsl.warp_grid.placements, forced (v116)
+    "s_order": (-1,),
+    "dkv_order": (-1,),
+    "dq_order": (-1,),
 }
+ORDER_KEYS = ("s_order", "dkv_order", "dq_order")  # results of a plan's search, not its inputs
 
 # What a forced value may be (SDPA_BWD_SPACE lists what the model ranks on its own; these are
 # the values a caller may force: others are refused before any planning).
@@ -130,6 +136,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "store_warp": (0, 1),
     "do_stages": (0, 1, 2),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
+    **{k: tuple(range(-1, 7)) for k in ("s_order", "dkv_order", "dq_order")},
 }
 
 
@@ -226,6 +233,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                             or not c["stage_reductions"] else 0,
                             grid_rows=tuple((g, c[f"{g}_rows"]) for g in ("s", "dq")
                                             if c[f"{g}_rows"]),
+                            grid_orders=tuple((g, c[f"{g}_order"]) for g in ("s", "dkv", "dq")
+                                              if c[f"{g}_order"] >= 0),
                             ctas_per_sm=c["ctas_per_sm"],
                             hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),),
                             exchange_sync=c["exchange_sync"], store_warp=c["store_warp"],
@@ -342,7 +351,7 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
     # staged reductions are forced: those write rows (the scheduler's rule picks them)
     base = {k: main.tile.get(k, ROWS if k == "reduce_block" else first)
             for k, (first, *_) in SDPA_BWD_SPACE.items()
-            if k != "reduce_block" or not forced.get("stage_reductions")}
+            if (k != "reduce_block" or not forced.get("stage_reductions")) and k not in ORDER_KEYS}
     try:
         out = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, {**base, **forced})
     except ValueError as e:

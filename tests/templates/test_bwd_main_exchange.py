@@ -186,6 +186,38 @@ def test_compile_dq_lag(arch):
     assert _resources(lag)[1] == 0
 
 
+def test_plan_forced_warp_orders():
+    """``tile={"s_order": n, ...}`` pins a grid's warp order (an index of
+    warp_grid.placements): the exchange search runs with it (d=64 S/dP and dQ in order 3 give
+    dQ-first groups {0, 1, 4, 5} / {2, 3, 6, 7}, div 2), a pinned late reader keeps its order in
+    the tile, the default's orders are not forced onto a variant, and an order the grid does not
+    have is refused naming the key."""
+    kp = plan_variant("sm_120a", 64, None, False, "bf16",
+                      {"s_order": 3, "dq_order": 3}).kernel("bwd_main")
+    assert (kp.tile["s_order"], kp.tile["dq_order"], kp.tile["x_group_div"]) == (3, 3, 2)
+    assert exchange_mode(kp) == 2
+    kp = plan_variant("sm_120a", 128, None, False, "bf16", {"dq_order": 3}).kernel("bwd_main")
+    assert (kp.tile["dq_order"], kp.tile["dkv_order"]) == (3, 1) and exchange_mode(kp) == 1
+    kp = plan_variant("sm_120a", 128, None, False, "bf16", {"exchange_sync": 4}).kernel("bwd_main")
+    assert "dkv_order" not in kp.tile  # the default's dkv_order=1 is a result, not forced
+    with pytest.raises(ValueError, match="s_order"):
+        plan_variant("sm_120a", 128, None, False, "bf16", {"s_order": 7})
+    with pytest.raises(ValueError, match="dq_order=6"):
+        plan_variant("sm_120a", 64, None, False, "bf16", {"dq_order": 6})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,orders", [
+    (64, False, (("dq_order", 3), ("s_order", 3))),
+    (64, True, (("dkv_order", 0), ("dq_order", 0), ("s_order", 4))),
+    (128, False, (("dkv_order", 5), ("s_order", 2))),
+    (128, True, (("dq_order", 1),))])
+def test_gpu_forced_warp_orders(d, causal, orders):
+    """Forced warp placements (the plans v116 times) against the float64 reference."""
+    tile = tuple(sorted({**dict(x_tile(d, causal)), **dict(orders)}.items()))
+    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=61)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,causal,knobs", [
     (128, False, ()), (128, True, ()), (128, False, (("dq_lag", 1),)),
