@@ -111,7 +111,8 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "head_pad": (0,),  # 0: pad_head_dim's default; 32 or 64: pad the head dims to that multiple
     # (head_pad=32 with the measured tile and options: the pre-v31 plan of d=200..224)
     # -1: the scheduler's warp order of each GEMM group's grid (exchange_sync's search, else
-    # column-major); n: order n of tile_dsl.warp_grid.placements, forced (v116)
+    # column-major); n: order n of tile_dsl.warp_grid.placements, forced (v116; the d=64 row's
+    # measured options)
     "s_order": (-1,),
     "dkv_order": (-1,),
     "dq_order": (-1,),
@@ -352,6 +353,10 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
     base = {k: main.tile.get(k, ROWS if k == "reduce_block" else first)
             for k, (first, *_) in SDPA_BWD_SPACE.items()
             if (k != "reduce_block" or not forced.get("stage_reductions")) and k not in ORDER_KEYS}
+    # warp orders: the measured ones (plan options) carry over; searched ones stay searched
+    # (force -1 to free a measured one)
+    measured = tuned_options(get_arch(pa).name, pad_head_dim(head_dim), bool(causal))
+    base.update({k: v for k, v in measured.items() if k in ORDER_KEYS})
     try:
         out = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, {**base, **forced})
     except ValueError as e:

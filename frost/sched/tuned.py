@@ -101,6 +101,14 @@ AB_PICK_SOURCES = {160: "bench/results/v32/t32/bwd_main_ab.json",
 # Causal d=64 measured 0.989x [0.987, 0.994] (v106, its file lost to the device's file limit)
 # but its re-check on the ATOM default had the 8x8 blocks at 1.003x [0.997, 1.011] (v107): not
 # slower in every round, so it keeps the 8x8 blocks.
+# Warp orders (v116, timed together as one variant: OPTION_GROUPS): d=64's S/dP warps row-major
+# (s_order=1: warp // 4 its S row block), dK/dV row-major (dkv_order=1), dQ column-major
+# (dq_order=0). The exchange split is then dV/dK first in groups {0,1,4,5} / {2,3,6,7}, where
+# the searched default ran dQ first in groups warp % 2 (causal: rule 2's dV/dK first in [0..3]
+# / [4..7]). bwd_main / default at (4,16,4096): 0.977x [0.971, 0.979] (without dq_spread, which
+# needs dQ first), causal 0.981x [0.977, 0.992] and 0.983x [0.980, 0.986] (bench/results/v116,
+# v116b). The same split in groups warp % 2 (S order 4) timed 0.977x non-causal but 1.022x
+# causal; the other placements tried at d=64 and d=128 were 0.997x-1.067x.
 OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                    "bench/results/v7/ab_causal/bwd_main_ab.json",
                    "bench/results/v8/ab2/bwd_main_ab.json",
@@ -115,13 +123,16 @@ OPTIONS_SOURCES = ("bench/results/v7/ab/bwd_main_ab.json",
                        ("v49", ("d128", "d128c", "d128s", "d128l", "d64", "d64c")),
                        ("v53", ("d32",)), ("v92", ("d256", "d256c")), ("v93", ("d256",)),
                        ("v96", ("d256",)), ("v106", ("d256",)),
-                       ("v106b", ("d160", "d256c")))
+                       ("v106b", ("d160", "d256c")), ("v116", ("d64c",)),
+                       ("v116b", ("d64", "d64c")))
                      for r in rows))
 # Options that plan only together and are timed as one variant (each counts that variant).
-OPTION_GROUPS: tuple[frozenset[str], ...] = (frozenset({"do_stages", "q_stages"}),)
+OPTION_GROUPS: tuple[frozenset[str], ...] = (frozenset({"do_stages", "q_stages"}),
+                                              frozenset({"s_order", "dkv_order", "dq_order"}))
 # Row options adopted after the row's causal options were measured (their causal A/Bs ran on
 # top of the causal options, so the causal evidence predates them).
-OPTIONS_ADDED_LATER: dict[int, tuple[str, ...]] = {256: ("do_stages", "q_stages",
+OPTIONS_ADDED_LATER: dict[int, tuple[str, ...]] = {64: ("s_order", "dkv_order", "dq_order"),
+                                                    256: ("do_stages", "q_stages",
                                                           "exchange_stages", "dq_rows",
                                                           "reduce_block")}
 # Options whose A/B evidence counts only from the named run on: the row's earlier runs of them
@@ -134,7 +145,8 @@ OPTIONS_RECHECK_SOURCES: tuple[str, ...] = ("bench/results/v32/recheck/bwd_main_
                                             "bench/results/v107/d160c/bwd_main_ab.json")
 _SM120_OPTIONS = {
     32: dict(exchange_stages=2, exchange_sync=2),
-    64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1, store_warp=1),
+    64: dict(v_in_regs=1, dq_rows=2, exchange_sync=1, store_warp=1, s_order=1, dkv_order=1,
+             dq_order=0),
     96: dict(exchange_stages=2),
     128: dict(exchange_stages=2, exchange_sync=1),
     160: dict(exchange_stages=2, reduce_block=-1),

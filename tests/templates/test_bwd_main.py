@@ -305,6 +305,16 @@ def test_compile_dq_splits(arch):
 _KERNELS: dict = {}
 
 
+# d=40..64's plan before v116's measured warp orders: the exchange search's own orders, dQ first
+# (the split dq_spread rides: its adds over the same trip's dV/dK)
+DQ_FIRST = {"s_order": -1, "dkv_order": -1, "dq_order": -1}
+
+
+def dq_first_plan(d, causal=False, arch="sm_120a"):
+    """The measured d=40..64 plan with the warp orders left to the search (:data:`DQ_FIRST`)."""
+    return variant_plan(arch, d, causal=causal, tile=DQ_FIRST).kernel("bwd_main")
+
+
 def split_plan(d, causal=False, dtype="bf16", arch="sm_120a"):
     """The plan of the default's tail-split build, as ``frost.sdpa`` plans it
     (:func:`frost.templates.bwd_main.variant_plan`: without the producer warp's stores)."""
@@ -545,10 +555,11 @@ def test_gpu_code_knobs(d, knobs):
                          ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
 @pytest.mark.parametrize("d", [64, 48])
 def test_gpu_dq_spread_non_causal(d, knobs):
-    """The dQ-first plans (non-causal d=40..64) with dQ's adds spread over dV/dK (default) or in
-    one burst, and spread under row checks: many trips a CTA, GQA 2:1, ragged tails, S_q !=
-    S_kv (a 48-wide head in the 64-wide plan too)."""
-    run_case(1, 700, 650, 4, 2, d, causal=False, knobs=knobs, seed=47)
+    """The dQ-first plans (non-causal d=40..64 with the searched warp orders, the default until
+    v116) with dQ's adds spread over dV/dK or in one burst, and spread under row checks: many
+    trips a CTA, GQA 2:1, ragged tails, S_q != S_kv (a 48-wide head in the 64-wide plan too)."""
+    run_case(1, 700, 650, 4, 2, d, causal=False, knobs=knobs, seed=47,
+             tile=tuple(sorted(DQ_FIRST.items())), variant=True)
 
 
 @pytest.mark.gpu
@@ -1429,11 +1440,11 @@ def _atomic_spread(ptx):
 
 @pytest.mark.parametrize("d", [64, 48])
 def test_dq_spread_puts_the_atomics_between_dkdv_mmas(d):
-    """dq_spread=1 (the non-causal d=40..64 default, v111): under the dQ-first exchange split the
-    dQ adds ride the same trip's dV/dK k-steps (tile_m / 16 of them, a few adds after each
+    """dq_spread=1 (the non-causal d=40..64 default v111-v115): under the dQ-first exchange split
+    the dQ adds ride the same trip's dV/dK k-steps (tile_m / 16 of them, a few adds after each
     step's MMAs) instead of one burst after dQ's GEMM (dq_spread=0). Spill-free on sm_120a."""
-    kp = default_plan("sm_120a", d)
-    spread = BwdMainKernel(kp).compile("sm_120a")
+    kp = dq_first_plan(d)
+    spread = BwdMainKernel(kp, dq_spread=1).compile("sm_120a")
     burst = BwdMainKernel(kp, dq_spread=0).compile("sm_120a")
     n = burst.ptx.count("red.global.add")
     steps = kp.tile["tile_m"] // 16
@@ -1461,14 +1472,14 @@ def test_dq_spread_lets_a_chunk_ride_the_next(d, causal, kw):
 
 
 def test_dq_spread_adds_survive_the_ablations():
-    """On the d=64 default (spread over dV/dK) the skip ablations keep their adds: none under
+    """On d=64's dQ-first plan (spread over dV/dK) the skip ablations keep their adds: none under
     dq_atomic, twice under dq_atomic2, and all of them (at once) when dkdv_gemm leaves no GEMM
     to ride, one GEMM at a time included (the review's find: interleave=0 lost them)."""
-    kp = default_plan("sm_120a", 64)
+    kp = dq_first_plan(64)
     n = BwdMainKernel(kp, dq_spread=0).compile("sm_120a").ptx.count("red.global.add")
     for skip, kw, want in [("dq_atomic", {}, 0), ("dq_atomic2", {}, 2 * n),
                            ("dkdv_gemm", {"interleave": 0}, n), ("dkdv_gemm", {}, n)]:
-        kern = BwdMainKernel(kp, skip=frozenset({skip}), **kw)
+        kern = BwdMainKernel(kp, skip=frozenset({skip}), dq_spread=1, **kw)
         assert kern.code.dq_spread == 1
         assert kern.compile("sm_120a").ptx.count("red.global.add") == want, (skip, kw)
 

@@ -19,12 +19,17 @@ from tests.templates.test_bwd_main import _resources, pre_split_tile, run_case
 X = {"exchange_sync": 1}
 
 
-def x_plan(d, causal=False, arch="sm_120a", rule=1):
+FREE_ORDERS = {"s_order": -1, "dkv_order": -1, "dq_order": -1}  # the search's, not d=64's
+
+
+def x_plan(d, causal=False, arch="sm_120a", rule=1, free=None):
     """exchange_sync forced on the default; at d > 192 on the plan it was measured on (v48; on
-    v92's split ring it spills 8 B on sm_120a): ``pre_split_tile``."""
+    v92's split ring it spills 8 B on sm_120a): ``pre_split_tile``. ``free``: the warp orders
+    left to the rule's search (d=64's measured orders unpinned); by default for rules 2-4."""
     ring = pre_split_tile(causal) if d > 192 else {}
+    orders = FREE_ORDERS if (rule != 1 if free is None else free) else {}
     return plan_variant(arch, d, None, causal, "bf16",
-                        {"exchange_sync": rule, **ring}).kernel("bwd_main")
+                        {"exchange_sync": rule, **ring, **orders}).kernel("bwd_main")
 
 
 def x_tile(d, causal=False, rule=1):
@@ -49,7 +54,7 @@ def test_plan_groups_d128_and_d64():
         m = kp.mbarrier(name)
         assert (m.stages, m.arrive_count, m.tx_bytes) == (kp.tile["exchange_stages"], 8, 0)
     assert exchange_mode(kp) == 1
-    kp = x_plan(64)
+    kp = x_plan(64, free=True)
     assert (kp.tile["x_groups"], kp.tile["x_group_div"]) == (2, 1) and "dkv_order" not in kp.tile
     assert kp.params["exchange"] == {"local": ["dQ_part"], "late": ["dK_part", "dV_part"]}
     assert exchange_mode(kp) == 2 and kp.smem_bytes <= 101_376
@@ -58,6 +63,12 @@ def test_plan_groups_d128_and_d64():
     kp = x_plan(64, rule=2)
     assert (kp.tile["x_groups"], kp.tile["x_group_div"], kp.tile["dkv_order"]) == (2, 4, 4)
     assert exchange_mode(kp) == 1 and kp.tile["exchange_sync"] == 2
+    # d=64's measured warp orders (v116: S/dP and dK/dV row-major) pin dV/dK first in groups
+    # {0, 1, 4, 5} / {2, 3, 6, 7} under either rule, causal too
+    for causal, rule in ((False, 1), (True, 2), (False, 2)):
+        kp = x_plan(64, causal, rule=rule, free=False)
+        assert (kp.tile["s_order"], kp.tile["dkv_order"], kp.tile["x_group_div"]) == (1, 1, 2)
+        assert "dq_order" not in kp.tile and exchange_mode(kp) == 1
 
 
 def test_plan_rule3_mixes_sub_partitions():
@@ -68,7 +79,7 @@ def test_plan_rule3_mixes_sub_partitions():
     and d=128 (already mixed under rule 1) keeps rule 1's split."""
     from frost.sched import warps as W
 
-    kp, k1 = x_plan(64, rule=3), x_plan(64)
+    kp, k1 = x_plan(64, rule=3), x_plan(64, free=True)
     assert (kp.tile["x_groups"], kp.tile["x_group_div"]) == (2, 4)
     assert (kp.tile["s_order"], kp.tile["dq_order"]) == (1, 1) and "dkv_order" not in kp.tile
     assert exchange_mode(kp) == 2 and kp.smem_bytes == k1.smem_bytes
@@ -101,7 +112,7 @@ def test_plan_rule4_keeps_sub_partitions_together():
                          [W.Read(W.Grid(4, 2), 1, 0)])
     assert W.exchange_groups([g]) == groups and W.smsp_mixed(groups) == 4
     assert W.smsp_mixed([frozenset((2 * j, 2 * j + 1)) for j in range(4)]) == 8
-    k4, k1 = x_plan(64, rule=4), x_plan(64)
+    k4, k1 = x_plan(64, rule=4), x_plan(64, free=True)
     assert {k: v for k, v in k4.tile.items() if k != "exchange_sync"} == \
         {k: v for k, v in k1.tile.items() if k != "exchange_sync"}
 
@@ -112,11 +123,14 @@ def test_plan_rule4_keeps_sub_partitions_together():
 def test_measured_defaults(d, causal, rule):
     """The d=64 and d=128 rows (head dims 40..64, 104..128) run exchange_sync rule 1 (v48/v49),
     d=32 and causal d=64 rule 2 (v53); d=96 and d=256, where it measured slower, keep the
-    per-trip barrier."""
+    per-trip barrier. Every one runs dV/dK first (d=40..64 since v116's warp orders; dQ first
+    there before)."""
     kp = plan_variant("sm_120a", d, None, causal).kernel("bwd_main")
     assert kp.tile.get("exchange_sync", 0) == rule
     assert ("x_full" in {m.name for m in kp.mbarriers}) == bool(rule)
-    assert exchange_mode(kp) == (0 if not rule else 2 if (rule, d) == (1, 64) or d == 40 else 1)
+    assert exchange_mode(kp) == (1 if rule else 0)
+    if d in (40, 64):
+        assert (kp.tile["s_order"], kp.tile["dkv_order"], kp.tile["x_group_div"]) == (1, 1, 2)
 
 
 def test_template_refuses_a_split_it_does_not_run():

@@ -133,11 +133,11 @@ def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
         if measured_plan(kp, causal) else 0
 
 
-DQ_SPREAD_MEASURED = {(64, False): 1}
+DQ_SPREAD_MEASURED: dict[tuple[int, bool], int] = {}
 """(padded d, causal) -> dq_spread on the default plan (:func:`measured_plan`), where it measured
-faster every round (bench/RESULTS.md v111, bwd_main A/B on the H200, spread / burst): d=64
-(4,16,4096) 0.987 [0.983, 0.996] and 0.988 [0.979, 0.993]. The only default plans with dQ first
-(exchange split 2) are the non-causal d=40..64 ones."""
+faster every round. Empty since v116: its one row, non-causal d=64 (v111, spread / burst 0.987
+[0.983, 0.996] and 0.988 [0.979, 0.993] on the dQ-first split), now runs dV/dK first (the
+measured warp orders, 0.977 without the spread), where dQ has no GEMM after it to ride."""
 
 
 def pick_dq_spread(kp: KernelPlan, causal: bool = False) -> int:
