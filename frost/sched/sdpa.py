@@ -118,6 +118,8 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "dq_order": (-1,),
 }
 ORDER_KEYS = ("s_order", "dkv_order", "dq_order")  # results of a plan's search, not its inputs
+# the keys that shape the warp grids a warp order is read on
+GRID_KEYS = ("tile_m", "tile_n", "num_mma_warps", "s_rows", "dq_rows", "ctas_per_sm", "head_pad")
 
 # What a forced value may be (SDPA_BWD_SPACE lists what the model ranks on its own; these are
 # the values a caller may force: others are refused before any planning).
@@ -353,10 +355,12 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
     base = {k: main.tile.get(k, ROWS if k == "reduce_block" else first)
             for k, (first, *_) in SDPA_BWD_SPACE.items()
             if (k != "reduce_block" or not forced.get("stage_reductions")) and k not in ORDER_KEYS}
-    # warp orders: the measured ones (plan options) carry over; searched ones stay searched
-    # (force -1 to free a measured one)
-    measured = tuned_options(get_arch(pa).name, pad_head_dim(head_dim), bool(causal))
-    base.update({k: v for k, v in measured.items() if k in ORDER_KEYS})
+    # warp orders: the measured ones (plan options) carry over while the grids they were
+    # measured on stay (no grid-shaping key forced to another value); searched ones stay
+    # searched (force -1 to free a measured one)
+    if all(forced.get(k, base[k]) == base[k] for k in GRID_KEYS):
+        measured = tuned_options(get_arch(pa).name, pad_head_dim(head_dim), bool(causal))
+        base.update({k: v for k, v in measured.items() if k in ORDER_KEYS})
     try:
         out = plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, {**base, **forced})
     except ValueError as e:
