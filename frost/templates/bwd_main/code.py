@@ -87,8 +87,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   atomics): a dQ chunk's adds ride the next chunk's k-steps, the last one's
                   the same trip's dV/dK (dQ first) or go at once (``gemm_interleaved``'s side
                   work, spread evenly over its steps), instead of each chunk's in one burst
-                  after its GEMM (:data:`.measured.DQ_SPREAD_MEASURED`: on at non-causal d=64,
-                  0.988x, v111). Carried into the next trip's S/dP instead they measured
+                  after its GEMM (0.988x at non-causal d=64 on its dQ-first split, v111, the
+                  default there until v116's warp orders ran dV/dK first;
+                  :data:`.measured.DQ_SPREAD_MEASURED` is empty since). Carried into the next trip's S/dP instead they measured
                   1.07-1.18x (v111, as dq_lag's carry in v49): not built
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
