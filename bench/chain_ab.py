@@ -123,7 +123,8 @@ def built_tile(cache: dict, options: dict) -> dict:
     tiles = [dict(ch.main.kp.tile) for key, ch in cache.items() if not key.tail_split]
     if len(tiles) != 1:
         raise SystemExit(f"expected one whole-tile chain in the cache, found {len(tiles)}")
-    wrong = {k: (v, tiles[0].get(k, 0)) for k, v in options.items() if tiles[0].get(k, 0) != v}
+    wrong = {k: (v, tiles[0].get(k, 0)) for k, v in options.items()  # (-1: the planner's pick)
+             if tiles[0].get(k, 0) != v and not (k.endswith("_order") and v == -1)}
     if wrong:
         raise SystemExit(f"the plan built does not carry its options (wanted, got): {wrong}")
     return tiles[0]

@@ -35,9 +35,9 @@ def _common_args(p) -> None:
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
-                   help="force a tile knob, e.g. tile_m=64 (repeatable); sdpa-bwd forces it on "
-                        "top of the measured default plan (keys and values: "
-                        "frost.sched.sdpa.FORCEABLE)")
+                   help="force a tile knob, e.g. tile_m=64 or s_order=1 (a warp-grid order, "
+                        "-1: the scheduler's) (repeatable); sdpa-bwd forces it on top of the "
+                        "measured default plan (keys and values: frost.sched.sdpa.FORCEABLE)")
 
 
 def _model_arg(p) -> None:

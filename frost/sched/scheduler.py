@@ -56,6 +56,9 @@ class TileChoice:
     so). ``ctas_per_sm`` CTAs share each SM: the plan must fit its share of the SM's shared
     memory (:meth:`Arch.smem_per_cta`) and registers, and the kernel launches with that many
     blocks per SM as its occupancy bound.
+    ``grid_orders`` ((group, order), ...) pins GEMM groups' warp orders (indices of
+    :func:`~frost.tile_dsl.warp_grid.placements`; refused where the grid has no such order):
+    the exchange search below runs with them, and the plan's tile records each (0 too).
     ``exchange_sync`` replaces the MMA warps' per-trip barrier around the exchanged tiles by
     what the data needs (:func:`_exchange_sync`): each warp arrives on an ``x_full`` mbarrier
     after its stores and syncs only with its *group* (the warps whose parts of the tiles its
@@ -232,7 +235,7 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         tile["exchange_sync"] = int(ch.exchange_sync)
         tile["x_groups"], tile["x_group_div"] = len(x_sync["groups"]), x_sync["div"]
     for g, w_order in {**forced_orders, **x_sync.get("orders", {})}.items():
-        if w_order != W.Order.COL:
+        if w_order != W.Order.COL or g in forced_orders:  # a forced COL too: the tile replans
             tile[f"{g}_order"] = int(w_order)
     if ch.store_warp:
         tile["store_warp"] = 1
@@ -386,6 +389,10 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1,
     # the warps sharing an SM sub-partition (warp % 4) into different groups (3) or into the
     # same group (4)
     forced = forced or {}
+    if rule >= 3 and wg not in forced and grids[wg][0] * grids[wg][1] > 8:
+        # the writer's orders multiply the search (16 warps: ~25 of them, minutes a plan)
+        raise Infeasible(f"exchange_sync={rule} searches the writer's warp order on grids of "
+                         f"up to 8 warps, not {grids[wg][0]}x{grids[wg][1]}")
     w_orders = [forced[wg]] if wg in forced else \
         range(len(placements(*grids[wg]))) if rule >= 3 else [W.Order.COL]
     options = [[None] + ([forced[g]] if g in forced else [W.Order.COL] if g == wg
@@ -412,12 +419,13 @@ def _exchange_sync(prog: Program, where, grids: dict, rule: int = 1,
         raise Infeasible(f"exchange_sync: no split into equal warp groups with a late reader "
                          f"and a (warp // div) % n rule (groups seen: {seen[:3]})")
     _, pick, groups, div, w_order = best
-    orders = {g: o for g, o in zip(readers, pick) if o is not None}
+    local_groups = {g: o for g, o in zip(readers, pick) if o is not None}
+    orders = dict(local_groups)
     if w_order != W.Order.COL:
         orders[wg] = w_order
     names = {g: sorted({name for name, *_ in readers[g]}) for g in readers}
-    local = [n for g in readers if g in orders for n in names[g]]
-    late = [n for g in readers if g not in orders for n in names[g]]
+    local = [n for g in readers if g in local_groups for n in names[g]]
+    late = [n for g in readers if g not in local_groups for n in names[g]]
     return {"groups": groups, "div": div, "orders": orders, "local": local, "late": late}
 
 

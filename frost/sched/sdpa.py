@@ -34,12 +34,21 @@ half of its shared memory (50,176 B on SM120) and registers (128 at launch), and
 launches with that occupancy bound. Measured slower at d=64 (1.30x, causal 1.03x; v25), so only
 when forced.
 
-``tile={"exchange_sync": 1, 2 or 3}``: the MMA warps publish P/dS by warp-group barriers and the
+``tile={"exchange_sync": 1 to 4}``: the MMA warps publish P/dS by warp-group barriers and the
 x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip (the scheduler's
 ``_exchange_sync`` finds the groups from the warp-grid model; 1 and 2 break ties between splits
-differently; 3 also moves the S/dP warps so that the warps sharing an SM sub-partition fall in
-different groups, v114). The measured table adds it at d=32 (2), d=64 (1; causal 2) and d=128 (1)
-(bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96 and d=256 it measured slower.
+differently; 3 and 4 also search the S/dP warps' order, for groups that mix the warps sharing
+an SM sub-partition (3, v114: 1.06-1.13x at d=64) or keep them together (4, v115: 1.01-1.02x at
+d=128); up to 8 MMA warps). The measured table adds it at d=32 (2), d=64 (1; causal 2) and
+d=128 (1) (bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96 and d=256 it measured slower.
+
+``tile={"s_order": n, "dkv_order": n, "dq_order": n}``: where each warp sits in the S/dP, dK/dV
+and dQ warp grids (n: an index of :func:`frost.tile_dsl.warp_grid.placements` for the grid's
+shape, 0 column-major, 1 row-major; -1 the scheduler's: the exchange search's pick, else
+column-major). The exchange search runs with the pinned orders. The d=40..64 row's measured
+options pin s_order=1, dkv_order=1, dq_order=0 (v116: dV/dK before the late dQ, 0.977x, causal
+0.983x); :func:`plan_variant` carries them onto a variant unless it forces an order, the
+exchange rule or a key that shapes the grids (``GRID_KEYS``).
 
 ``tile={"do_stages": n}`` (a *split ring*, v92): dO, O and LSE leave Q's load ring for a ring
 of ``n`` stages of their own (so delta and lse_log2 ride it too; ``n`` must divide
@@ -104,7 +113,7 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "s_rows": (0,),  # 0: the model's S/dP warp grid; n: force n warp rows (measured option)
     "dq_rows": (0,),  # the same for the dQ GEMM's grid
     "ctas_per_sm": (1,),  # 2: two CTAs share an SM (half its smem and registers) when forced
-    "exchange_sync": (0,),  # 1-3: P/dS synced by warp groups and mbarriers (v48, v53, v114), forced
+    "exchange_sync": (0,),  # 1-4: P/dS synced by warp groups and mbarriers (v48, v53, v114), forced
     "store_warp": (0,),  # 1: the producer warp issues the dK/dV stores (v78), forced
     "do_stages": (0,),  # 0: dO on the Q ring; n: dO, LSE, delta on a ring of n stages of its
     # own that may take V's bytes once V is held (a guarded ring), forced
@@ -119,7 +128,8 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
 }
 ORDER_KEYS = ("s_order", "dkv_order", "dq_order")  # results of a plan's search, not its inputs
 # the keys that shape the warp grids a warp order is read on
-GRID_KEYS = ("tile_m", "tile_n", "num_mma_warps", "s_rows", "dq_rows", "ctas_per_sm", "head_pad")
+GRID_KEYS = ("tile_m", "tile_n", "num_mma_warps", "s_rows", "dq_rows", "ctas_per_sm", "head_pad",
+             "v_in_regs", "exchange_sync")  # (v_in_regs: the register estimate picks grids)
 
 # What a forced value may be (SDPA_BWD_SPACE lists what the model ranks on its own; these are
 # the values a caller may force: others are refused before any planning).
@@ -139,7 +149,8 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "store_warp": (0, 1),
     "do_stages": (0, 1, 2),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
-    **{k: tuple(range(-1, 7)) for k in ("s_order", "dkv_order", "dq_order")},
+    # (-1 .. 24: a 16-warp grid has up to 25 orders; the scheduler refuses one its grid lacks)
+    **{k: tuple(range(-1, 25)) for k in ("s_order", "dkv_order", "dq_order")},
 }
 
 
@@ -355,10 +366,11 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
     base = {k: main.tile.get(k, ROWS if k == "reduce_block" else first)
             for k, (first, *_) in SDPA_BWD_SPACE.items()
             if (k != "reduce_block" or not forced.get("stage_reductions")) and k not in ORDER_KEYS}
-    # warp orders: the measured ones (plan options) carry over while the grids they were
-    # measured on stay (no grid-shaping key forced to another value); searched ones stay
-    # searched (force -1 to free a measured one)
-    if all(forced.get(k, base[k]) == base[k] for k in GRID_KEYS):
+    # warp orders: the measured ones (plan options, timed as one group) carry over while the
+    # variant forces none of them and keeps the grids and exchange rule they were measured on
+    # (no GRID_KEYS value changed); searched ones stay searched (force -1 to free a measured one)
+    if not any(k in forced for k in ORDER_KEYS) and \
+            all(forced.get(k, base[k]) == base[k] for k in GRID_KEYS):
         measured = tuned_options(get_arch(pa).name, pad_head_dim(head_dim), bool(causal))
         base.update({k: v for k, v in measured.items() if k in ORDER_KEYS})
     try:

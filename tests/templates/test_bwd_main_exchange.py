@@ -10,6 +10,7 @@ import re
 import pytest
 
 from frost.sched import plan_variant
+from frost.sched.sdpa import plan_sdpa_bwd
 from frost.sched.sdpa import FORCEABLE
 from frost.templates.bwd_main import BwdMainKernel
 from frost.templates.bwd_main.kernel import BwdMainError, exchange_mode
@@ -203,13 +204,14 @@ def test_compile_dq_lag(arch):
 def test_plan_forced_warp_orders():
     """``tile={"s_order": n, ...}`` pins a grid's warp order (an index of
     warp_grid.placements): the exchange search runs with it (d=64 S/dP and dQ in order 3 give
-    dQ-first groups {0, 1, 4, 5} / {2, 3, 6, 7}, div 2), a pinned late reader keeps its order in
-    the tile, the default's orders are not forced onto a variant, and an order the grid does not
-    have is refused naming the key."""
+    dQ-first groups {0, 1, 4, 5} / {2, 3, 6, 7}, div 2; d=64's measured dK/dV order is not
+    carried once any order is forced: the three were timed as one), a pinned late reader keeps
+    its order in the tile, d=128's searched orders are not forced onto a variant, and an order
+    the grid does not have is refused naming the key."""
     kp = plan_variant("sm_120a", 64, None, False, "bf16",
                       {"s_order": 3, "dq_order": 3}).kernel("bwd_main")
     assert (kp.tile["s_order"], kp.tile["dq_order"], kp.tile["x_group_div"]) == (3, 3, 2)
-    assert exchange_mode(kp) == 2
+    assert exchange_mode(kp) == 2 and "dkv_order" not in kp.tile
     kp = plan_variant("sm_120a", 128, None, False, "bf16", {"dq_order": 3}).kernel("bwd_main")
     assert (kp.tile["dq_order"], kp.tile["dkv_order"]) == (3, 1) and exchange_mode(kp) == 1
     kp = plan_variant("sm_120a", 128, None, False, "bf16", {"exchange_sync": 4}).kernel("bwd_main")
@@ -220,6 +222,39 @@ def test_plan_forced_warp_orders():
         plan_variant("sm_120a", 64, None, False, "bf16", {"dq_order": 6})
 
 
+def test_plan_tile_replans_to_itself():
+    """A plan's tile, forced again (as ``run_case(tile=...)`` and the GPU tests do), gives the
+    same plan: the d=64 default pins dq_order=0 (column-major) too, and the tile records it; left
+    out, the search would run dQ first in other groups."""
+    for d, causal in ((64, False), (64, True), (128, False), (32, False)):
+        kp = plan_variant("sm_120a", d, None, causal, "bf16").kernel("bwd_main")
+        again = plan_sdpa_bwd("sm_120a", d, None, causal, "bf16",
+                              {k: kp.tile[k] for k in FORCEABLE if k in kp.tile}).kernel("bwd_main")
+        assert again.tile == kp.tile and again.params["exchange"] == kp.params["exchange"], d
+    assert kp.tile.get("s_order", -1) == -1  # d=32: nothing pinned, nothing recorded
+    assert plan_variant("sm_120a", 64).kernel("bwd_main").tile["dq_order"] == 0
+
+
+def test_measured_orders_carry_only_onto_their_grids():
+    """d=64's measured orders reach a variant that keeps their grids and exchange rule
+    (store_warp=0), not one that forces another warp count, V residency or exchange rule."""
+    def tile(**forced):
+        return plan_variant("sm_120a", 64, None, False, "bf16", forced).kernel("bwd_main").tile
+
+    assert (tile(store_warp=0)["s_order"], tile(store_warp=0)["dkv_order"]) == (1, 1)
+    assert tile(num_mma_warps=16).get("s_order", 0) == 0 and "s_order" not in tile(v_in_regs=0)
+    t3 = tile(exchange_sync=3)  # rule 3's own search (v114's plan)
+    assert (t3["s_order"], t3["dq_order"], t3["x_group_div"]) == (1, 1, 4)
+
+
+def test_rules_3_and_4_stop_at_8_warps():
+    """The writer-order search of rules 3 and 4 is refused past 8 MMA warps (16: ~25 orders
+    more to search, minutes a plan) unless the writer's order is forced."""
+    with pytest.raises(ValueError, match="up to 8 warps"):
+        plan_variant("sm_120a", 64, None, False, "bf16", {"exchange_sync": 3,
+                                                          "num_mma_warps": 16})
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,causal,orders", [
     (64, False, (("dq_order", 3), ("s_order", 3))),
@@ -227,8 +262,10 @@ def test_plan_forced_warp_orders():
     (128, False, (("dkv_order", 5), ("s_order", 2))),
     (128, True, (("dq_order", 1),))])
 def test_gpu_forced_warp_orders(d, causal, orders):
-    """Forced warp placements (the plans v116 times) against the float64 reference."""
-    tile = tuple(sorted({**dict(x_tile(d, causal)), **dict(orders)}.items()))
+    """Forced warp placements (the plans v116 times: the default's other keys, these orders)
+    against the float64 reference."""
+    keys = {k: v for k, v in x_tile(d, causal) if not k.endswith("_order")}
+    tile = tuple(sorted({**keys, **dict(orders)}.items()))
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, seed=61)
 
 

@@ -89,8 +89,9 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   work, spread evenly over its steps), instead of each chunk's in one burst
                   after its GEMM (0.988x at non-causal d=64 on its dQ-first split, v111, the
                   default there until v116's warp orders ran dV/dK first;
-                  :data:`.measured.DQ_SPREAD_MEASURED` is empty since). Carried into the next trip's S/dP instead they measured
-                  1.07-1.18x (v111, as dq_lag's carry in v49): not built
+                  :data:`.measured.DQ_SPREAD_MEASURED` is empty since). Carried into the
+                  next trip's S/dP instead they measured 1.07-1.18x (v111, as dq_lag's carry
+                  in v49): not built
 ``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
                   running every P-th KV tile (``roles.py``; non-causal, the plan's
                   ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);

@@ -35,7 +35,7 @@ def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
     compared: it moves the dK/dV stores to another warp and leaves the trip's code, on which
     these choices were measured, to the plan's other keys (a tail-split build runs the default
     plan with ``store_warp=0``, :func:`frost.sdpa.api.make_plan`)."""
-    from frost.sched.sdpa import SDPA_BWD_SPACE, plan_variant
+    from frost.sched.sdpa import ORDER_KEYS, SDPA_BWD_SPACE, plan_variant
 
     tl = kp.tile
     try:
@@ -43,7 +43,8 @@ def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
     except ValueError:
         return False
     keys = [k for k in SDPA_BWD_SPACE if k != "store_warp"]
-    return all(tl.get(k) == ref.get(k) for k in (*keys, "d", "d_v"))
+    return all(tl.get(k, 0 if k in ORDER_KEYS else None) ==  # a warp order's absence: COL
+               ref.get(k, 0 if k in ORDER_KEYS else None) for k in (*keys, "d", "d_v"))
 
 
 def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
