@@ -19,9 +19,23 @@ import json
 from typing import Any
 
 # Barrier records are primitives (frost.tile_dsl.barrier); plans hold them as they are.
+import sympy
+
 from frost.tile_dsl.barrier import MbarrierPlan, NamedBarrierPlan  # noqa: F401  (re-exported)
 from frost.sched.arch import SM120_SMEM_BUDGET
 
+
+
+class Infeasible(ValueError):
+    """A tile choice that cannot be planned; the message says why."""
+
+
+def int_extent(x) -> int:
+    """A symbolic extent bound to an integer, as an int (else :class:`Infeasible`)."""
+    v = sympy.sympify(x)
+    if not v.is_Integer:
+        raise Infeasible(f"extent {x} is not bound to an integer")
+    return int(v)
 
 class WarpRole(enum.IntEnum):
     """What a group of warps does inside a warp-specialized kernel (0 is reserved)."""
