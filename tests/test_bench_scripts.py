@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -595,3 +596,20 @@ def test_round_robin_rotates_switches_and_takes_per_round_medians():
     assert all(log[k][0] == "switch" for k in range(0, len(log), 3))
     assert samples == [[2.0] * 6, [1.0] * 6, [3.0] * 6]
     assert ratio == [[1.0] * 3, [0.5] * 3, [1.5] * 3]
+
+
+def test_placements_groups_d64_by_split(tmp_path):
+    """bench/placements.py: d=64's default placement (S/dP and dK/dV row-major, v116) sits in
+    the dV/dK-first split of two groups, div 2; v114's rule-3 placement (S and dQ row-major) in
+    the dQ-first div-4 one; the JSON holds the same table."""
+    mod = _load(os.path.join(ROOT, "bench", "placements.py"))
+    res = mod.placements_by_split(64)
+    assert res["default"] == (1, 1, 0)
+    assert (1, 1, 0) in res["splits"][(2, 2, ("dK_part", "dV_part"))]
+    assert (1, 0, 1) in res["splits"][(2, 4, ("dQ_part",))]
+    every = [c for combos in res["splits"].values() for c in combos]
+    assert len(every) == len(set(every)) > 100
+    out = tmp_path / "p.json"
+    assert mod.main(["--dims", "64", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())["64"]
+    assert sum(len(s["orders"]) for s in data["splits"]) == len(every)
