@@ -19,8 +19,9 @@ from frost.tile_dsl.warp_grid import placements
 
 def exchange_sync(prog: Program, where, grids: dict, rule: int = 1,
                   forced: dict | None = None) -> dict:
-    """The warp groups of ``exchange_sync`` (see :class:`~frost.sched.scheduler.TileChoice`): the tiles the MMA warps
-    exchange through smem (written from registers in the loop, read back by GEMMs), their
+    """The warp groups of ``exchange_sync`` (see :class:`~frost.sched.scheduler.TileChoice`):
+    the tiles the MMA warps exchange through smem (written from registers in the loop, read
+    back by GEMMs), their
     writer's grid (the GEMM group whose accumulator layout they have), and each reader GEMM
     group's warp order (an index of :func:`~frost.tile_dsl.warp_grid.placements`). Reader groups
     whose warps need only some writers are *local*, the others *late*. The split with the most

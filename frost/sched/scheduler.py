@@ -57,8 +57,8 @@ class TileChoice:
     :func:`~frost.tile_dsl.warp_grid.placements`; refused where the grid has no such order):
     the exchange search below runs with them, and the plan's tile records each (0 too).
     ``exchange_sync`` replaces the MMA warps' per-trip barrier around the exchanged tiles by
-    what the data needs (:func:`frost.sched.exchange.exchange_sync`): each warp arrives on an ``x_full`` mbarrier
-    after its stores and syncs only with its *group* (the warps whose parts of the tiles its
+    what the data needs (:func:`frost.sched.exchange.exchange_sync`): each warp arrives on an
+    ``x_full`` mbarrier after its stores and syncs only with its *group* (the warps whose parts of the tiles its
     local readers read, one named barrier ``x_group<k>`` each) before those readers; readers
     that need every warp's part (the *late* readers) wait on ``x_full``, and every warp
     arrives on ``x_empty`` after its last read, which the next writer of that copy waits on.
