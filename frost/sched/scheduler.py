@@ -58,10 +58,11 @@ class TileChoice:
     the exchange search below runs with them, and the plan's tile records each (0 too).
     ``exchange_sync`` replaces the MMA warps' per-trip barrier around the exchanged tiles by
     what the data needs (:func:`frost.sched.exchange.exchange_sync`): each warp arrives on an
-    ``x_full`` mbarrier after its stores and syncs only with its *group* (the warps whose parts of the tiles its
-    local readers read, one named barrier ``x_group<k>`` each) before those readers; readers
-    that need every warp's part (the *late* readers) wait on ``x_full``, and every warp
-    arrives on ``x_empty`` after its last read, which the next writer of that copy waits on.
+    ``x_full`` mbarrier after its stores and syncs only with its *group* (the warps whose parts
+    of the tiles its local readers read, one named barrier ``x_group<k>`` each) before those
+    readers; readers that need every warp's part (the *late* readers) wait on ``x_full``, and
+    every warp arrives on ``x_empty`` after its last read, which the next writer of that copy
+    waits on.
     ``hold_fragments`` ((group, max_regs), ...) keeps the B-operand fragments of a GEMM group
     in registers for the whole pass where its B is a stationary tile (loaded before the loop)
     that stays in shared memory for its other readers: held where they take at most
