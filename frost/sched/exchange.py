@@ -19,16 +19,15 @@ from frost.tile_dsl.warp_grid import placements
 
 def exchange_sync(prog: Program, where, grids: dict, rule: int = 1,
                   forced: dict | None = None) -> dict:
-    """The warp groups of ``exchange_sync`` (see :class:`~frost.sched.scheduler.TileChoice`):
-    the tiles the MMA warps exchange through smem (written from registers in the loop, read
-    back by GEMMs), their
-    writer's grid (the GEMM group whose accumulator layout they have), and each reader GEMM
-    group's warp order (an index of :func:`~frost.tile_dsl.warp_grid.placements`). Reader groups
-    whose warps need only some writers are *local*, the others *late*. The split with the most
-    warp groups wins; among those, ``rule`` 1 takes the most local reader groups (the first
-    measured form), ``rule`` 2 the most local reads (GEMM operands: more work before the late
-    wait), then the lowest orders; rules 3 and 4 free the writer's order too and prefer the
-    splits whose groups mix the SM sub-partitions most (3) or least (4). ``forced`` ({group:
+    """The warp groups of ``exchange_sync`` (see :class:`~frost.sched.scheduler.TileChoice`): the
+    tiles the MMA warps exchange through smem (written from registers in the loop, read back by
+    GEMMs), their writer's grid (the GEMM group whose accumulator layout they have), and each
+    reader GEMM group's warp order (an index of :func:`~frost.tile_dsl.warp_grid.placements`).
+    Reader groups whose warps need only some writers are *local*, the others *late*. The split
+    with the most warp groups wins; among those, ``rule`` 1 takes the most local reader groups
+    (the first measured form), ``rule`` 2 the most local reads (GEMM operands: more work before
+    the late wait), then the lowest orders; rules 3 and 4 free the writer's order too and prefer
+    the splits whose groups mix the SM sub-partitions most (3) or least (4). ``forced`` ({group:
     order}) pins those groups' orders (a pinned reader may still be late).
     {"groups": [warp sets], "div": group rule (:func:`W.group_div`), "orders": {group: order},
     "local": [GEMM names], "late": [GEMM names]}. Infeasible without a local reader or a rule."""
@@ -73,11 +72,9 @@ def exchange_sync(prog: Program, where, grids: dict, rule: int = 1,
 
     # each reader group is late, or local in one warp order; a split needs a late reader (it
     # publishes through x_full), equal groups and a (warp // div) % n rule. The most groups
-    # wins, then (rule 1) the most local reader groups or (rule 2) local reads, then the
-    # lowest orders
-    # rules 3 and 4: rule 1 with the writer's warp order free too, preferring splits that put
-    # the warps sharing an SM sub-partition (warp % 4) into different groups (3) or into the
-    # same group (4)
+    # wins, then (rules 3 / 4, whose writer order is searched too) the most / fewest groups
+    # among the warps sharing an SM sub-partition, then (rule 2) local reads or (else) local
+    # reader groups, then the lowest orders
     forced = forced or {}
     if rule >= 3 and wg not in forced and grids[wg][0] * grids[wg][1] > 8:
         # the writer's orders multiply the search (16 warps: ~25 of them, minutes a plan)

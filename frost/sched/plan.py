@@ -18,12 +18,11 @@ import enum
 import json
 from typing import Any
 
-# Barrier records are primitives (frost.tile_dsl.barrier); plans hold them as they are.
 import sympy
 
+# Barrier records are primitives (frost.tile_dsl.barrier); plans hold them as they are.
 from frost.tile_dsl.barrier import MbarrierPlan, NamedBarrierPlan  # noqa: F401  (re-exported)
 from frost.sched.arch import SM120_SMEM_BUDGET
-
 
 
 class Infeasible(ValueError):
@@ -36,6 +35,7 @@ def int_extent(x) -> int:
     if not v.is_Integer:
         raise Infeasible(f"extent {x} is not bound to an integer")
     return int(v)
+
 
 class WarpRole(enum.IntEnum):
     """What a group of warps does inside a warp-specialized kernel (0 is reserved)."""

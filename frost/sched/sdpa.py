@@ -35,12 +35,13 @@ launches with that occupancy bound. Measured slower at d=64 (1.30x, causal 1.03x
 when forced.
 
 ``tile={"exchange_sync": 1 to 4}``: the MMA warps publish P/dS by warp-group barriers and the
-x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip (the scheduler's
-``_exchange_sync`` finds the groups from the warp-grid model; 1 and 2 break ties between splits
-differently; 3 and 4 also search the S/dP warps' order, for groups that mix the warps sharing
-an SM sub-partition (3, v114: 1.06-1.13x at d=64) or keep them together (4, v115: 1.01-1.02x at
-d=128); up to 8 MMA warps). The measured table adds it at d=32 (2), d=64 (1; causal 2) and
-d=128 (1) (bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96 and d=256 it measured slower.
+x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip
+(:func:`frost.sched.exchange.exchange_sync` finds the groups from the warp-grid model; 1 and 2
+break ties between splits differently; 3 and 4 also search the S/dP warps' order, for groups
+that mix the warps sharing an SM sub-partition (3, v114: 1.06-1.13x at d=64) or keep them
+together (4, v115: 1.01-1.02x at d=128); up to 8 MMA warps). The measured table adds it at d=32
+(2), d=64 (1; causal 2) and d=128 (1) (bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96
+and d=256 it measured slower.
 
 ``tile={"s_order": n, "dkv_order": n, "dq_order": n}``: where each warp sits in the S/dP, dK/dV
 and dQ warp grids (n: an index of :func:`frost.tile_dsl.warp_grid.placements` for the grid's
@@ -150,7 +151,7 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "do_stages": (0, 1, 2),
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
     # (-1 .. 24: a 16-warp grid has up to 25 orders; the scheduler refuses one its grid lacks)
-    **{k: tuple(range(-1, 25)) for k in ("s_order", "dkv_order", "dq_order")},
+    **{k: tuple(range(-1, 25)) for k in ORDER_KEYS},
 }
 
 
@@ -247,8 +248,8 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
                             or not c["stage_reductions"] else 0,
                             grid_rows=tuple((g, c[f"{g}_rows"]) for g in ("s", "dq")
                                             if c[f"{g}_rows"]),
-                            grid_orders=tuple((g, c[f"{g}_order"]) for g in ("s", "dkv", "dq")
-                                              if c[f"{g}_order"] >= 0),
+                            grid_orders=tuple((k.removesuffix("_order"), c[k])
+                                              for k in ORDER_KEYS if c[k] >= 0),
                             ctas_per_sm=c["ctas_per_sm"],
                             hold_fragments=(("dq", HOLD_DQ_K_MAX_REGS),),
                             exchange_sync=c["exchange_sync"], store_warp=c["store_warp"],

@@ -43,8 +43,11 @@ def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
     except ValueError:
         return False
     keys = [k for k in SDPA_BWD_SPACE if k != "store_warp"]
-    return all(tl.get(k, 0 if k in ORDER_KEYS else None) ==  # a warp order's absence: COL
-               ref.get(k, 0 if k in ORDER_KEYS else None) for k in (*keys, "d", "d_v"))
+
+    def get(t, k):  # an absent warp order is column-major (0)
+        return t.get(k, 0 if k in ORDER_KEYS else None)
+
+    return all(get(tl, k) == get(ref, k) for k in (*keys, "d", "d_v"))
 
 
 def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
