@@ -1,6 +1,8 @@
 """Warp placements of bwd_main's plans, by the exchange split they give (CPU, no GPU).
 
     python3 bench/placements.py --dims 64 [--causal] [--json out.json]
+    python3 bench/placements.py --dims 64 --variants [--groups 4]   # an A/B variant string
+    python3 bench/placements.py --top 4 --ab-json DIR/bwd_main_ab.json  # a screen's best 4
 
 For each head dim: every combination of the S/dP, dK/dV and dQ grids' warp orders (plan keys
 ``s_order``, ``dkv_order``, ``dq_order``: indices of ``frost.tile_dsl.warp_grid.placements``)
@@ -9,6 +11,11 @@ warp groups, the group rule ``warp // div % n`` and which GEMMs run before the l
 The default's own placement is starred. Each line is an A/B variant for bench/bwd_main_ab.py
 (``tile.s_order=..,tile.dkv_order=..,tile.dq_order=..,code=default``); bench/RESULTS.md
 v114-v118 timed 19 of them (0.977-1.133x of the default at d=64).
+
+``--variants`` prints them instead as one ``bench/bwd_main_ab.py --variants`` string ("default"
+first; ``--groups N`` keeps the splits into N groups), so a screen times every placement in one
+A/B; ``--top K --ab-json PATH`` reads that screen's JSON and prints "default" and its K lowest
+ratios as the next, longer A/B's string (bench/ab_v119.sh runs the two in one device call).
 """
 
 from __future__ import annotations
@@ -24,6 +31,29 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 GROUPS = ("s", "dkv", "dq")
+
+
+def variant(orders) -> str:
+    """The A/B variant (bench/bwd_main_ab.py) forcing ``orders`` = (s, dkv, dq) on the
+    default plan, with the default's code choices."""
+    return ",".join(f"tile.{g}_order={o}" for g, o in zip(GROUPS, orders)) + ",code=default"
+
+
+def variant_string(res: dict, groups: int = 0) -> str:
+    """"default;<variant>;..." of every placement in ``res`` (:func:`placements_by_split`)
+    other than the default's, in splits of ``groups`` warp groups (0: all)."""
+    combos = [c for (n, _, _), cs in sorted(res["splits"].items()) if groups in (0, n)
+              for c in cs if c != res["default"]]
+    return ";".join(["default"] + [variant(c) for c in combos])
+
+
+def top_variants(results: list[dict], k: int) -> str:
+    """"default;<best>;..." of the ``k`` variants with the lowest ratio in an A/B's results
+    (bench/bwd_main_ab.py's JSON ``results``, the default first), best first."""
+    if not results or results[0]["variant"] != "default":
+        raise ValueError("the A/B's first variant must be 'default' (the ratios' baseline)")
+    rest = sorted(results[1:], key=lambda r: r["ratio"])[:k]
+    return ";".join(["default"] + [r["variant"] for r in rest])
 
 
 def placements_by_split(d: int, causal: bool = False, arch: str = "sm_120a") -> dict:
@@ -59,7 +89,26 @@ def main(argv=None) -> int:
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--arch", default="sm_120a")
     ap.add_argument("--json", metavar="PATH", help="also write the table as JSON")
+    ap.add_argument("--variants", action="store_true",
+                    help="print one A/B variant string of every placement instead (one head dim)")
+    ap.add_argument("--groups", type=int, default=0,
+                    help="with --variants: only splits into this many warp groups (0: all)")
+    ap.add_argument("--top", type=int, metavar="K",
+                    help="print 'default' and the K lowest-ratio variants of --ab-json")
+    ap.add_argument("--ab-json", metavar="PATH", help="a bench/bwd_main_ab.py JSON (--top)")
     args = ap.parse_args(argv)
+    if args.top is not None:
+        if not args.ab_json:
+            ap.error("--top needs --ab-json PATH (a bench/bwd_main_ab.py screen's JSON)")
+        with open(args.ab_json) as f:
+            print(top_variants(json.load(f)["results"], args.top))
+        return 0
+    if args.variants:
+        if "," in args.dims:
+            ap.error("--variants takes one head dim (one A/B per dim)")
+        print(variant_string(placements_by_split(int(args.dims), args.causal, args.arch),
+                             args.groups))
+        return 0
     dump = {}
     for d in (int(x) for x in args.dims.split(",")):
         res = placements_by_split(d, args.causal, args.arch)

@@ -613,3 +613,28 @@ def test_placements_groups_d64_by_split(tmp_path):
     assert mod.main(["--dims", "64", "--json", str(out)]) == 0
     data = json.loads(out.read_text())["64"]
     assert sum(len(s["orders"]) for s in data["splits"]) == len(every)
+
+
+def test_placements_variant_string_and_top(capsys, tmp_path):
+    """bench/placements.py --variants: one A/B string, "default" first, every other placement of
+    the chosen group count once, each parsing to the three forced orders; --top K: the K lowest
+    ratios of a screen's JSON, best first; a screen without the default first is refused."""
+    mod = _load(os.path.join(ROOT, "bench", "placements.py"))
+    ab = _load(os.path.join(ROOT, "bench", "bwd_main_ab.py"))
+    assert mod.main(["--dims", "128", "--variants", "--groups", "4"]) == 0
+    names = capsys.readouterr().out.strip().split(";")
+    res = mod.placements_by_split(128)
+    four = [c for (n, _, _), cs in res["splits"].items() if n == 4 for c in cs]
+    assert names[0] == "default" and len(names) == len(set(names)) == len(four)
+    parsed = [ab.parse_variant(n) for n in names[1:]]
+    orders = {tuple(p[f"tile.{g}_order"] for g in mod.GROUPS) for p in parsed}
+    assert orders == set(four) - {res["default"]}
+    assert all(p["code"] == "default" for p in parsed)
+    screen = {"results": [dict(variant="default", ratio=1.0), dict(variant="a", ratio=1.02),
+                          dict(variant="b", ratio=0.97), dict(variant="c", ratio=0.99)]}
+    path = tmp_path / "ab.json"
+    path.write_text(json.dumps(screen))
+    assert mod.main(["--top", "2", "--ab-json", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "default;b;c"
+    with pytest.raises(ValueError, match="first variant"):
+        mod.top_variants(screen["results"][1:], 2)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# v119 (bench/RESULTS.md): a screen of every warp placement of a split class, then a longer A/B
+# of the screen's best against the default, in one device call:
+#   bash bench/ab_v119.sh [d128|d64|d64c|all]
+# The screen (2 rounds) names candidates only; adoption reads the confirming A/B (8 rounds).
+set -u
+out=${OUT:-bench/out}/v119
+. bench/ab_lib.sh
+screen() {  # DIR DIM CAUSAL_FLAG GROUPS TOP
+  local v
+  v=$(python3 bench/placements.py --dims "$2" $3 --variants --groups "$4") || return
+  echo "# $1: $(($(tr -cd ';' <<< "$v" | wc -c))) placements screened"
+  AB_TIMEOUT=${SCREEN_TIMEOUT:-420} ab "$1_screen" "$2" "$3" "$v" 2
+  [[ -f $out/$1_screen/bwd_main_ab.json ]] || return
+  v=$(python3 bench/placements.py --top "$5" --ab-json "$out/$1_screen/bwd_main_ab.json")
+  ab "$1" "$2" "$3" "$v" 8
+}
+what=${1:-all}
+[[ $what == d128 || $what == all ]] && screen d128 128 "" 4 3 && screen d128c 128 --causal 4 3
+[[ $what == d64 || $what == all ]] && screen d64 64 "" 2 3
+[[ $what == d64c || $what == all ]] && screen d64c 64 --causal 2 3
+true
