@@ -163,10 +163,16 @@ CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v79/d64c/bwd_main_ab.json")  # store_warp=1 slower
 # (d=256's dq_rows=2 is a row option since v96; it stays here, the same value, so that its
 # causal evidence, v17/v18 on the one-stage ring, is still checked against these sources)
-_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0), 256: dict(dq_rows=2)}
-# Causal runs whose default was the row's options (OPTIONS) alone: there a variant forcing just
-# the causal option, faster in its median, is the evidence (v53: d=64's exchange_sync=2).
-CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",)
+# d=64's s_order=2 (v119: S/dP warps in order 2 of warp_grid.placements, the row's dK/dV and dQ
+# orders kept, so the same dV/dK-first split; the best of 119 placements screened): 0.993x
+# [0.980, 0.996] causal; non-causal no placement beat the row's (best 0.999x).
+_SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0, s_order=2), 256: dict(dq_rows=2)}
+# Causal runs whose default was the row's options (OPTIONS) alone, or those plus the causal
+# options measured before: there a variant forcing just the new causal option (other keys it
+# forces at the row's values), faster in its median and every round, is the evidence (v53:
+# d=64's exchange_sync=2; v119: d=64's s_order=2).
+CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",
+                             "bench/results/v119/d64c/bwd_main_ab.json")
 CAUSAL_OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_CAUSAL_OPTIONS,
                                                          "sm_121a": _SM120_CAUSAL_OPTIONS}
 

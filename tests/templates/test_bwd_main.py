@@ -199,7 +199,7 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
 DEFAULT_PTX_SHA = {
     ("sm_120a", 32, False): "f6951b29fd52", ("sm_121a", 32, False): "6cfc574b219c",
     ("sm_120a", 64, False): "30e3606ae486", ("sm_121a", 64, False): "17259de7f1fc",
-    ("sm_120a", 64, True): "f4c9b107d037", ("sm_121a", 64, True): "03ae34c535ba",
+    ("sm_120a", 64, True): "f72644032fa1", ("sm_121a", 64, True): "b49913d8f095",
     ("sm_120a", 96, False): "ab4c3ca0e5bb", ("sm_121a", 96, False): "70ad7e481984",
     ("sm_120a", 128, False): "5a1ffaccaa72", ("sm_121a", 128, False): "8e5faef1b94f",
     ("sm_120a", 128, True): "65c9d7d702fe", ("sm_121a", 128, True): "01475c5335da",
