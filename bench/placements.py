@@ -15,7 +15,8 @@ v114-v118 timed 19 of them (0.977-1.133x of the default at d=64).
 ``--variants`` prints them instead as one ``bench/bwd_main_ab.py --variants`` string ("default"
 first; ``--groups N`` keeps the splits into N groups), so a screen times every placement in one
 A/B; ``--top K --ab-json PATH`` reads that screen's JSON and prints "default" and its K lowest
-ratios as the next, longer A/B's string (bench/ab_v119.sh runs the two in one device call).
+ratios as the next, longer A/B's string (bench/ab_v119.sh runs the two in one device call;
+``bench/variant_grid.py`` makes such screens of code choices).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import sys
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
+
+from bench.variant_grid import top_variants  # noqa: E402  (--top)
 
 GROUPS = ("s", "dkv", "dq")
 
@@ -45,15 +48,6 @@ def variant_string(res: dict, groups: int = 0) -> str:
     combos = [c for (n, _, _), cs in sorted(res["splits"].items()) if groups in (0, n)
               for c in cs if c != res["default"]]
     return ";".join(["default"] + [variant(c) for c in combos])
-
-
-def top_variants(results: list[dict], k: int) -> str:
-    """"default;<best>;..." of the ``k`` variants with the lowest ratio in an A/B's results
-    (bench/bwd_main_ab.py's JSON ``results``, the default first), best first."""
-    if not results or results[0]["variant"] != "default":
-        raise ValueError("the A/B's first variant must be 'default' (the ratios' baseline)")
-    rest = sorted(results[1:], key=lambda r: r["ratio"])[:k]
-    return ";".join(["default"] + [r["variant"] for r in rest])
 
 
 def placements_by_split(d: int, causal: bool = False, arch: str = "sm_120a") -> dict:

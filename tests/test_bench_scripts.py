@@ -638,3 +638,25 @@ def test_placements_variant_string_and_top(capsys, tmp_path):
     assert capsys.readouterr().out.strip() == "default;b;c"
     with pytest.raises(ValueError, match="first variant"):
         mod.top_variants(screen["results"][1:], 2)
+
+
+def test_variant_grid_product_and_refusals(capsys):
+    """bench/variant_grid.py: the product of the grid's values, "default" first, each with
+    code=default and parsing to its values; the default's own combination left out with
+    --dims; a malformed grid refused naming the entry."""
+    mod = _load(os.path.join(ROOT, "bench", "variant_grid.py"))
+    ab = _load(os.path.join(ROOT, "bench", "bwd_main_ab.py"))
+    grid = mod.parse_grid("trip_step=0|1, stat_vec=0|1|1 ,q_rotate=1")
+    names = mod.grid_variants(grid).split(";")
+    assert names[0] == "default" and len(names) == len(set(names)) == 1 + 2 * 2 * 1
+    assert ab.parse_variant(names[-1]) == {"trip_step": 1, "stat_vec": 1, "q_rotate": 1,
+                                            "code": "default"}
+    own = mod.default_code(128, True)
+    assert mod.main(["--grid", "trip_step=0|1,q_rotate=0|1", "--dims", "128", "--causal"]) == 0
+    out = capsys.readouterr().out.strip().split(";")
+    assert len(out) == 4 and out[0] == "default"
+    combos = {tuple(ab.parse_variant(n)[k] for k in ("trip_step", "q_rotate")) for n in out[1:]}
+    assert (own["trip_step"], own["q_rotate"]) not in combos and len(combos) == 3
+    for bad in ("trip_step=", "=0|1", "a=0,a=1", ""):
+        with pytest.raises(ValueError):
+            mod.parse_grid(bad)

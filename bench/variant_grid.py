@@ -1,0 +1,104 @@
+"""A/B variant strings for a screen: every combination of a few knobs, then its best few.
+
+    python3 bench/variant_grid.py --grid "trip_step=0|1,stat_vec=0|1" [--dims 128 --causal]
+    python3 bench/variant_grid.py --top 3 --ab-json DIR/bwd_main_ab.json
+
+``--grid`` prints one ``bench/bwd_main_ab.py --variants`` string: "default" first, then every
+combination of the listed values (``key=v1|v2|...``; keys as bench/bwd_main_ab.py takes them:
+code choices, ``tile.<knob>``), each with ``code=default`` so that the keys it does not name
+keep the default's resolved choices. With ``--dims`` (and ``--causal``) the combination equal
+to that default's own code choices is left out (it is "default"). ``--top K`` reads a screen's
+JSON and prints "default" and its K lowest ratios, best first: the next, longer A/B's string
+(bench/ab_v119.sh, bench/ab_v120.sh run the two in one device call). A 2-round screen only
+names candidates; adoption reads the longer A/B (bench/RESULTS.md v119).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+
+def parse_grid(text: str) -> dict[str, list[str]]:
+    """"a=0|1,b=x|y" -> {"a": ["0", "1"], "b": ["x", "y"]} (a value given twice counts once);
+    a key without values, or given twice, is refused."""
+    out: dict[str, list[str]] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, vals = part.partition("=")
+        values = list(dict.fromkeys(v.strip() for v in vals.split("|") if v.strip()))
+        if not key.strip() or not values:
+            raise ValueError(f"grid entry {part!r}: expected key=v1|v2|...")
+        if key.strip() in out:
+            raise ValueError(f"grid key {key.strip()!r} given twice")
+        out[key.strip()] = values
+    if not out:
+        raise ValueError("empty grid: expected key=v1|v2,...")
+    return out
+
+
+def grid_variants(grid: dict[str, list[str]], default: dict | None = None) -> str:
+    """"default;<combination>,code=default;..." over the Cartesian product of ``grid``, leaving
+    out the combination whose every value equals ``default``'s (str-compared)."""
+    names = ["default"]
+    for combo in itertools.product(*grid.values()):
+        pairs = dict(zip(grid, combo))
+        if default is not None and all(str(default.get(k)) == v for k, v in pairs.items()):
+            continue
+        names.append(",".join(f"{k}={v}" for k, v in pairs.items()) + ",code=default")
+    return ";".join(names)
+
+
+def top_variants(results: list[dict], k: int) -> str:
+    """"default;<best>;..." of the ``k`` variants with the lowest ratio in an A/B's results
+    (bench/bwd_main_ab.py's JSON ``results``, the default first), best first."""
+    if not results or results[0]["variant"] != "default":
+        raise ValueError("the A/B's first variant must be 'default' (the ratios' baseline)")
+    rest = sorted(results[1:], key=lambda r: r["ratio"])[:k]
+    return ";".join(["default"] + [r["variant"] for r in rest])
+
+
+def default_code(d: int, causal: bool, arch: str = "sm_120a") -> dict:
+    """The default bwd_main plan's resolved code choices at head dim ``d``."""
+    import dataclasses
+
+    from frost.templates.bwd_main import BwdMainKernel, default_plan
+
+    kern = BwdMainKernel(default_plan(arch, d, causal=causal), "bf16", causal=causal)
+    return dataclasses.asdict(kern.code)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid", help='knobs and values, e.g. "trip_step=0|1,stat_vec=0|1"')
+    ap.add_argument("--dims", type=int, help="leave out this head dim's default combination")
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--top", type=int, metavar="K",
+                    help="print 'default' and the K lowest-ratio variants of --ab-json")
+    ap.add_argument("--ab-json", metavar="PATH", help="a bench/bwd_main_ab.py JSON (--top)")
+    args = ap.parse_args(argv)
+    if args.top is not None:
+        if not args.ab_json:
+            ap.error("--top needs --ab-json PATH (a bench/bwd_main_ab.py screen's JSON)")
+        with open(args.ab_json) as f:
+            print(top_variants(json.load(f)["results"], args.top))
+        return 0
+    if not args.grid:
+        ap.error("give --grid KEY=V1|V2,... or --top K --ab-json PATH")
+    try:
+        grid = parse_grid(args.grid)
+    except ValueError as e:
+        ap.error(str(e))
+    default = default_code(args.dims, args.causal) if args.dims else None
+    print(grid_variants(grid, default))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
