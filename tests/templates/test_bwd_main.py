@@ -201,7 +201,7 @@ DEFAULT_PTX_SHA = {
     ("sm_120a", 64, False): "30e3606ae486", ("sm_121a", 64, False): "17259de7f1fc",
     ("sm_120a", 64, True): "f72644032fa1", ("sm_121a", 64, True): "b49913d8f095",
     ("sm_120a", 96, False): "ab4c3ca0e5bb", ("sm_121a", 96, False): "70ad7e481984",
-    ("sm_120a", 128, False): "5a1ffaccaa72", ("sm_121a", 128, False): "8e5faef1b94f",
+    ("sm_120a", 128, False): "c48a172abcb3", ("sm_121a", 128, False): "c57523153231",
     ("sm_120a", 128, True): "65c9d7d702fe", ("sm_121a", 128, True): "01475c5335da",
     ("sm_120a", 160, False): "0a8125f5a12c", ("sm_121a", 160, False): "7d21a164be2e",
     ("sm_120a", 192, False): "314e51872f91", ("sm_121a", 192, False): "ebf6e0feef1e",
@@ -231,9 +231,11 @@ def test_compile(arch, d, causal):
     regs, spills = _resources(rep)
     assert spills == 0, f"{spills} spill bytes at {regs} registers"
     # causal: the heavy-first CTA order (v41) reads the grid size; non-causal: linear order,
-    # which reads it only to find the next CTA's K/V tile (kv_prefetch, v72: d=128)
+    # which reads it only to find the next CTA's K/V tile (kv_prefetch, v72: d=128 on the
+    # division walk; no default prefetches since v121's stepping d=128)
     assert ("%nctaid" in rep.ptx) == (causal or kern.code.kv_prefetch > 0)
-    assert ("%nsmid" in rep.ptx) == (kern.code.kv_prefetch > 0) == (d == 128 and not causal)
+    assert ("%nsmid" in rep.ptx) == (kern.code.kv_prefetch > 0)
+    assert kern.code.trip_step == (d in (64, 128) and not (d == 128 and causal))
     assert kern.code.lpt_heads == ((8 if d <= 192 else 2) if causal else 1)
     assert rep.ptx_sha == DEFAULT_PTX_SHA[(arch, d, causal)], (
         "a default kernel's PTX changed (a code change, or a CuTe DSL / NVVM upgrade)")

@@ -36,10 +36,15 @@ def test_next_tile_model_covers_the_next_wave_once(grid, lpt, sms):
 
 
 def test_kv_prefetch_defaults_and_limits():
-    """On where v72 measured it faster every round (non-causal d=128, L=16); off on causal,
-    other head dims, other plans and tail-split builds; bad values name the knob."""
+    """On where v72 measured it faster every round (non-causal d=128 on the division walk,
+    L=16); off on d=128's stepping default (v121's pair), causal, other head dims, other plans
+    and tail-split builds; bad values name the knob."""
     kp = default_plan("sm_120a", 128)
-    assert KV_PREFETCH_MEASURED == {(128, False): 16} and BwdMainKernel(kp).code.kv_prefetch == 16
+    assert KV_PREFETCH_MEASURED == {(128, False, 0): 16}
+    code = BwdMainKernel(kp).code
+    assert (code.trip_step, code.kv_prefetch) == (1, 0)  # v121: stepping, no prefetch
+    assert BwdMainKernel(kp, trip_step=0).code.kv_prefetch == 16  # v72's pair
+    assert BwdMainKernel(kp, trip_step=0, kv_prefetch=0).code.kv_prefetch == 0
     assert BwdMainKernel(kp, tail_split=1).code.kv_prefetch == 0
     causal = default_plan("sm_120a", 128, causal=True)
     assert BwdMainKernel(causal, causal=True).code.kv_prefetch == 0

@@ -190,8 +190,9 @@ def test_unasked_differences_name_what_a_forced_plan_drops():
     kp = variant_plan("sm_120a", 128, tile={"exchange_stages": 1}).kernel("bwd_main")
     forced = dataclasses.asdict(BwdMainKernel(kp).code)
     diff = unasked_differences(forced, base, {"tile.exchange_stages"})
-    assert diff["reg_usage"] == (3, PTXAS_DEFAULT_REG_USAGE) and diff["kv_prefetch"] == (16, 0)
-    named = dataclasses.asdict(BwdMainKernel(kp, reg_usage=3, kv_prefetch=16).code)
+    assert diff["reg_usage"] == (3, PTXAS_DEFAULT_REG_USAGE) and diff["trip_step"] == (1, 0)
+    assert "kv_prefetch" not in diff  # both 0: the default's pair and the unmeasured plan
+    named = dataclasses.asdict(BwdMainKernel(kp, reg_usage=3, trip_step=1).code)
     left = unasked_differences(named, base, {"tile.exchange_stages"})
-    assert "reg_usage" not in left and "kv_prefetch" not in left
+    assert "reg_usage" not in left and "trip_step" not in left
     assert unasked_differences(base, base, ()) == {}

@@ -29,7 +29,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   on for the non-causal d=64 default only (v63, :data:`.measured.STAT_VEC_MEASURED`)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
-                  :data:`.measured.TRIP_STEP_MEASURED`); 0: divide
+                  :data:`.measured.TRIP_STEP_MEASURED`; d=128 since v121, with
+                  ``kv_prefetch`` off); 0: divide
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200); 2 on the plan's ATOM
                   workspace (``reduce_block=-1``: one ``.v4`` a lane's atom, no shuffle)
@@ -60,7 +61,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   parts' dK/dV (``epilogue.gather_parts``). Where it fits
                   (:func:`.rules.tail_split_fits`); built only for the calls that cut (v44)
 ``kv_prefetch``   L: L trips before its last, the producer prefetches the next CTA's K/V into
-                  L2 (``masks.next_cta_tile``); 0 off, and with ``tail_split`` (v72)
+                  L2 (``masks.next_cta_tile``); 0 off, and with ``tail_split`` (v72; on
+                  d=128's division walk only since v121)
 ``l2_hints``      L2 eviction priority of the bulk copies (``tile_dsl.ptx.L2_POLICY``): 0 none;
                   1 the dK/dV stores evict-first; 2 also the K/V loads (read once a CTA);
                   3 also the Q/dO loads evict-last (re-read by every KV tile of a head; v77)
@@ -259,7 +261,7 @@ class CodeChoices:
         if isinstance(sv, bool) or sv not in (0, 1) or (sv and not stat_vec_fits(kp)):
             raise CodeChoiceError(f"stat_vec must be 0 or 1, and 1 only where each MMA thread "
                                   f"owns 2, 4 or 8 S rows (whole m16 atoms), got {stat_vec!r}")
-        pf = pick_kv_prefetch(kp, causal, split) if kv_prefetch is None else kv_prefetch
+        pf = pick_kv_prefetch(kp, causal, split, step) if kv_prefetch is None else kv_prefetch
         if isinstance(pf, bool) or not isinstance(pf, int) or \
                 not 0 <= pf <= MAX_KV_PREFETCH or (pf and split):
             raise CodeChoiceError(f"kv_prefetch must be an int in [0, {MAX_KV_PREFETCH}] (trips "

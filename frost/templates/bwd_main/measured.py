@@ -89,17 +89,22 @@ def pick_dq_ds_held(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) ->
     return DQ_DS_HELD_MEASURED.get((kp.tile["d"], bool(causal)), 0)
 
 
-TRIP_STEP_MEASURED = {64: 1}
-"""padded d -> trip_step on the default plan (:func:`measured_plan`), where stepping
+TRIP_STEP_MEASURED = {(64, False): 1, (64, True): 1, (128, False): 1}
+"""(padded d, causal) -> trip_step on the default plan (:func:`measured_plan`), where stepping
 measured faster (bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
-d=64 1.007 (every round >= 1), causal 1.032 (every round). Elsewhere the division stays: d=128
-1.000, causal 0.984, d=32 0.978, d=256 0.986 (ptxas schedules the rest of the trip
+d=64 1.007 (every round >= 1), causal 1.032 (every round). d=128 steps since v121, paired with
+``kv_prefetch`` off (:data:`KV_PREFETCH_MEASURED`; step / divide-with-prefetch, 20 rounds):
+(4,16,4096) 0.989 [0.975, 0.995], (16,16,1024) 0.997 [0.991, 1.003]; either alone was slower
+(step with the prefetch 1.029 / 1.010, no prefetch with the division 1.006 / 1.008, 12 rounds).
+Elsewhere the division stays: causal d=128 1.011 (v121; 0.984 in v58, before its q_rotate and
+ptxas pair), d=32 0.978, d=256 0.986 (v58; ptxas schedules the rest of the trip
 differently)."""
 
 
 def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
     """:data:`TRIP_STEP_MEASURED` on a default plan; else 0."""
-    return TRIP_STEP_MEASURED.get(kp.tile["d"], 0) if measured_plan(kp, causal) else 0
+    return TRIP_STEP_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
+        if measured_plan(kp, causal) else 0
 
 
 SDP_ACCS_MEASURED: dict[tuple[int, bool], int] = {}
@@ -150,16 +155,23 @@ def pick_dq_spread(kp: KernelPlan, causal: bool = False) -> int:
         if measured_plan(kp, causal) else 0
 
 
-KV_PREFETCH_MEASURED = {(128, False): 16}
-"""(padded d, causal) -> kv_prefetch on the default plan (:func:`measured_plan`; its dq_splits
-builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / off): (16,16,1024)
-0.991, (4,16,4096) 0.999. Off elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080."""
+KV_PREFETCH_MEASURED = {(128, False, 0): 16}
+"""(padded d, causal, trip_step) -> kv_prefetch on the default plan (:func:`measured_plan`; its
+dq_splits builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / off,
+on the division walk): (16,16,1024) 0.991, (4,16,4096) 0.999. Keyed by the build's trip_step
+as the pair was timed: d=128's default steps since v121 and prefetches nothing there (the pair
+:data:`TRIP_STEP_MEASURED` records); a d=128 build forced to divide keeps v72's 16. Off
+elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080."""
 
 
-def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0) -> int:
-    """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits; else 0."""
-    on = _measured_build(kp, causal, tail_split)
-    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal)), 0) if on else 0
+def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
+                     trip_step: int | None = None) -> int:
+    """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits, for a build with
+    ``trip_step`` (None: :func:`pick_trip_step`'s); else 0."""
+    if not _measured_build(kp, causal, tail_split):
+        return 0
+    step = pick_trip_step(kp, causal) if trip_step is None else trip_step
+    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal), step), 0)
 
 
 REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True): 3,
