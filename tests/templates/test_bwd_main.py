@@ -1522,9 +1522,14 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     tl = default_plan("sm_120a", 128).tile
     same = default_plan("sm_120a", 128, tile={k: tl[k] for k in SDPA_BWD_SPACE if k in tl})
     assert BwdMainKernel(same).code.dq_accs == 2
-    # v58: the stepped trip walk where it measured faster only (d=64's 64x128 plan)
+    # v58: the stepped trip walk where it measured faster only (d=64's 64x128 plan);
+    # v121: non-causal d=128 too, paired with no K/V prefetch (causal d=128 measured slower)
+    from frost.templates.bwd_main.measured import TRIP_STEP_MEASURED
+
+    assert TRIP_STEP_MEASURED == {(64, False): 1, (64, True): 1, (128, False): 1}
     assert code(64, False).trip_step == code(64, True).trip_step == 1
-    assert all(code(d, c).trip_step == 0 for d in (32, 128, 256) for c in (False, True))
+    assert code(128, False).trip_step == 1 and code(128, True).trip_step == 0
+    assert all(code(d, c).trip_step == 0 for d in (32, 256) for c in (False, True))
     # v63: row-statistic vectors on the d=64 row only
     from frost.templates.bwd_main.measured import STAT_VEC_MEASURED
 
@@ -1553,9 +1558,10 @@ def test_trip_step_drops_the_loops_division():
     def divs(rep):
         return len(re.findall(r"\bdiv\.[su]32", rep.ptx))
 
-    kp = default_plan("sm_120a", 128)
-    assert divs(BwdMainKernel(kp, trip_step=1).compile("sm_120a")) == \
-        divs(BwdMainKernel(kp).compile("sm_120a")) - 1
+    kp = default_plan("sm_120a", 128, causal=True)  # its default walks with a division
+    assert BwdMainKernel(kp, causal=True).code.trip_step == 0
+    assert divs(BwdMainKernel(kp, causal=True, trip_step=1).compile("sm_120a")) == \
+        divs(BwdMainKernel(kp, causal=True).compile("sm_120a")) - 1
     for n_m in (1, 2, 7, 32):
         for t0 in (0, 4, n_m, 3 * n_m + 1):
             t1 = t0 + 3 * n_m + 5
