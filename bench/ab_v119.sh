@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # v119 (bench/RESULTS.md): a screen of every warp placement of a split class, then a longer A/B
 # of the screen's best against the default, in one device call:
-#   bash bench/ab_v119.sh [d128|d64|d64c|all]
+#   bash bench/ab_v119.sh [d128|d128c|d64|d64c|all]     (default all)
 # The screen (2 rounds) names candidates only; adoption reads the confirming A/B (8 rounds).
 set -u
 out=${OUT:-bench/out}/v119
@@ -10,13 +10,20 @@ screen() {  # DIR DIM CAUSAL_FLAG GROUPS TOP
   local v
   v=$(python3 bench/placements.py --dims "$2" $3 --variants --groups "$4") || return
   echo "# $1: $(($(tr -cd ';' <<< "$v" | wc -c))) placements screened"
+  rm -f "$out/$1_screen/bwd_main_ab.json"  # a stale screen must not name the candidates
   AB_TIMEOUT=${SCREEN_TIMEOUT:-420} ab "$1_screen" "$2" "$3" "$v" 2
   [[ -f $out/$1_screen/bwd_main_ab.json ]] || return
-  v=$(python3 bench/placements.py --top "$5" --ab-json "$out/$1_screen/bwd_main_ab.json")
+  v=$(python3 bench/variant_grid.py --top "$5" --ab-json "$out/$1_screen/bwd_main_ab.json") \
+    || return
   ab "$1" "$2" "$3" "$v" 8
 }
-what=${1:-all}
-[[ $what == d128 || $what == all ]] && screen d128 128 "" 4 3 && screen d128c 128 --causal 4 3
-[[ $what == d64 || $what == all ]] && screen d64 64 "" 2 3
-[[ $what == d64c || $what == all ]] && screen d64c 64 --causal 2 3
+case ${1:-all} in
+  d128) screen d128 128 "" 4 3 ;;
+  d128c) screen d128c 128 --causal 4 3 ;;
+  d64) screen d64 64 "" 2 3 ;;
+  d64c) screen d64c 64 --causal 2 3 ;;
+  all) screen d128 128 "" 4 3; screen d128c 128 --causal 4 3
+       screen d64 64 "" 2 3; screen d64c 64 --causal 2 3 ;;
+  *) echo "usage: bash bench/ab_v119.sh [d128|d128c|d64|d64c|all]" >&2; exit 2 ;;
+esac
 true

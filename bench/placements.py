@@ -2,7 +2,6 @@
 
     python3 bench/placements.py --dims 64 [--causal] [--json out.json]
     python3 bench/placements.py --dims 64 --variants [--groups 4]   # an A/B variant string
-    python3 bench/placements.py --top 4 --ab-json DIR/bwd_main_ab.json  # a screen's best 4
 
 For each head dim: every combination of the S/dP, dK/dV and dQ grids' warp orders (plan keys
 ``s_order``, ``dkv_order``, ``dq_order``: indices of ``frost.tile_dsl.warp_grid.placements``)
@@ -10,13 +9,14 @@ forced on the measured default, grouped by what ``exchange_sync`` makes of it: t
 warp groups, the group rule ``warp // div % n`` and which GEMMs run before the late wait.
 The default's own placement is starred. Each line is an A/B variant for bench/bwd_main_ab.py
 (``tile.s_order=..,tile.dkv_order=..,tile.dq_order=..,code=default``); bench/RESULTS.md
-v114-v118 timed 19 of them (0.977-1.133x of the default at d=64).
+v114-v118 timed 19 of them (0.977-1.133x of the default at d=64), v119 screened every one of
+the default's group count at d=64 and d=128.
 
 ``--variants`` prints them instead as one ``bench/bwd_main_ab.py --variants`` string ("default"
 first; ``--groups N`` keeps the splits into N groups), so a screen times every placement in one
-A/B; ``--top K --ab-json PATH`` reads that screen's JSON and prints "default" and its K lowest
-ratios as the next, longer A/B's string (bench/ab_v119.sh runs the two in one device call;
-``bench/variant_grid.py`` makes such screens of code choices).
+A/B; ``bench/variant_grid.py --top K`` reads that screen's JSON and prints the next, longer
+A/B's string (bench/ab_v119.sh runs the two in one device call; ``bench/variant_grid.py
+--grid`` makes such screens of code choices).
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ import sys
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
-
-from bench.variant_grid import top_variants  # noqa: E402  (--top)
 
 GROUPS = ("s", "dkv", "dq")
 
@@ -87,16 +85,7 @@ def main(argv=None) -> int:
                     help="print one A/B variant string of every placement instead (one head dim)")
     ap.add_argument("--groups", type=int, default=0,
                     help="with --variants: only splits into this many warp groups (0: all)")
-    ap.add_argument("--top", type=int, metavar="K",
-                    help="print 'default' and the K lowest-ratio variants of --ab-json")
-    ap.add_argument("--ab-json", metavar="PATH", help="a bench/bwd_main_ab.py JSON (--top)")
     args = ap.parse_args(argv)
-    if args.top is not None:
-        if not args.ab_json:
-            ap.error("--top needs --ab-json PATH (a bench/bwd_main_ab.py screen's JSON)")
-        with open(args.ab_json) as f:
-            print(top_variants(json.load(f)["results"], args.top))
-        return 0
     if args.variants:
         if "," in args.dims:
             ap.error("--variants takes one head dim (one A/B per dim)")

@@ -1,15 +1,17 @@
 """A/B variant strings for a screen: every combination of a few knobs, then its best few.
 
-    python3 bench/variant_grid.py --grid "trip_step=0|1,stat_vec=0|1" [--dims 128 --causal]
+    python3 bench/variant_grid.py --grid "trip_step=0|1,stat_vec=0|1" [--dims 128 [--causal]]
     python3 bench/variant_grid.py --top 3 --ab-json DIR/bwd_main_ab.json
 
 ``--grid`` prints one ``bench/bwd_main_ab.py --variants`` string: "default" first, then every
 combination of the listed values (``key=v1|v2|...``; keys as bench/bwd_main_ab.py takes them:
 code choices, ``tile.<knob>``), each with ``code=default`` so that the keys it does not name
-keep the default's resolved choices. With ``--dims`` (and ``--causal``) the combination equal
-to that default's own code choices is left out (it is "default"). ``--top K`` reads a screen's
-JSON and prints "default" and its K lowest ratios, best first: the next, longer A/B's string
-(bench/ab_v119.sh, bench/ab_v120.sh run the two in one device call). A 2-round screen only
+keep the default's resolved choices; a key bench/bwd_main_ab.py would refuse is refused here,
+before any device time. With ``--dims`` (``--causal``, ``--arch``) the combination equal to
+that default's own code choices is left out (it is "default"). ``--top K`` reads a screen's
+JSON (bench/bwd_main_ab.py's, or a bench/placements.py ``--variants`` screen's) and prints
+"default" and its K lowest ratios, best first: the next, longer A/B's string (bench/ab_v119.sh,
+bench/ab_v120.sh and bench/ab_v121.sh run the two in one device call). A 2-round screen only
 names candidates; adoption reads the longer A/B (bench/RESULTS.md v119).
 """
 
@@ -78,7 +80,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", help='knobs and values, e.g. "trip_step=0|1,stat_vec=0|1"')
     ap.add_argument("--dims", type=int, help="leave out this head dim's default combination")
-    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--causal", action="store_true", help="with --dims: the causal default")
+    ap.add_argument("--arch", default="sm_120a", help="with --dims: the default's arch")
     ap.add_argument("--top", type=int, metavar="K",
                     help="print 'default' and the K lowest-ratio variants of --ab-json")
     ap.add_argument("--ab-json", metavar="PATH", help="a bench/bwd_main_ab.py JSON (--top)")
@@ -91,11 +94,18 @@ def main(argv=None) -> int:
         return 0
     if not args.grid:
         ap.error("give --grid KEY=V1|V2,... or --top K --ab-json PATH")
+    if args.causal and not args.dims:
+        ap.error("--causal names the default left out: give --dims D with it")
+    from bench.bwd_main_ab import parse_variant
+
     try:
         grid = parse_grid(args.grid)
+        for key, values in grid.items():  # refuse what bench/bwd_main_ab.py would
+            for val in values:
+                parse_variant(f"{key}={val}")
     except ValueError as e:
         ap.error(str(e))
-    default = default_code(args.dims, args.causal) if args.dims else None
+    default = default_code(args.dims, args.causal, args.arch) if args.dims else None
     print(grid_variants(grid, default))
     return 0
 

@@ -615,35 +615,29 @@ def test_placements_groups_d64_by_split(tmp_path):
     assert sum(len(s["orders"]) for s in data["splits"]) == len(every)
 
 
-def test_placements_variant_string_and_top(capsys, tmp_path):
+def test_placements_variant_string(capsys):
     """bench/placements.py --variants: one A/B string, "default" first, every other placement of
-    the chosen group count once, each parsing to the three forced orders; --top K: the K lowest
-    ratios of a screen's JSON, best first; a screen without the default first is refused."""
+    the chosen group count once, each parsing to the three forced orders."""
     mod = _load(os.path.join(ROOT, "bench", "placements.py"))
     ab = _load(os.path.join(ROOT, "bench", "bwd_main_ab.py"))
     assert mod.main(["--dims", "128", "--variants", "--groups", "4"]) == 0
     names = capsys.readouterr().out.strip().split(";")
     res = mod.placements_by_split(128)
     four = [c for (n, _, _), cs in res["splits"].items() if n == 4 for c in cs]
-    assert names[0] == "default" and len(names) == len(set(names)) == len(four)
+    assert names[0] == "default" and len(names) == len(set(names))
+    assert len(names) == 1 + len(set(four) - {res["default"]})
     parsed = [ab.parse_variant(n) for n in names[1:]]
     orders = {tuple(p[f"tile.{g}_order"] for g in mod.GROUPS) for p in parsed}
     assert orders == set(four) - {res["default"]}
     assert all(p["code"] == "default" for p in parsed)
-    screen = {"results": [dict(variant="default", ratio=1.0), dict(variant="a", ratio=1.02),
-                          dict(variant="b", ratio=0.97), dict(variant="c", ratio=0.99)]}
-    path = tmp_path / "ab.json"
-    path.write_text(json.dumps(screen))
-    assert mod.main(["--top", "2", "--ab-json", str(path)]) == 0
-    assert capsys.readouterr().out.strip() == "default;b;c"
-    with pytest.raises(ValueError, match="first variant"):
-        mod.top_variants(screen["results"][1:], 2)
 
 
-def test_variant_grid_product_and_refusals(capsys):
+def test_variant_grid_product_top_and_refusals(capsys, tmp_path):
     """bench/variant_grid.py: the product of the grid's values, "default" first, each with
     code=default and parsing to its values; the default's own combination left out with
-    --dims; a malformed grid refused naming the entry."""
+    --dims; a malformed grid, a key bench/bwd_main_ab.py does not take, and --causal without
+    --dims refused; --top K: the K lowest ratios of a screen's JSON, best first, and a screen
+    without the default first refused."""
     mod = _load(os.path.join(ROOT, "bench", "variant_grid.py"))
     ab = _load(os.path.join(ROOT, "bench", "bwd_main_ab.py"))
     grid = mod.parse_grid("trip_step=0|1, stat_vec=0|1|1 ,q_rotate=1")
@@ -660,3 +654,16 @@ def test_variant_grid_product_and_refusals(capsys):
     for bad in ("trip_step=", "=0|1", "a=0,a=1", ""):
         with pytest.raises(ValueError):
             mod.parse_grid(bad)
+    for argv in (["--grid", "trip_stp=0|1"], ["--grid", "trip_step=0|1", "--causal"]):
+        with pytest.raises(SystemExit) as exc:
+            mod.main(argv)
+        assert exc.value.code == 2
+    assert "trip_stp" in capsys.readouterr().err
+    screen = {"results": [dict(variant="default", ratio=1.0), dict(variant="a", ratio=1.02),
+                          dict(variant="b", ratio=0.97), dict(variant="c", ratio=0.99)]}
+    path = tmp_path / "ab.json"
+    path.write_text(json.dumps(screen))
+    assert mod.main(["--top", "2", "--ab-json", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "default;b;c"
+    with pytest.raises(ValueError, match="first variant"):
+        mod.top_variants(screen["results"][1:], 2)

@@ -156,8 +156,9 @@ _SM120_OPTIONS = {
 OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_OPTIONS,
                                                   "sm_121a": _SM120_OPTIONS}
 # Options a causal plan takes on top of OPTIONS, measured on causal runs only. Each is backed
-# by a source that either holds the row's options alone and with it added (same round-robin
-# run; both forced), or ran with it in the default and measured the alternative slower.
+# by a source that holds the row's options alone and with it added (same round-robin run; both
+# forced), or ran with it in the default and measured the alternative slower, or (below,
+# CAUSAL_OPTIONS_AB_SOURCES) ran the row's options as its default and measured it faster.
 CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
                           "bench/results/v18/ab18/d256_causal/bwd_main_ab.json",
                           "bench/results/v79/d64c/bwd_main_ab.json")  # store_warp=1 slower

@@ -205,8 +205,10 @@ def _asked(result):
 def test_each_causal_option_was_measured_faster(d):
     """Every causal-only option has causal evidence: either the row's options plus it beat the
     row's options alone in one round-robin run (both forced), or a run whose default was the
-    row's options alone measured it faster (CAUSAL_OPTIONS_AB_SOURCES), or a run whose default
-    carried it measured the other value slower."""
+    row's options alone measured it faster in its median and every round
+    (CAUSAL_OPTIONS_AB_SOURCES: the variant changes that one option; it may force the other
+    keys of the option's OPTION_GROUPS group at the row's values, nothing else, and no code
+    choice), or a run whose default carried it measured the other value slower."""
     row = {k: v for k, v in OPTIONS["sm_120a"][d].items()  # the row as those runs had it
            if k not in OPTIONS_ADDED_LATER.get(d, ())}
     runs, singles = [], []
@@ -225,11 +227,18 @@ def test_each_causal_option_was_measured_faster(d):
         assert data["meta"]["causal"] is True, src
         # faster in its median and in every round
         for r in (r for r in data["results"] if r["d"] == d):
-            # what the variant changes: keys it forces at the row's value change nothing
-            eff = {k: v for k, v in r["kwargs"].items() if k != "code" and not (
-                k.startswith("tile.") and OPTIONS["sm_120a"][d].get(k[5:]) == v)}
-            direct += [(k, v, max(r["ratio"], r["round_ratio_max"])) for k, v in eff.items()
-                       if len(eff) == 1]
+            forced = _asked(r)
+            if any(not k.startswith("tile.") for k in forced):
+                continue  # a code choice: not a plan option's evidence
+            # what the variant changes: keys it forces at the row's value change nothing, and
+            # may be forced only where they plan together with the changed key (OPTION_GROUPS)
+            eff = {k: v for k, v in forced.items() if OPTIONS["sm_120a"][d].get(k[5:]) != v}
+            if len(eff) != 1:
+                continue
+            (key, val), = eff.items()
+            group = next((g for g in OPTION_GROUPS if key[5:] in g), frozenset({key[5:]}))
+            if all(k[5:] in group for k in forced):
+                direct.append((key, val, max(r["ratio"], r["round_ratio_max"])))
 
     def ratio(run, opts):
         return run.get(json.dumps({f"tile.{k}": v for k, v in opts.items()}, sort_keys=True))
