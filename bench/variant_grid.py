@@ -10,9 +10,10 @@ keep the default's resolved choices; a key bench/bwd_main_ab.py would refuse is 
 before any device time. With ``--dims`` (``--causal``, ``--arch``) the combination equal to
 that default's own code choices is left out (it is "default"). ``--top K`` reads a screen's
 JSON (bench/bwd_main_ab.py's, or a bench/placements.py ``--variants`` screen's) and prints
-"default" and its K lowest ratios, best first: the next, longer A/B's string (bench/ab_v119.sh,
-bench/ab_v120.sh and bench/ab_v121.sh run the two in one device call). A 2-round screen only
-names candidates; adoption reads the longer A/B (bench/RESULTS.md v119).
+"default" and its K lowest ratios, best first: the next, longer A/B's string
+(bench/ab_v119.sh, bench/ab_v120.sh, bench/ab_v121.sh and bench/ab_v122.sh run the two in one
+device call). A 2-round screen only names candidates; adoption reads the longer A/B
+(bench/RESULTS.md v119).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--grid", help='knobs and values, e.g. "trip_step=0|1,stat_vec=0|1"')
     ap.add_argument("--dims", type=int, help="leave out this head dim's default combination")
     ap.add_argument("--causal", action="store_true", help="with --dims: the causal default")
-    ap.add_argument("--arch", default="sm_120a", help="with --dims: the default's arch")
+    ap.add_argument("--arch", help="with --dims: the default's arch (sm_120a)")
     ap.add_argument("--top", type=int, metavar="K",
                     help="print 'default' and the K lowest-ratio variants of --ab-json")
     ap.add_argument("--ab-json", metavar="PATH", help="a bench/bwd_main_ab.py JSON (--top)")
@@ -94,8 +95,8 @@ def main(argv=None) -> int:
         return 0
     if not args.grid:
         ap.error("give --grid KEY=V1|V2,... or --top K --ab-json PATH")
-    if args.causal and not args.dims:
-        ap.error("--causal names the default left out: give --dims D with it")
+    if (args.causal or args.arch) and not args.dims:
+        ap.error("--causal and --arch name the default left out: give --dims D with them")
     from bench.bwd_main_ab import parse_variant
 
     try:
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
                 parse_variant(f"{key}={val}")
     except ValueError as e:
         ap.error(str(e))
-    default = default_code(args.dims, args.causal, args.arch) if args.dims else None
+    default = default_code(args.dims, args.causal, args.arch or "sm_120a") if args.dims else None
     print(grid_variants(grid, default))
     return 0
 

@@ -635,8 +635,8 @@ def test_placements_variant_string(capsys):
 def test_variant_grid_product_top_and_refusals(capsys, tmp_path):
     """bench/variant_grid.py: the product of the grid's values, "default" first, each with
     code=default and parsing to its values; the default's own combination left out with
-    --dims; a malformed grid, a key bench/bwd_main_ab.py does not take, and --causal without
-    --dims refused; --top K: the K lowest ratios of a screen's JSON, best first, and a screen
+    --dims; a malformed grid, a key bench/bwd_main_ab.py does not take, and --causal or --arch
+    without --dims refused; --top K: the K lowest ratios of a screen's JSON, best first, and a screen
     without the default first refused."""
     mod = _load(os.path.join(ROOT, "bench", "variant_grid.py"))
     ab = _load(os.path.join(ROOT, "bench", "bwd_main_ab.py"))
@@ -654,7 +654,8 @@ def test_variant_grid_product_top_and_refusals(capsys, tmp_path):
     for bad in ("trip_step=", "=0|1", "a=0,a=1", ""):
         with pytest.raises(ValueError):
             mod.parse_grid(bad)
-    for argv in (["--grid", "trip_stp=0|1"], ["--grid", "trip_step=0|1", "--causal"]):
+    for argv in (["--grid", "trip_stp=0|1"], ["--grid", "trip_step=0|1", "--causal"],
+                 ["--grid", "trip_step=0|1", "--arch", "sm_121a"]):
         with pytest.raises(SystemExit) as exc:
             mod.main(argv)
         assert exc.value.code == 2

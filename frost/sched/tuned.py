@@ -169,9 +169,9 @@ CAUSAL_OPTIONS_SOURCES = ("bench/results/v17/ab17/causal/bwd_main_ab.json",
 # [0.980, 0.996] causal; non-causal no placement beat the row's (best 0.999x).
 _SM120_CAUSAL_OPTIONS = {64: dict(exchange_sync=2, store_warp=0, s_order=2), 256: dict(dq_rows=2)}
 # Causal runs whose default was the row's options (OPTIONS) alone, or those plus the causal
-# options measured before: there a variant forcing just the new causal option (other keys it
-# forces at the row's values), faster in its median and every round, is the evidence (v53:
-# d=64's exchange_sync=2; v119: d=64's s_order=2).
+# options measured before: there a variant forcing just the new causal option (besides it, only
+# keys of its OPTION_GROUPS group at the row's values, and no code choice), faster in its median
+# and every round, is the evidence (v53: d=64's exchange_sync=2; v119: d=64's s_order=2).
 CAUSAL_OPTIONS_AB_SOURCES = ("bench/results/v53/d64c/bwd_main_ab.json",
                              "bench/results/v119/d64c/bwd_main_ab.json")
 CAUSAL_OPTIONS: dict[str, dict[int, dict[str, int]]] = {"sm_120a": _SM120_CAUSAL_OPTIONS,

@@ -38,7 +38,7 @@ def test_cli_compile_json(capsys):
     assert set(rows[1]["code"]) == {f.name for f in dataclasses.fields(CodeChoices)}
     assert {"interleave", "dq_guard", "stat_vec", "kv_prefetch"} <= set(rows[1]["code"])
     assert rows[1]["code"]["tail_split"] == 0  # built with tail splits only for calls that cut
-    assert rows[1]["code"]["kv_prefetch"] == 0  # on for d=128 only (v72)
+    assert rows[1]["code"]["kv_prefetch"] == 0  # off on every default since v121
 
 
 def test_cli_compile_rejects_bad_head_dim(capsys):

@@ -64,7 +64,8 @@ def test_kv_prefetch_defaults_and_limits():
 def test_compile_kv_prefetch(arch, d, causal):
     """One L2 prefetch per TMA box of K and of V (a 128-column bf16 tile is two 64-column
     boxes), issued by one lane (no elect), after reading %nsmid; none in the default build, and
-    both spill-free (both forced: non-causal d=128 prefetches by default)."""
+    both spill-free (both forced: no default prefetches since v121; a d=128 build forced to divide
+    does)."""
     kp = default_plan(arch, d, causal=causal)
     on = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=True, kv_prefetch=4).compile(arch)
     off = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=True, kv_prefetch=0).compile(arch)

@@ -29,7 +29,7 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   on for the non-causal d=64 default only (v63, :data:`.measured.STAT_VEC_MEASURED`)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
-                  :data:`.measured.TRIP_STEP_MEASURED`; d=128 since v121, with
+                  :data:`.measured.TRIP_STEP_MEASURED`; non-causal d=128 since v121, with
                   ``kv_prefetch`` off); 0: divide
 ``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
                   lane-pair shuffle; 2–9 % slower on the H200); 2 on the plan's ATOM

@@ -92,13 +92,15 @@ def pick_dq_ds_held(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) ->
 TRIP_STEP_MEASURED = {(64, False): 1, (64, True): 1, (128, False): 1}
 """(padded d, causal) -> trip_step on the default plan (:func:`measured_plan`), where stepping
 measured faster (bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
-d=64 1.007 (every round >= 1), causal 1.032 (every round). d=128 steps since v121, paired with
-``kv_prefetch`` off (:data:`KV_PREFETCH_MEASURED`; step / divide-with-prefetch, 20 rounds):
+d=64 1.007 (every round >= 1), causal 1.032 (every round). Non-causal d=128 steps since v121,
+paired with ``kv_prefetch`` off (:data:`KV_PREFETCH_MEASURED`; step / divide-with-prefetch, 20
+rounds):
 (4,16,4096) 0.989 [0.975, 0.995], (16,16,1024) 0.997 [0.991, 1.003]; either alone was slower
 (step with the prefetch 1.029 / 1.010, no prefetch with the division 1.006 / 1.008, 12 rounds).
 Elsewhere the division stays: causal d=128 1.011 (v121; 0.984 in v58, before its q_rotate and
 ptxas pair), d=32 0.978, d=256 0.986 (v58; ptxas schedules the rest of the trip
-differently)."""
+differently). A tail-split build of these plans steps too: v58 and v121 timed plain builds; the
+split builds' numerics are covered by the GPU split tests."""
 
 
 def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
