@@ -22,3 +22,14 @@ ab_bench_rows() {
   ab d128s 128 "" "$1" "$r" 16,16,1024
   ab d256 256 "" "$1" "$r" 2,8,4096
 }
+# screen_best DIR DIM CAUSAL_FLAG VARIANTS TOP: a 2-round screen of VARIANTS into $out/DIR_screen
+# (a stale JSON removed first, so it cannot name the candidates), then sets $best to "default"
+# and the screen's TOP lowest ratios (bench/variant_grid.py --top), the longer A/B's string. A
+# screen names candidates only; adoption reads that A/B. SCREEN_TIMEOUT: seconds (360).
+screen_best() {
+  echo "# $1: $(($(tr -cd ';' <<< "$4" | wc -c))) variants screened"
+  rm -f "$out/$1_screen/bwd_main_ab.json"
+  AB_TIMEOUT=${SCREEN_TIMEOUT:-360} ab "$1_screen" "$2" "$3" "$4" 2
+  [[ -f $out/$1_screen/bwd_main_ab.json ]] || return
+  best=$(python3 bench/variant_grid.py --top "$5" --ab-json "$out/$1_screen/bwd_main_ab.json")
+}

@@ -9,13 +9,8 @@ out=${OUT:-bench/out}/v119
 screen() {  # DIR DIM CAUSAL_FLAG GROUPS TOP
   local v
   v=$(python3 bench/placements.py --dims "$2" $3 --variants --groups "$4") || return
-  echo "# $1: $(($(tr -cd ';' <<< "$v" | wc -c))) placements screened"
-  rm -f "$out/$1_screen/bwd_main_ab.json"  # a stale screen must not name the candidates
-  AB_TIMEOUT=${SCREEN_TIMEOUT:-420} ab "$1_screen" "$2" "$3" "$v" 2
-  [[ -f $out/$1_screen/bwd_main_ab.json ]] || return
-  v=$(python3 bench/variant_grid.py --top "$5" --ab-json "$out/$1_screen/bwd_main_ab.json") \
-    || return
-  ab "$1" "$2" "$3" "$v" 8
+  SCREEN_TIMEOUT=${SCREEN_TIMEOUT:-420} screen_best "$1" "$2" "$3" "$v" "$5" || return
+  ab "$1" "$2" "$3" "$best" 8
 }
 case ${1:-all} in
   d128) screen d128 128 "" 4 3 ;;

@@ -7,10 +7,6 @@ out=${OUT:-bench/out}/v120
 . bench/ab_lib.sh
 grid="trip_step=0|1,stat_vec=0|1,q_rotate=0|1,dq_accs=1|2,kv_prefetch=0|16,l2_hints=0|3"
 v=$(python3 bench/variant_grid.py --grid "$grid" --dims 128 --causal) || exit 1
-echo "# $(($(tr -cd ';' <<< "$v" | wc -c))) combinations screened"
-rm -f "$out/d128c_screen/bwd_main_ab.json"
-AB_TIMEOUT=${SCREEN_TIMEOUT:-360} ab d128c_screen 128 --causal "$v" 2
-[[ -f $out/d128c_screen/bwd_main_ab.json ]] || exit 1
-v=$(python3 bench/variant_grid.py --top 3 --ab-json "$out/d128c_screen/bwd_main_ab.json") || exit 1
-ab d128c 128 --causal "$v" 8
-ab d128l 128 --causal "$v" 6 2,16,8192
+screen_best d128c 128 --causal "$v" 3 || exit 1
+ab d128c 128 --causal "$best" 8
+ab d128l 128 --causal "$best" 6 2,16,8192

@@ -7,10 +7,6 @@ out=${OUT:-bench/out}/v121
 . bench/ab_lib.sh
 grid="trip_step=0|1,q_rotate=0|1,dq_accs=1|2,kv_prefetch=0|16"
 v=$(python3 bench/variant_grid.py --grid "$grid" --dims 128) || exit 1
-echo "# $(($(tr -cd ';' <<< "$v" | wc -c))) combinations screened"
-rm -f "$out/d128_screen/bwd_main_ab.json"
-AB_TIMEOUT=${SCREEN_TIMEOUT:-360} ab d128_screen 128 "" "$v" 2
-[[ -f $out/d128_screen/bwd_main_ab.json ]] || exit 1
-v=$(python3 bench/variant_grid.py --top 3 --ab-json "$out/d128_screen/bwd_main_ab.json") || exit 1
-ab d128 128 "" "$v" 6
-ab d128s 128 "" "$v" 6 16,16,1024
+screen_best d128 128 "" "$v" 3 || exit 1
+ab d128 128 "" "$best" 6
+ab d128s 128 "" "$best" 6 16,16,1024

@@ -8,10 +8,6 @@ out=${OUT:-bench/out}/v122
 . bench/ab_lib.sh
 grid="reg_usage=3|5|7,ptxas_opt=2|3,stat_vec=0|1"
 v=$(python3 bench/variant_grid.py --grid "$grid" --dims 128) || exit 1
-echo "# $(($(tr -cd ';' <<< "$v" | wc -c))) combinations screened"
-rm -f "$out/d128_screen/bwd_main_ab.json"
-AB_TIMEOUT=${SCREEN_TIMEOUT:-300} ab d128_screen 128 "" "$v" 2
-[[ -f $out/d128_screen/bwd_main_ab.json ]] || exit 1
-v=$(python3 bench/variant_grid.py --top 3 --ab-json "$out/d128_screen/bwd_main_ab.json") || exit 1
-AB_TIMEOUT=200 ab d128 128 "" "$v" 10
-AB_TIMEOUT=200 ab d128s 128 "" "$v" 10 16,16,1024
+SCREEN_TIMEOUT=${SCREEN_TIMEOUT:-300} screen_best d128 128 "" "$v" 3 || exit 1
+AB_TIMEOUT=200 ab d128 128 "" "$best" 10
+AB_TIMEOUT=200 ab d128s 128 "" "$best" 10 16,16,1024

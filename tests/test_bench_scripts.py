@@ -668,3 +668,36 @@ def test_variant_grid_product_top_and_refusals(capsys, tmp_path):
     assert capsys.readouterr().out.strip() == "default;b;c"
     with pytest.raises(ValueError, match="first variant"):
         mod.top_variants(screen["results"][1:], 2)
+
+
+def test_ab_lib_screen_best_names_the_screens_lowest(tmp_path):
+    """bench/ab_lib.sh screen_best: removes a stale screen JSON before screening (a failed screen
+    then names nothing: non-zero status), and sets $best to "default" and the screen's TOP lowest
+    ratios. `ab` is stubbed: the stub writes the screen's JSON with ratios 1.03, 0.98, 1.01."""
+    script = r'''
+out=$1
+. bench/ab_lib.sh 2>/dev/null
+ab() {
+  mkdir -p "$out/$1"
+  [[ -n ${FAIL:-} ]] && return
+  python3 - "$4" "$out/$1/bwd_main_ab.json" <<'PY'
+import json, sys
+names = sys.argv[1].split(";")
+ratios = [1.0, 1.03, 0.98, 1.01]
+json.dump({"results": [dict(variant=n, ratio=r) for n, r in zip(names, ratios)]},
+          open(sys.argv[2], "w"))
+PY
+}
+screen_best d128 128 "" "default;a=1;b=2;c=3" 2 || { echo "status $?"; exit 0; }
+echo "best=$best"
+'''
+    def run(env):
+        return subprocess.run(["bash", "-c", script, "x", str(tmp_path)], cwd=ROOT,
+                              capture_output=True, text=True, env={**os.environ, **env})
+
+    got = run({})
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip().splitlines()[-1] == "best=default;b=2;c=3"
+    assert "3 variants screened" in got.stdout
+    stale = run({"FAIL": "1"})  # the screen writes nothing: the earlier JSON must not count
+    assert "status 1" in stale.stdout and "best=" not in stale.stdout
