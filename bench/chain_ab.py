@@ -1,22 +1,25 @@
-"""A/B of plan options on the whole backward chain (``frost.sdpa.backward``), round-robin.
+"""A/B of plan options and code choices on the whole backward chain (``frost.sdpa.backward``).
 
 Why: a plan option can change more than ``bwd_main`` (``reduce_block`` also changes how
 ``dq_convert`` reads the dQ workspace), so ``bench/bwd_main_ab.py``'s kernel-only ratio may not
 reach the call (bench/RESULTS.md v106: d=128's 0.993x there, -0.6 % in the chain). Here each
 variant is the row's measured options (:func:`frost.sched.tuned.tuned_options`: the row's, and
-causal the causal ones) with some keys set or removed, exactly as it would ship: for each
-variant the planner's lookup is patched, the chain is compiled and warmed through
-``frost.sdpa.backward`` (the plan built is checked to carry the options), and its compiled
-chain and call cache are kept; then ``--rounds`` rounds time every variant (rotated order) for
+causal the causal ones) with some keys set or removed, and the main kernel's code choices
+(:class:`frost.templates.bwd_main.code.CodeChoices`, e.g. ``trip_step=0``) set on top of their
+measured defaults, exactly as it would ship: for each variant the planner's lookup and the
+chain's main-kernel factory are patched, the chain is compiled and warmed through
+``frost.sdpa.backward`` (the plan and the code built are checked to carry the variant), and its
+compiled chain and call cache are kept; then ``--rounds`` rounds time every variant (rotated order) for
 ``--iters`` CUDA-event calls each. Per variant: the median call; per round: its median / the
 first variant's.
 Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-2).
 
     python3 bench/chain_ab.py --shapes 4,16,4096,128 16,16,1024,128 4,16,4096,128,c \\
-        --variants "default;reduce_block=-1" --commit SHA --out $OUT
+        --variants "default;reduce_block=-1;trip_step=0,kv_prefetch=16" --commit SHA --out $OUT
 
-A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``
-(``value`` an int, or ``none`` to drop the row's option). Writes ``chain_ab.json`` and
+A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``: a
+plan key (``value`` an int, or ``none`` to drop the row's option) or a code choice (an int, or
+the word a word-valued choice takes, e.g. ``p_store=st32``). Writes ``chain_ab.json`` and
 ``chain_ab.png`` to ``--out`` with the card, the date and the commit; ``--replot JSON...``
 draws stored files again on any machine.
 """
@@ -24,6 +27,7 @@ draws stored files again on any machine.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -38,33 +42,64 @@ from bwd_main_ab import plot, round_robin, write_report  # noqa: E402
 from sdpa_bwd import commit_id, flops, make_set, rel_err  # noqa: E402
 
 PLAN_ARCH = "sm_120a"  # the plans every supported device runs (frost.sched.arch.plan_arch)
+CALL_DECIDES = frozenset({"tail_split", "persistent"})  # per call / a launch frost.sdpa never runs
+
+
+def code_choices() -> dict:
+    """{name: type} of the code choices a variant may set (:class:`CodeChoices`' fields less
+    :data:`CALL_DECIDES`)."""
+    import dataclasses
+
+    from frost.templates.bwd_main.code import CodeChoices
+
+    return {f.name: (str if f.type in (str, "str") else int)
+            for f in dataclasses.fields(CodeChoices) if f.name not in CALL_DECIDES}
 
 
 def parse_variant(text: str) -> dict:
-    """``default`` -> {}; ``a=1,b=none`` -> {"a": 1, "b": None} (None: drop the option).
-    ValueError for a malformed item, a key the planner cannot force or a value it may not take
-    (:func:`frost.sched.sdpa.check_tile`)."""
+    """``default`` -> {}; ``a=1,b=none`` -> {"a": 1, "b": None} (None: drop the plan option).
+    A code choice's name keeps its value (an int, or a word for the word-valued ones). ValueError
+    for a malformed item, a key that is neither a plan key the planner can force nor a code
+    choice, or a plan value it may not take (:func:`frost.sched.sdpa.check_tile`; a code choice's
+    value is checked when its variant is built)."""
     from frost.sched.sdpa import FORCEABLE, check_tile
 
     text = text.strip()
     if text == "default":
         return {}
-    out = {}
+    out, code = {}, code_choices()
     for item in text.split(","):
         key, sep, val = (x.strip() for x in item.partition("="))
         if not sep or not key or not val:
             raise ValueError(f"bad variant item {item!r}: want key=int or key=none")
+        if key in CALL_DECIDES:
+            raise ValueError(f"bad variant item {item!r}: {key} is decided per call, not by a "
+                             f"variant")
+        if key in code:
+            out[key] = val if code[key] is str else _int(item, val)
+            continue
         if val == "none":
             if key not in FORCEABLE:
                 check_tile({key: 0})  # names the known keys
             out[key] = None
             continue
-        try:
-            out[key] = int(val)
-        except ValueError:
-            raise ValueError(f"bad variant item {item!r}: {val!r} is not an int") from None
+        out[key] = _int(item, val)
         check_tile({key: out[key]})
     return out
+
+
+def _int(item: str, val: str) -> int:
+    try:
+        return int(val)
+    except ValueError:
+        raise ValueError(f"bad variant item {item!r}: {val!r} is not an int") from None
+
+
+def split_change(change: dict) -> tuple[dict, dict]:
+    """A variant's (plan options, code choices)."""
+    code = code_choices()
+    return ({k: v for k, v in change.items() if k not in code},
+            {k: v for k, v in change.items() if k in code})
 
 
 def parse_shape(text: str) -> tuple:
@@ -76,17 +111,23 @@ def parse_shape(text: str) -> tuple:
 
 class OptionPatch:
     """Plan head dim ``d`` (causal or not) with its row's measured options changed by
-    ``change`` ({key: int, or None to drop}), applied on top of everything
+    ``change``'s plan keys ({key: int, or None to drop}), applied on top of everything
     :func:`frost.sched.tuned.tuned_options` merges for that row (the row's options and, causal,
-    the causal ones): the planner's lookup is wrapped, no table is edited. Every cached plan and
-    compiled chain is forgotten on entry and on :meth:`restore`, which puts the lookup back."""
+    the causal ones), and its main kernel built with ``change``'s code choices: the planner's
+    lookup and :func:`frost.sdpa.api.main_choices` are wrapped, no table is edited. Every
+    cached plan and compiled chain is forgotten on entry and on :meth:`restore`, which puts both
+    back."""
 
     def __init__(self, d: int, causal: bool, change: dict):
         from frost.sched import sdpa as sched_sdpa
+        from frost.sdpa import api
 
         self.sched, self.orig = sched_sdpa, sched_sdpa.tuned_options
-        self.padded, self.causal, self.change = sched_sdpa.pad_head_dim(d), bool(causal), change
+        self.api, self.orig_main = api, api.main_choices
+        self.padded, self.causal = sched_sdpa.pad_head_dim(d), bool(causal)
+        self.change, self.code = split_change(change)
         sched_sdpa.tuned_options = self.lookup
+        api.main_choices = self.main_choices
         self._forget()
 
     def lookup(self, arch: str, padded_d: int, causal: bool = False) -> dict:
@@ -99,6 +140,14 @@ class OptionPatch:
                     out[k] = v
         return out
 
+    def main_choices(self, key) -> dict:
+        """``frost.sdpa.api.main_choices`` with this variant's code choices on top, for its row."""
+        out = dict(self.orig_main(key))
+        if self.sched.pad_head_dim(key.head_dim) == self.padded and \
+                (key.causal_align != "none") == self.causal:
+            out.update(self.code)
+        return out
+
     @property
     def options(self) -> dict:
         """The options the patched row plans with."""
@@ -106,28 +155,34 @@ class OptionPatch:
 
     def restore(self):
         self.sched.tuned_options = self.orig
+        self.api.main_choices = self.orig_main
         self._forget()
 
     def _forget(self):
-        from frost.sdpa import api
-
         self.sched._best.cache_clear()
-        api.clear_cache()
+        self.api.clear_cache()
 
 
-def built_tile(cache: dict, options: dict) -> dict:
+def built_tile(cache: dict, options: dict, code: dict | None = None) -> dict:
     """The bwd_main tile the variant's call compiled (``frost.sdpa.api``'s chain cache, the
     whole-tile build), after checking it carries every option it was patched with: where the
     options do not fit, the planner falls back to the bare tile, which would time another plan
-    under this variant's name."""
-    tiles = [dict(ch.main.kp.tile) for key, ch in cache.items() if not key.tail_split]
-    if len(tiles) != 1:
-        raise SystemExit(f"expected one whole-tile chain in the cache, found {len(tiles)}")
-    wrong = {k: (v, tiles[0].get(k, 0)) for k, v in options.items()  # (-1: the planner's pick)
-             if tiles[0].get(k, 0) != v and not (k.endswith("_order") and v == -1)}
+    under this variant's name. ``code``: the code choices its main kernel must carry, checked
+    the same way (the returned dict then also holds the built kernel's code choices under
+    ``"code"``)."""
+    chains = [ch for key, ch in cache.items() if not key.tail_split]
+    if len(chains) != 1:
+        raise SystemExit(f"expected one whole-tile chain in the cache, found {len(chains)}")
+    tile = dict(chains[0].main.kp.tile)
+    wrong = {k: (v, tile.get(k, 0)) for k, v in options.items()  # (-1: the planner's pick)
+             if tile.get(k, 0) != v and not (k.endswith("_order") and v == -1)}
+    if code is not None:
+        built = dataclasses.asdict(chains[0].main.code)
+        wrong.update({k: (v, built.get(k)) for k, v in code.items() if built.get(k) != v})
+        tile["code"] = built
     if wrong:
-        raise SystemExit(f"the plan built does not carry its options (wanted, got): {wrong}")
-    return tiles[0]
+        raise SystemExit(f"the chain built does not carry its variant (wanted, got): {wrong}")
+    return tile
 
 
 def main(argv=None) -> int:
@@ -179,14 +234,15 @@ def main(argv=None) -> int:
                     out = call()
                 torch.cuda.synchronize()
                 opts.append(patch.options)
-                tiles.append(built_tile(api._CACHE, opts[-1]))
+                tiles.append(built_tile(api._CACHE, opts[-1], patch.code))
                 caches.append((dict(api._CACHE), dict(api._SIGS)))
                 outs.append([x.clone() for x in out])
             finally:
                 patch.restore()
         same = [n for n, t, c in zip(names[1:], tiles[1:], changes[1:]) if t == tiles[0] and c]
         if same:
-            raise SystemExit(f"{text}: {same} built the same plan as {names[0]}: nothing to time")
+            raise SystemExit(f"{text}: {same} built the same plan and code as {names[0]}: "
+                             f"nothing to time")
         errs = [max(rel_err(torch, a, r) for a, r in zip(o, outs[0])) for o in outs]
         bad = [n for n, e in zip(names, errs) if not e <= 1e-2]
         if bad:

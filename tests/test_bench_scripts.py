@@ -96,8 +96,13 @@ def test_chain_ab_help_variants_and_the_option_patch():
     assert mod.parse_variant("reduce_block=-1, dq_rows=none") == {"reduce_block": -1, "dq_rows": None}
     assert mod.parse_shape("4,16,4096,128,c") == (4, 16, 4096, 128, True)
     assert mod.parse_shape("2,8,4096,256") == (2, 8, 4096, 256, False)
+    assert mod.parse_variant("trip_step=0,kv_prefetch=16,p_store=st32,reduce_block=-1") == \
+        {"trip_step": 0, "kv_prefetch": 16, "p_store": "st32", "reduce_block": -1}
+    assert mod.split_change({"trip_step": 0, "reduce_block": None}) == \
+        ({"reduce_block": None}, {"trip_step": 0})
     for bad, why in (("reduce_block", "key=int"), ("no_such_key=1", "unknown tile key"),
-                     ("reduce_block=x", "not an int"), ("q_stages=9", "not allowed")):
+                     ("reduce_block=x", "not an int"), ("q_stages=9", "not allowed"),
+                     ("trip_step=x", "not an int"), ("tail_split=1", "decided per call")):
         with pytest.raises(ValueError, match=why):
             mod.parse_variant(bad)
     from frost.sched import tuned
@@ -122,6 +127,37 @@ def test_chain_ab_help_variants_and_the_option_patch():
     assert repr((tuned.OPTIONS, tuned.CAUSAL_OPTIONS)) == tables  # no table was edited
 
 
+def test_chain_ab_code_patch_reaches_the_calls_main_kernel():
+    """bench/chain_ab.py: a variant's code choices reach frost.sdpa's main kernel of its row
+    only (through api.main_choices), on top of the measured defaults; restore undoes it."""
+    from frost.sdpa import api
+    from frost.templates.bwd_main.kernel import BwdMainKernel
+
+    mod = _load(CHAIN_AB)
+
+    def key(d, align):
+        return api.VariantKey(arch="sm_120a", dtype="bf16", head_dim=d, causal_align=align,
+                              deterministic=False, use_pdl=True)
+
+    def code(k):
+        return api._main_kernel(k, api.make_plan(k)).code
+
+    mine, causal, other = key(128, "none"), key(128, "bottom_right"), key(64, "none")
+    before = [code(k) for k in (mine, causal, other)]
+    assert before[0].trip_step == 1 and before[0].kv_prefetch == 0  # v121's defaults
+    patch = mod.OptionPatch(128, False, {"trip_step": 0, "kv_prefetch": 16})
+    try:
+        assert patch.code == {"trip_step": 0, "kv_prefetch": 16} and patch.change == {}
+        got = code(mine)
+        assert (got.trip_step, got.kv_prefetch) == (0, 16)
+        assert got.dq_chunks == before[0].dq_chunks and got.interleave == before[0].interleave
+        assert code(causal) == before[1] and code(other) == before[2]
+        assert isinstance(api._main_kernel(mine, api.make_plan(mine)), BwdMainKernel)
+    finally:
+        patch.restore()
+    assert api.main_choices(mine) == {} and code(mine) == before[0]
+
+
 def test_chain_ab_refuses_a_plan_without_its_options():
     """bench/chain_ab.py: where the patched options do not fit, the planner falls back to the
     bare tile; built_tile refuses that (a variant would time another plan under its name)."""
@@ -141,6 +177,15 @@ def test_chain_ab_refuses_a_plan_without_its_options():
         mod.built_tile(cache, {"exchange_stages": 2, "reduce_block": -1})
     with pytest.raises(SystemExit, match="one whole-tile chain"):
         mod.built_tile({split_key: chain(tile)}, {})
+    from frost.templates.bwd_main.code import CodeChoices
+
+    built = CodeChoices(1, 1, 2, "stmatrix", 0, trip_step=1)
+    coded = {key: types.SimpleNamespace(main=types.SimpleNamespace(
+        kp=types.SimpleNamespace(tile=tile), code=built))}
+    got = mod.built_tile(coded, {}, {"trip_step": 1})
+    assert got["code"]["trip_step"] == 1 and got["tile_m"] == 32
+    with pytest.raises(SystemExit, match="trip_step"):
+        mod.built_tile(coded, {}, {"trip_step": 0})
 
 
 def test_chain_ab_replot_draws_a_stored_run(tmp_path):

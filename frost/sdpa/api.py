@@ -113,6 +113,13 @@ def make_plan(key: VariantKey):
                         dtype=key.dtype, tile=dict(key.tile), tail_split=key.tail_split)
 
 
+def main_choices(key: VariantKey) -> dict:
+    """Code choices (:class:`frost.templates.bwd_main.code.CodeChoices`) the main kernel of
+    ``key`` is built with on top of its plan's measured defaults: none today (a hook that
+    ``bench/chain_ab.py`` wraps to time code choices on the whole call)."""
+    return {}
+
+
 def _main_kernel(key: VariantKey, plan):
     """The main kernel (:mod:`frost.templates.bwd_main`) for this variant."""
     from frost.templates.bwd_main.kernel import BwdMainKernel
@@ -124,7 +131,7 @@ def _main_kernel(key: VariantKey, plan):
         kw["dq_splits"] = True
     if key.tail_split:
         kw["tail_split"] = 1
-    return BwdMainKernel(plan.kernel("bwd_main"), **kw)
+    return BwdMainKernel(plan.kernel("bwd_main"), **kw, **main_choices(key))
 
 
 @dataclasses.dataclass
