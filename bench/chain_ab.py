@@ -19,7 +19,9 @@ Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-
 
 A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``: a
 plan key (``value`` an int, or ``none`` to drop the row's option) or a code choice (an int, or
-the word a word-valued choice takes, e.g. ``p_store=st32``). Writes ``chain_ab.json`` and
+the word a word-valued choice takes, e.g. ``p_store=st32``). A ``code=default`` item (how
+``bench/variant_grid.py --top`` writes a code-only variant) is taken and dropped: the choices a
+variant does not name keep their measured defaults here anyway. Writes ``chain_ab.json`` and
 ``chain_ab.png`` to ``--out`` with the card, the date and the commit; ``--replot JSON...``
 draws stored files again on any machine.
 """
@@ -72,6 +74,9 @@ def parse_variant(text: str) -> dict:
         key, sep, val = (x.strip() for x in item.partition("="))
         if not sep or not key or not val:
             raise ValueError(f"bad variant item {item!r}: want key=int or key=none")
+        if key == "code" and val == "default":  # bench/variant_grid.py's suffix: every
+            out[key] = val                       # choice not named keeps its measured default,
+            continue                             # as here anyway (checked below)
         if key in CALL_DECIDES:
             raise ValueError(f"bad variant item {item!r}: {key} is decided per call, not by a "
                              f"variant")
@@ -85,6 +90,9 @@ def parse_variant(text: str) -> dict:
             continue
         out[key] = _int(item, val)
         check_tile({key: out[key]})
+    if out.pop("code", None) and split_change(out)[0]:
+        raise ValueError(f"bad variant {text!r}: code=default with plan keys (there the other "
+                         f"code choices resolve on the new plan, not to the default's)")
     return out
 
 

@@ -98,6 +98,10 @@ def test_chain_ab_help_variants_and_the_option_patch():
     assert mod.parse_shape("2,8,4096,256") == (2, 8, 4096, 256, False)
     assert mod.parse_variant("trip_step=0,kv_prefetch=16,p_store=st32,reduce_block=-1") == \
         {"trip_step": 0, "kv_prefetch": 16, "p_store": "st32", "reduce_block": -1}
+    assert mod.parse_variant("trip_step=0,reg_usage=3,code=default") == \
+        {"trip_step": 0, "reg_usage": 3}
+    with pytest.raises(ValueError, match="code=default with plan keys"):
+        mod.parse_variant("reduce_block=-1,code=default")
     assert mod.split_change({"trip_step": 0, "reduce_block": None}) == \
         ({"reduce_block": None}, {"trip_step": 0})
     for bad, why in (("reduce_block", "key=int"), ("no_such_key=1", "unknown tile key"),
