@@ -198,8 +198,8 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
 # (the reference set since session 17: "PDL-on sha") and here.
 DEFAULT_PTX_SHA = {
     ("sm_120a", 32, False): "f6951b29fd52", ("sm_121a", 32, False): "6cfc574b219c",
-    ("sm_120a", 64, False): "30e3606ae486", ("sm_121a", 64, False): "17259de7f1fc",
-    ("sm_120a", 64, True): "f72644032fa1", ("sm_121a", 64, True): "b49913d8f095",
+    ("sm_120a", 64, False): "8bcb4c366922", ("sm_121a", 64, False): "785d5b73ce1a",
+    ("sm_120a", 64, True): "6e469cdbafa0", ("sm_121a", 64, True): "70772457a032",
     ("sm_120a", 96, False): "ab4c3ca0e5bb", ("sm_121a", 96, False): "70ad7e481984",
     ("sm_120a", 128, False): "c48a172abcb3", ("sm_121a", 128, False): "c57523153231",
     ("sm_120a", 128, True): "65c9d7d702fe", ("sm_121a", 128, True): "01475c5335da",
@@ -1091,28 +1091,38 @@ def test_pick_interleave(d, want, want_causal, tile):
     assert BwdMainKernel(kpc, causal=True, interleave=0).interleave == 0
 
 
-@pytest.mark.parametrize("d,want", [(64, 0), (128, 0), (160, 0), (192, 0), (200, 1), (256, 1)])
+@pytest.mark.parametrize("d,want", [(64, 1), (128, 0), (160, 0), (192, 0), (200, 1), (256, 1)])
 def test_pick_q_rotate(d, want):
     """The rotated walk is the default where it measured faster: non-causal d > 192 (RESULTS.md
-    v14) and causal d=128 (v105: 0.988x / 0.987x; non-causal d=128 1.071x there). Other causal
-    plans walk linearly (d=256: 0.993x, and 20 B of spills with the blocked dQ workspace, v16)."""
+    v14), causal d=128 (v105: 0.988x / 0.987x; non-causal d=128 1.071x there) and d=64, causal
+    or not, with ptxas level 7 (v124: 0.988x / 0.986x; alone 1.050x / 1.085x in v105). Other
+    causal plans walk linearly (d=256: 0.993x, and 20 B of spills with the blocked dQ
+    workspace, v16)."""
     kp = default_plan("sm_120a", d)
     assert BwdMainKernel(kp).q_rotate == want
     assert BwdMainKernel(kp, q_rotate=1 - want).q_rotate == 1 - want
     kpc = default_plan("sm_120a", d, causal=True)
-    want_c = 1 if d == 128 else 0
+    want_c = 1 if d in (64, 128) else 0
     assert BwdMainKernel(kpc, causal=True).q_rotate == want_c
     assert BwdMainKernel(kpc, causal=True, q_rotate=1 - want_c).q_rotate == 1 - want_c
     if d == 128:  # only on the plan it was timed on: the tall tile keeps the linear walk
         tall = default_plan("sm_120a", d, causal=True, tile=dict(TALL))
         assert BwdMainKernel(tall, causal=True).q_rotate == 0
+    if d == 64:  # d=64 rotates only as timed, with level 7: not at another level, nor split
+        for causal, plan in ((False, kp), (True, kpc)):
+            assert BwdMainKernel(plan, causal=causal).code.reg_usage == 7
+            assert BwdMainKernel(plan, causal=causal, reg_usage=5).q_rotate == 0
+            assert BwdMainKernel(plan, causal=causal, reg_usage=7).q_rotate == 1
+        split = variant_plan("sm_120a", 64, tail_split=True).kernel("bwd_main")
+        built = BwdMainKernel(split, tail_split=1).code
+        assert (built.q_rotate, built.reg_usage) == (0, 5)
 
 
 @pytest.mark.compile
 def test_q_rotate_changes_only_the_walk():
     """q_rotate=1 adds the index arithmetic (a remainder by the range length in the producer
-    and the MMA warps) and keeps every MMA and atomic; 0 is the default at d=64."""
-    kp = default_plan("sm_120a", 64)
+    and the MMA warps) and keeps every MMA and atomic (d=96, whose default walks linearly)."""
+    kp = default_plan("sm_120a", 96)
     base = BwdMainKernel(kp)
     assert base.q_rotate == 0
     r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, q_rotate=1).compile("sm_120a")

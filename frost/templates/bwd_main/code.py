@@ -40,7 +40,8 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
                   concurrent CTAs of a head add dQ into different rows (default at non-causal
-                  d > 192; on causal d=128's default plan, v105)
+                  d > 192; on causal d=128's default plan, v105; on d=64's default plans with
+                  ptxas level 7, v124)
 ``lpt_heads``     which CTA takes which KV tile (``masks.cta_tile``): 1 the linear block order
                   (a head's KV tiles together); 0 heaviest KV tiles first over all (batch,
                   head) pairs; G >= 2 the same in groups of G pairs. Non-causal tiles all
@@ -212,9 +213,6 @@ class CodeChoices:
             raise CodeChoiceError(f"lookahead must be 0 or 1, got {lookahead!r}")
         if exp2_poly not in (0, 1):
             raise CodeChoiceError(f"exp2_poly must be 0 or 1, got {exp2_poly!r}")
-        rot = pick_q_rotate(kp, causal) if q_rotate is None else q_rotate
-        if rot not in (0, 1):
-            raise CodeChoiceError(f"q_rotate must be 0 or 1, got {q_rotate!r}")
         if serial_sdp not in (0, 1):
             raise CodeChoiceError(f"serial_sdp must be 0 or 1, got {serial_sdp!r}")
         if serial_sdp and exp2_poly:
@@ -273,6 +271,9 @@ class CodeChoices:
         if isinstance(rul, bool) or not isinstance(rul, int) or not 0 <= rul <= 10:
             raise CodeChoiceError(f"reg_usage must be an int in [0, 10] (ptxas' "
                                   f"--register-usage-level; 5 its default), got {reg_usage!r}")
+        rot = pick_q_rotate(kp, causal, split, rul) if q_rotate is None else q_rotate
+        if rot not in (0, 1):
+            raise CodeChoiceError(f"q_rotate must be 0 or 1, got {q_rotate!r}")
         opt = pick_ptxas_opt(kp, causal, split, rul) if ptxas_opt is None else ptxas_opt
         if isinstance(opt, bool) or not isinstance(opt, int) or not 1 <= opt <= 3:
             raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "

@@ -177,11 +177,12 @@ def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
 
 
 REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True): 3,
-                                                    (256, False): 3}
+                                                    (256, False): 3, (64, False): 7, (64, True): 7}
 """(padded d, causal) -> ptxas ``--register-usage-level`` for the default plan's plain build
 (:func:`measured_plan`, no tail splits; its dq_splits builds too), where another level than
 ptxas' 5 measured faster. The level changes only how ptxas allocates and schedules the same PTX
-(three schedules over 0..10: {0..3}, {4, 5}, {6..10}). d=128 level 3 (bench/RESULTS.md v80/v81,
+(three schedules over 0..10: {0..3}, {4, 5}, {6..10}). d=64 and causal d=64 level 7 since
+v124, with the rotated walk (:data:`Q_ROTATE_MEASURED`; alone 1.005 / 1.012). d=128 level 3 (bench/RESULTS.md v80/v81,
 10 rounds): (4,16,4096) 0.988, every round below 1; (16,16,1024) 0.994. Causal d=128 level 3
 with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86, 10 rounds,
 after v84's 0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there
@@ -205,20 +206,39 @@ below 1); alone 0.995 / 0.986 / 0.996 (v98-v100) and 0.981 / 0.982 (v103). Causa
 1.018 (v98, v99): 0 there."""
 
 
-Q_ROTATE_MEASURED: dict[tuple[int, bool], int] = {(128, True): 1}
+Q_ROTATE_MEASURED: dict[tuple[int, bool], int] = {(128, True): 1, (64, False): 1, (64, True): 1}
 """(padded d, causal) -> ``q_rotate`` on the default plan, over :func:`.rules.pick_q_rotate`'s
 rule by head dim: causal d=128 rotates since v105 (bwd_main 0.988x at (4,16,4096), 0.987x at
 (2,16,8192), every round below 1; one run each, on level 3 with -O2). Earlier causal d=128
 timings, on older builds, were flat (v40: 1.002x [0.963, 1.022]). On another plan the rotated
-walk was never timed (the tall tile's serial_sdp build spills 28 B with it)."""
+walk was never timed (the tall tile's serial_sdp build spills 28 B with it).
+
+d=64 rotates since v124, paired with ptxas level 7 (:data:`REG_USAGE_MEASURED`,
+:data:`Q_ROTATE_PAIRED`): a screen of 95 code-choice combinations a row, re-timed over 8 rounds,
+bwd_main 0.988 [0.986, 0.993] and causal 0.986 [0.983, 0.989] at (4,16,4096); the whole call
+0.978 [0.966, 0.988] and 0.987 [0.984, 0.989]. The rotation alone lost there (v105: 1.050,
+causal 1.085), and so did level 7 without it (v124's screen: 1.005 / 1.012)."""
+
+Q_ROTATE_PAIRED = frozenset({(64, False), (64, True)})
+"""Rows of :data:`Q_ROTATE_MEASURED` whose rotation was timed only with their
+:data:`REG_USAGE_MEASURED` level: a build at another level (a tail-split build, or one asked for
+another ``reg_usage``) keeps the rule's walk."""
 
 
-def pick_measured_q_rotate(kp: KernelPlan, causal: bool, rule: int) -> int:
-    """:data:`Q_ROTATE_MEASURED` on a default plan; else ``rule`` (the walk by head dim). The plan
-    is compared (:func:`measured_plan` plans the default) only where the table has an entry."""
+def pick_measured_q_rotate(kp: KernelPlan, causal: bool, rule: int, tail_split: int = 0,
+                           reg_usage: int | None = None) -> int:
+    """:data:`Q_ROTATE_MEASURED` on a default plan (for the rows of :data:`Q_ROTATE_PAIRED`: on
+    the build at their measured ptxas level; ``reg_usage`` the build's, None = the table's);
+    else ``rule`` (the walk by head dim). The plan is compared (:func:`measured_plan` plans the
+    default) only where the table has an entry."""
     key = (kp.tile["d"], bool(causal))
-    return Q_ROTATE_MEASURED[key] if key in Q_ROTATE_MEASURED and measured_plan(kp, causal) \
-        else rule
+    if key not in Q_ROTATE_MEASURED or not measured_plan(kp, causal):
+        return rule
+    if key in Q_ROTATE_PAIRED:
+        level = pick_reg_usage(kp, causal, tail_split)
+        if level == PTXAS_DEFAULT_REG_USAGE or (reg_usage is not None and reg_usage != level):
+            return rule
+    return Q_ROTATE_MEASURED[key]
 
 
 def pick_do_early(kp: KernelPlan, causal: bool = False, interleave: int = 1) -> int:

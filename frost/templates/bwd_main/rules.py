@@ -63,7 +63,8 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
     return 2 if dq_acc_regs <= 32 else 1
 
 
-def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
+def pick_q_rotate(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
+                  reg_usage: int | None = None) -> int:
     """Rotated q-tile walk where it measured faster (bench/RESULTS.md v14, bwd_main A/B on the
     H200): d=256 0.967x, d=224 0.980x, d=256 causal 0.993x; at d <= 192 it measured 1.007x to
     1.041x (d=64 1.010, 128 1.012, 160 1.007, 192 1.041), so those keep the linear walk. The
@@ -76,10 +77,13 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False) -> int:
 
     Re-timed on today's builds (v105, 2026-12-02): non-causal d=128 1.071x and (16,16,1024)
     1.061x, d=64 1.050x, causal d=64 1.085x (all stay linear); causal d=128's default plan
-    rotates (:data:`.measured.Q_ROTATE_MEASURED`: 0.988x / 0.987x). Other causal plans keep the
+    rotates (:data:`.measured.Q_ROTATE_MEASURED`: 0.988x / 0.987x), and so do d=64's default
+    plans, with ptxas level 7 (v124; ``tail_split`` and ``reg_usage``: the build's, which
+    :func:`.measured.pick_measured_q_rotate` checks for that pair). Other causal plans keep the
     linear walk: at d=256 it measured 0.993x only, and with the blocked dQ workspace
     (reduce_block=8, v16) the rotated causal d=256 kernel spilled 20 B on sm_120a."""
-    return pick_measured_q_rotate(kp, causal, 1 if kp.tile["d"] > 192 and not causal else 0)
+    return pick_measured_q_rotate(kp, causal, 1 if kp.tile["d"] > 192 and not causal else 0,
+                                  tail_split, reg_usage)
 
 
 def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
