@@ -77,7 +77,8 @@ STORE_WARP_SPLIT_COST = 0.036  # a plan with store_warp: its split build runs wi
 REG_USAGE_SPLIT_COST = 0.012  # a plan whose plain build takes measured ptxas flags (measured.py:
                               # d=128 level 3, 0.988x in v81; causal d=128 with -O2) runs its split
                               # build at ptxas' own (v84: level 3 there 1.012x); an assumption,
-                              # against v84's one group of split / plain at 0.992
+                              # against v84's one group of split / plain at 0.992. d=64's level 7
+                              # with the rotated walk (v124: 0.988x) is left out the same way
 SPLIT_MIN_GAIN = 0.02  # cut only where the model's net gain (the build's cost paid) is this much:
                        # cuts modelled at 1.6-1.8 % measured 0.993-1.004 (v45)
 

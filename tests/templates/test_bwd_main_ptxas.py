@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.templates.bwd_main.measured import pick_ptxas_opt
 from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE, ptxas_options
@@ -27,7 +27,7 @@ def test_ptxas_options_limits():
 
 
 def test_ptxas_opt_choice_limits():
-    kp = default_plan("sm_120a", 64)
+    kp = default_plan("sm_120a", 96)  # (no measured ptxas flags at d=96)
     assert BwdMainKernel(kp).code.ptxas_opt == 3
     assert BwdMainKernel(kp, causal=True).code.ptxas_opt == 3
     assert BwdMainKernel(kp, ptxas_opt=2).code.compile_options == "--ptxas-options '-O2'"
@@ -39,7 +39,7 @@ def test_ptxas_opt_choice_limits():
 def test_reg_usage_choice_limits_and_options():
     """The measured level where one was adopted (d=128 non-causal: 3, timed on the plain build;
     its deterministic dq_splits build and head dims padded to 128 take it too, untimed; non-causal
-    d=256: 3, with do_early, v102/v103), ptxas'
+    d=256: 3, with do_early, v102/v103; d=64 causal or not: 7, with the rotated walk, v124), ptxas'
     default elsewhere, on tail-split builds and on forced plans; 0..10 taken, anything else
     refused by name; the choice's compile options carry the level."""
     kp = default_plan("sm_120a", 128)
@@ -49,8 +49,13 @@ def test_reg_usage_choice_limits_and_options():
     assert BwdMainKernel(default_plan("sm_120a", 120)).code.reg_usage == 3  # pads to 128
     assert BwdMainKernel(kp, dq_splits=True).code.reg_usage == 3
     assert BwdMainKernel(default_plan("sm_120a", 256)).code.reg_usage == 3
-    for other in (BwdMainKernel(default_plan("sm_120a", 64)),
-                  BwdMainKernel(default_plan("sm_120a", 64), causal=True),
+    for causal in (False, True):
+        plan = default_plan("sm_120a", 64, causal=causal)
+        assert BwdMainKernel(plan, causal=causal).code.compile_options == \
+            "--ptxas-options '--register-usage-level=7'"
+    for other in (BwdMainKernel(default_plan("sm_120a", 96)),
+                  BwdMainKernel(variant_plan("sm_120a", 64, tail_split=True).kernel("bwd_main"),
+                                tail_split=1),
                   BwdMainKernel(default_plan("sm_120a", 256, causal=True), causal=True),
                   BwdMainKernel(kp, tail_split=1),
                   BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1}))):
@@ -88,15 +93,19 @@ def test_causal_d128_takes_the_measured_pair():
 
 @pytest.mark.compile
 def test_compile_reg_usage_reaches_ptxas():
-    """At d=64 the three groups of levels ({0..3}, {4, 5}, {6..10}) give three cubins from one
-    PTX, and -O2 a fourth: the flags reach ptxas, and only ptxas. None spills on sm_120a."""
+    """At d=64 (its rotated walk pinned: the default takes it only at level 7, v124) the three
+    groups of levels ({0..3}, {4, 5}, {6..10}) give three cubins from one PTX, and -O2 a
+    fourth: the flags reach ptxas, and only ptxas. The shipped build is level 7's cubin. None
+    spills on sm_120a."""
     kp = default_plan("sm_120a", 64)
-    reps = {lvl: BwdMainKernel(kp, use_pdl=True, reg_usage=lvl).compile("sm_120a")
-            for lvl in (3, 5, 6)}
-    reps["O2"] = BwdMainKernel(kp, use_pdl=True, ptxas_opt=2).compile("sm_120a")
+    reps = {lvl: BwdMainKernel(kp, use_pdl=True, reg_usage=lvl, q_rotate=1).compile("sm_120a")
+            for lvl in (3, 5, 7)}
+    reps["O2"] = BwdMainKernel(kp, use_pdl=True, ptxas_opt=2, q_rotate=1).compile("sm_120a")
     assert len({r.ptx for r in reps.values()}) == 1
     assert len({r.sass_sha for r in reps.values()}) == 4
     assert all(_resources(r)[1] == 0 for r in reps.values())
+    shipped = BwdMainKernel(kp, use_pdl=True).compile("sm_120a")
+    assert shipped.sass_sha == reps[7].sass_sha
 
 
 @pytest.mark.compile
