@@ -22,14 +22,30 @@ ab_bench_rows() {
   ab d128s 128 "" "$1" "$r" 16,16,1024
   ab d256 256 "" "$1" "$r" 2,8,4096
 }
-# screen_best DIR DIM CAUSAL_FLAG VARIANTS TOP: a 2-round screen of VARIANTS into $out/DIR_screen
+# screen_best DIR DIM CAUSAL_FLAG VARIANTS TOP [B,H,S]: a 2-round screen of VARIANTS into $out/DIR_screen
 # (a stale JSON removed first, so it cannot name the candidates), then sets $best to "default"
 # and the screen's TOP lowest ratios (bench/variant_grid.py --top), the longer A/B's string. A
 # screen names candidates only; adoption reads that A/B. SCREEN_TIMEOUT: seconds (360).
 screen_best() {
   echo "# $1: $(($(tr -cd ';' <<< "$4" | wc -c))) variants screened"
   rm -f "$out/$1_screen/bwd_main_ab.json"
-  AB_TIMEOUT=${SCREEN_TIMEOUT:-360} ab "$1_screen" "$2" "$3" "$4" 2
+  AB_TIMEOUT=${SCREEN_TIMEOUT:-360} ab "$1_screen" "$2" "$3" "$4" 2 "${6:-}"
   [[ -f $out/$1_screen/bwd_main_ab.json ]] || return
   best=$(python3 bench/variant_grid.py --top "$5" --ab-json "$out/$1_screen/bwd_main_ab.json")
+}
+# screen_row DIR DIM CAUSAL_FLAG GRID CHAIN_SHAPE [B,H,S]: bench/variant_grid.py's combinations
+# of GRID (key=v1|v2,...) on DIM's default, screened (screen_best, 3), the best three re-timed
+# over 8 rounds into $out/DIR, and the re-time's best timed on the whole frost.sdpa.backward
+# call at CHAIN_SHAPE (bench/chain_ab.py, 8 rounds x 10 calls, into $out/DIR_chain; $COMMIT
+# recorded). The bwd_main A/Bs run at B,H,S (default 4,16,4096). bench/ab_v124.sh and later.
+screen_row() {
+  local v
+  v=$(python3 bench/variant_grid.py --grid "$4" --dims "$2" $3) || return 1
+  SCREEN_TIMEOUT=${SCREEN_TIMEOUT:-420} screen_best "$1" "$2" "$3" "$v" 3 "${6:-}" || return 1
+  AB_TIMEOUT=200 ab "$1" "$2" "$3" "$best" 8 "${6:-}"
+  [[ -f $out/$1/bwd_main_ab.json ]] || return 1
+  v=$(python3 bench/variant_grid.py --top 1 --ab-json "$out/$1/bwd_main_ab.json") || return 1
+  mkdir -p "$out/$1_chain"
+  timeout 300 python3 bench/chain_ab.py --shapes "$5" --variants "$v" --rounds 8 --iters 10 \
+    --commit "${COMMIT:-}" --out "$out/$1_chain" 2>&1 | grep -v Warn | tail -4
 }

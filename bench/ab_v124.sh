@@ -8,20 +8,9 @@ set -u
 out=${OUT:-bench/out}/v124
 . bench/ab_lib.sh
 grid="trip_step=0|1,q_rotate=0|1,dq_accs=1|2,stat_vec=0|1,reg_usage=3|5|7,ptxas_opt=2|3"
-row() {  # DIR CAUSAL_FLAG CHAIN_SHAPE
-  local v
-  v=$(python3 bench/variant_grid.py --grid "$grid" --dims 64 $2) || return 1
-  SCREEN_TIMEOUT=${SCREEN_TIMEOUT:-420} screen_best "$1" 64 "$2" "$v" 3 || return 1
-  AB_TIMEOUT=200 ab "$1" 64 "$2" "$best" 8
-  [[ -f $out/$1/bwd_main_ab.json ]] || return 1
-  v=$(python3 bench/variant_grid.py --top 1 --ab-json "$out/$1/bwd_main_ab.json") || return 1
-  mkdir -p "$out/$1_chain"
-  timeout 300 python3 bench/chain_ab.py --shapes "$3" --variants "$v" --rounds 8 --iters 10 \
-    --commit "${COMMIT:-}" --out "$out/$1_chain" 2>&1 | grep -v Warn | tail -4
-}
 case "${1:-both}" in
-  d64) row d64 "" 4,16,4096,64 ;;
-  d64c) row d64c --causal 4,16,4096,64,c ;;
-  both) row d64 "" 4,16,4096,64; row d64c --causal 4,16,4096,64,c ;;
+  d64) screen_row d64 64 "" "$grid" 4,16,4096,64 ;;
+  d64c) screen_row d64c 64 --causal "$grid" 4,16,4096,64,c ;;
+  both) screen_row d64 64 "" "$grid" 4,16,4096,64; screen_row d64c 64 --causal "$grid" 4,16,4096,64,c ;;
   *) echo "usage: bash bench/ab_v124.sh [d64|d64c|both]" >&2; exit 2 ;;
 esac

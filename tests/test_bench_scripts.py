@@ -750,3 +750,46 @@ echo "best=$best"
     assert "3 variants screened" in got.stdout
     stale = run({"FAIL": "1"})  # the screen writes nothing: the earlier JSON must not count
     assert "status 1" in stale.stdout and "best=" not in stale.stdout
+
+
+def test_ab_lib_screen_row_checks_the_retimes_best_on_the_call(tmp_path):
+    """bench/ab_lib.sh screen_row: the grid's combinations screened, the best three re-timed
+    (8 rounds, at the given B,H,S), and the re-time's lowest handed to bench/chain_ab.py at the
+    chain shape with $COMMIT. `ab` and the chain_ab run are stubbed: each A/B writes ratios in
+    the order of its variants, lowest last."""
+    script = r'''
+out=$1
+. bench/ab_lib.sh 2>/dev/null
+ab() {
+  mkdir -p "$out/$1"
+  echo "ab $1 rounds=$5 shape=${6:-4,16,4096}"
+  python3 - "$4" "$out/$1/bwd_main_ab.json" <<'PY'
+import json, sys
+names = sys.argv[1].split(";")
+ratios = [1.0] + [1.05 - 0.01 * i for i in range(len(names) - 1)]
+json.dump({"results": [dict(variant=n, ratio=r) for n, r in zip(names, ratios)]},
+          open(sys.argv[2], "w"))
+PY
+}
+python3() {
+  if [[ $1 == bench/chain_ab.py ]]; then echo "chain $*"; else command python3 "$@"; fi
+}
+timeout() { shift; "$@"; }  # (so that the python3 stub is what runs)
+COMMIT=abc123 screen_row d64 64 "" "q_rotate=0|1,reg_usage=5|7" 4,16,4096,64 2,16,2048
+'''
+    got = subprocess.run(["bash", "-c", script, "x", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    lines = got.stdout.strip().splitlines()
+    assert "# d64: 3 variants screened" in lines[0]  # 4 combinations, the default's left out
+    assert "ab d64_screen rounds=2 shape=2,16,2048" in got.stdout
+    assert "ab d64 rounds=8 shape=2,16,2048" in got.stdout
+    chain = [ln for ln in lines if ln.startswith("chain ")]
+    assert len(chain) == 1
+    # the screen's lowest is its last variant; the re-time lists it first, so the re-time's
+    # lowest (its last) is the screen's third lowest
+    retime = json.load(open(tmp_path / "d64" / "bwd_main_ab.json"))["results"]
+    best = min(retime[1:], key=lambda r: r["ratio"])["variant"]
+    assert f"--variants default;{best} " in chain[0]
+    assert "--shapes 4,16,4096,64 " in chain[0] and "--commit abc123 " in chain[0]
+    assert f"--out {tmp_path}/d64_chain" in chain[0]
