@@ -48,4 +48,5 @@ screen_row() {
   mkdir -p "$out/$1_chain"
   timeout 300 python3 bench/chain_ab.py --shapes "$5" --variants "$v" --rounds 8 --iters 10 \
     --commit "${COMMIT:-}" --out "$out/$1_chain" 2>&1 | grep -v Warn | tail -4
+  return "${PIPESTATUS[0]}"  # (the chain A/B's own status, not tail's)
 }

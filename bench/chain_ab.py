@@ -20,8 +20,10 @@ Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-
 A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``: a
 plan key (``value`` an int, or ``none`` to drop the row's option) or a code choice (an int, or
 the word a word-valued choice takes, e.g. ``p_store=st32``). A ``code=default`` item (how
-``bench/variant_grid.py --top`` writes a code-only variant) is taken and dropped: the choices a
-variant does not name keep their measured defaults here anyway. Writes ``chain_ab.json`` and
+``bench/variant_grid.py --top`` writes a code-only variant) pins the choices the variant does
+not name to the default build's values, as bench/bwd_main_ab.py does; without it they resolve
+again around the named ones. A call that cuts its grid (a tail-split build) is refused when a
+variant sets code choices: they reach only the whole-tile build. Writes ``chain_ab.json`` and
 ``chain_ab.png`` to ``--out`` with the card, the date and the commit; ``--replot JSON...``
 draws stored files again on any machine.
 """
@@ -50,8 +52,6 @@ CALL_DECIDES = frozenset({"tail_split", "persistent"})  # per call / a launch fr
 def code_choices() -> dict:
     """{name: type} of the code choices a variant may set (:class:`CodeChoices`' fields less
     :data:`CALL_DECIDES`)."""
-    import dataclasses
-
     from frost.templates.bwd_main.code import CodeChoices
 
     return {f.name: (str if f.type in (str, "str") else int)
@@ -74,12 +74,13 @@ def parse_variant(text: str) -> dict:
         key, sep, val = (x.strip() for x in item.partition("="))
         if not sep or not key or not val:
             raise ValueError(f"bad variant item {item!r}: want key=int or key=none")
-        if key == "code" and val == "default":  # bench/variant_grid.py's suffix: every
-            out[key] = val                       # choice not named keeps its measured default,
-            continue                             # as here anyway (checked below)
+        if key == "code" and val == "default":  # bench/variant_grid.py's suffix: the choices
+            out[key] = val                       # not named keep the default's resolved values
+            continue
         if key in CALL_DECIDES:
-            raise ValueError(f"bad variant item {item!r}: {key} is decided per call, not by a "
-                             f"variant")
+            raise ValueError(f"bad variant item {item!r}: {key} is not a variant's to set "
+                             f"(tail_split: frost.sdpa decides it per call; persistent: a launch "
+                             f"frost.sdpa does not run)")
         if key in code:
             out[key] = val if code[key] is str else _int(item, val)
             continue
@@ -90,7 +91,7 @@ def parse_variant(text: str) -> dict:
             continue
         out[key] = _int(item, val)
         check_tile({key: out[key]})
-    if out.pop("code", None) and split_change(out)[0]:
+    if "code" in out and split_change(out)[0]:
         raise ValueError(f"bad variant {text!r}: code=default with plan keys (there the other "
                          f"code choices resolve on the new plan, not to the default's)")
     return out
@@ -104,9 +105,9 @@ def _int(item: str, val: str) -> int:
 
 
 def split_change(change: dict) -> tuple[dict, dict]:
-    """A variant's (plan options, code choices)."""
+    """A variant's (plan options, code choices); its ``code`` item is neither."""
     code = code_choices()
-    return ({k: v for k, v in change.items() if k not in code},
+    return ({k: v for k, v in change.items() if k not in code and k != "code"},
             {k: v for k, v in change.items() if k in code})
 
 
@@ -122,7 +123,11 @@ class OptionPatch:
     ``change``'s plan keys ({key: int, or None to drop}), applied on top of everything
     :func:`frost.sched.tuned.tuned_options` merges for that row (the row's options and, causal,
     the causal ones), and its main kernel built with ``change``'s code choices: the planner's
-    lookup and :func:`frost.sdpa.api.main_choices` are wrapped, no table is edited. Every
+    lookup and :func:`frost.sdpa.api.main_choices` are wrapped, no table is edited. With
+    ``code=default`` in ``change`` the choices it does not name are pinned to the default
+    build's resolved values (as bench/bwd_main_ab.py builds such a variant), instead of
+    resolving again around the named ones (e.g. ``trip_step=0`` alone brings back d=128's
+    prefetch). Tail-split builds are left alone (:func:`main` refuses a call that cuts). Every
     cached plan and compiled chain is forgotten on entry and on :meth:`restore`, which puts both
     back."""
 
@@ -134,6 +139,7 @@ class OptionPatch:
         self.api, self.orig_main = api, api.main_choices
         self.padded, self.causal = sched_sdpa.pad_head_dim(d), bool(causal)
         self.change, self.code = split_change(change)
+        self.pinned = change.get("code") == "default"
         sched_sdpa.tuned_options = self.lookup
         api.main_choices = self.main_choices
         self._forget()
@@ -149,11 +155,19 @@ class OptionPatch:
         return out
 
     def main_choices(self, key) -> dict:
-        """``frost.sdpa.api.main_choices`` with this variant's code choices on top, for its row."""
+        """``frost.sdpa.api.main_choices`` with this variant's code choices on top, for its row's
+        whole-tile builds (pinned: on top of the default build's resolved choices)."""
         out = dict(self.orig_main(key))
-        if self.sched.pad_head_dim(key.head_dim) == self.padded and \
-                (key.causal_align != "none") == self.causal:
-            out.update(self.code)
+        if self.sched.pad_head_dim(key.head_dim) != self.padded or key.tail_split or \
+                (key.causal_align != "none") != self.causal:
+            return out
+        if self.pinned:
+            from frost.templates.bwd_main.code import CodeChoices
+
+            kp = self.api.make_plan(key).kernel("bwd_main")
+            resolved = dataclasses.asdict(CodeChoices.resolve(kp, causal=self.causal, **out))
+            out = {k: v for k, v in resolved.items() if k not in CALL_DECIDES}
+        out.update(self.code)
         return out
 
     @property
@@ -171,21 +185,25 @@ class OptionPatch:
         self.api.clear_cache()
 
 
-def built_tile(cache: dict, options: dict, code: dict | None = None) -> dict:
+def built_tile(cache: dict, options: dict, code=None) -> dict:
     """The bwd_main tile the variant's call compiled (``frost.sdpa.api``'s chain cache, the
     whole-tile build), after checking it carries every option it was patched with: where the
     options do not fit, the planner falls back to the bare tile, which would time another plan
-    under this variant's name. ``code``: the code choices its main kernel must carry, checked
-    the same way (the returned dict then also holds the built kernel's code choices under
+    under this variant's name. ``code``: the code choices its main kernel must carry (a dict, or
+    a function of the chain's key giving one: :meth:`OptionPatch.main_choices`), checked the
+    same way (the returned dict then also holds the built kernel's code choices under
     ``"code"``)."""
-    chains = [ch for key, ch in cache.items() if not key.tail_split]
+    chains = [(key, ch) for key, ch in cache.items() if not key.tail_split]
     if len(chains) != 1:
         raise SystemExit(f"expected one whole-tile chain in the cache, found {len(chains)}")
-    tile = dict(chains[0].main.kp.tile)
+    key, chain = chains[0]
+    if callable(code):
+        code = code(key)
+    tile = dict(chain.main.kp.tile)
     wrong = {k: (v, tile.get(k, 0)) for k, v in options.items()  # (-1: the planner's pick)
              if tile.get(k, 0) != v and not (k.endswith("_order") and v == -1)}
     if code is not None:
-        built = dataclasses.asdict(chains[0].main.code)
+        built = dataclasses.asdict(chain.main.code)
         wrong.update({k: (v, built.get(k)) for k, v in code.items() if built.get(k) != v})
         tile["code"] = built
     if wrong:
@@ -242,7 +260,11 @@ def main(argv=None) -> int:
                     out = call()
                 torch.cuda.synchronize()
                 opts.append(patch.options)
-                tiles.append(built_tile(api._CACHE, opts[-1], patch.code))
+                if patch.code and any(key.tail_split for key in api._CACHE):
+                    raise SystemExit(f"{text}: the call cuts its grid (a tail-split build, which "
+                                     f"a variant's code choices do not reach): time a shape "
+                                     f"that does not cut")
+                tiles.append(built_tile(api._CACHE, opts[-1], patch.main_choices))
                 caches.append((dict(api._CACHE), dict(api._SIGS)))
                 outs.append([x.clone() for x in out])
             finally:

@@ -99,14 +99,15 @@ def test_chain_ab_help_variants_and_the_option_patch():
     assert mod.parse_variant("trip_step=0,kv_prefetch=16,p_store=st32,reduce_block=-1") == \
         {"trip_step": 0, "kv_prefetch": 16, "p_store": "st32", "reduce_block": -1}
     assert mod.parse_variant("trip_step=0,reg_usage=3,code=default") == \
-        {"trip_step": 0, "reg_usage": 3}
+        {"trip_step": 0, "reg_usage": 3, "code": "default"}
     with pytest.raises(ValueError, match="code=default with plan keys"):
         mod.parse_variant("reduce_block=-1,code=default")
-    assert mod.split_change({"trip_step": 0, "reduce_block": None}) == \
+    assert mod.split_change({"trip_step": 0, "reduce_block": None, "code": "default"}) == \
         ({"reduce_block": None}, {"trip_step": 0})
     for bad, why in (("reduce_block", "key=int"), ("no_such_key=1", "unknown tile key"),
                      ("reduce_block=x", "not an int"), ("q_stages=9", "not allowed"),
-                     ("trip_step=x", "not an int"), ("tail_split=1", "decided per call")):
+                     ("trip_step=x", "not an int"), ("tail_split=1", "not a variant's"),
+                     ("persistent=132", "not a variant's")):
         with pytest.raises(ValueError, match=why):
             mod.parse_variant(bad)
     from frost.sched import tuned
@@ -134,7 +135,10 @@ def test_chain_ab_help_variants_and_the_option_patch():
 def test_chain_ab_code_patch_reaches_the_calls_main_kernel():
     """bench/chain_ab.py: a variant's code choices reach frost.sdpa's main kernel of its row
     only (through api.main_choices), on top of the measured defaults; restore undoes it."""
+    import dataclasses
+
     from frost.sdpa import api
+    from frost.templates.bwd_main.code import CodeChoices
     from frost.templates.bwd_main.kernel import BwdMainKernel
 
     mod = _load(CHAIN_AB)
@@ -160,12 +164,24 @@ def test_chain_ab_code_patch_reaches_the_calls_main_kernel():
     finally:
         patch.restore()
     assert api.main_choices(mine) == {} and code(mine) == before[0]
+    # code=default pins what the variant does not name (as bench/bwd_main_ab.py): trip_step=0
+    # alone re-resolves d=128's K/V prefetch (16 on the division walk), pinned it stays 0
+    patch = mod.OptionPatch(128, False, mod.parse_variant("trip_step=0,code=default"))
+    try:
+        got = code(mine)
+        assert (got.trip_step, got.kv_prefetch, got.reg_usage) == (0, 0, before[0].reg_usage)
+        split = dataclasses.replace(mine, tail_split=True)  # split builds are left alone
+        assert patch.main_choices(split) == {} and patch.main_choices(causal) == {}
+        assert len(patch.main_choices(mine)) == len(CodeChoices.names()) - 2
+    finally:
+        patch.restore()
 
 
 def test_chain_ab_refuses_a_plan_without_its_options():
     """bench/chain_ab.py: where the patched options do not fit, the planner falls back to the
     bare tile; built_tile refuses that (a variant would time another plan under its name)."""
     import collections
+    import dataclasses
     import types
 
     mod = _load(CHAIN_AB)
@@ -190,6 +206,8 @@ def test_chain_ab_refuses_a_plan_without_its_options():
     assert got["code"]["trip_step"] == 1 and got["tile_m"] == 32
     with pytest.raises(SystemExit, match="trip_step"):
         mod.built_tile(coded, {}, {"trip_step": 0})
+    assert mod.built_tile(coded, {}, lambda k: {"trip_step": 1} if k is key else {})["code"] == \
+        dataclasses.asdict(built)  # (a function of the chain's key: OptionPatch.main_choices)
 
 
 def test_chain_ab_replot_draws_a_stored_run(tmp_path):

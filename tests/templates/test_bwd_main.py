@@ -293,10 +293,14 @@ def test_compile_atom_dq_workspace(arch, d, causal):
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
-def test_compile_dq_splits(arch):
-    """Deterministic mode: dq_accum gains a leading split mode; still atomics, still spill-free."""
-    kern = BwdMainKernel(default_plan(arch, 64), "bf16", causal=True, use_pdl=True,
-                         dq_splits=True)
+@pytest.mark.parametrize("causal", [False, True])
+def test_compile_dq_splits(arch, causal):
+    """Deterministic mode: dq_accum gains a leading split mode; still atomics, still spill-free.
+    The shipped d=64 builds (its default plans, as frost.sdpa builds them) take the default's
+    rotated walk and ptxas level 7 (v124) here too, untimed but spill-free."""
+    kern = BwdMainKernel(default_plan(arch, 64, causal=causal), "bf16", causal=causal,
+                         use_pdl=True, dq_splits=True)
+    assert (kern.code.q_rotate, kern.code.reg_usage) == (1, 7)
     rep = kern.compile(arch)
     assert rep.count("red.global.add.v2.f32") > 0
     regs, spills = _resources(rep)

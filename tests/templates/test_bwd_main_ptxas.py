@@ -94,8 +94,8 @@ def test_causal_d128_takes_the_measured_pair():
 @pytest.mark.compile
 def test_compile_reg_usage_reaches_ptxas():
     """At d=64 (its rotated walk pinned: the default takes it only at level 7, v124) the three
-    groups of levels ({0..3}, {4, 5}, {6..10}) give three cubins from one PTX, and -O2 a
-    fourth: the flags reach ptxas, and only ptxas. The shipped build is level 7's cubin. None
+    groups of levels ({0..3}, {4, 5}, {6..10}) give three cubins from one PTX, and -O2 (at the
+    default's level 7) a fourth: the flags reach ptxas, and only ptxas. The shipped build is level 7's cubin. None
     spills on sm_120a."""
     kp = default_plan("sm_120a", 64)
     reps = {lvl: BwdMainKernel(kp, use_pdl=True, reg_usage=lvl, q_rotate=1).compile("sm_120a")

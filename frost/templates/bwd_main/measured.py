@@ -182,14 +182,15 @@ REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True):
 (:func:`measured_plan`, no tail splits; its dq_splits builds too), where another level than
 ptxas' 5 measured faster. The level changes only how ptxas allocates and schedules the same PTX
 (three schedules over 0..10: {0..3}, {4, 5}, {6..10}). d=64 and causal d=64 level 7 since
-v124, with the rotated walk (:data:`Q_ROTATE_MEASURED`; alone 1.005 / 1.012). d=128 level 3 (bench/RESULTS.md v80/v81,
-10 rounds): (4,16,4096) 0.988, every round below 1; (16,16,1024) 0.994. Causal d=128 level 3
-with ``-O2`` (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86, 10 rounds,
-after v84's 0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there
+v124, with the rotated walk (:data:`Q_ROTATE_MEASURED`; on the linear walk level 7 screened
+flat, 1.004 / 0.998). d=128 level 3 (bench/RESULTS.md v80/v81, 10 rounds): (4,16,4096) 0.988,
+every round below 1; (16,16,1024) 0.994. Causal d=128 level 3 with ``-O2``
+(:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86, 10 rounds, after v84's
+0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there
 level 3 alone measured 1.005, v80, and -O2 alone 1.002, v82). Elsewhere ptxas' own level was
-the fastest: level 3 d=64 1.008, causal d=64 1.017, d=256 1.006 (v80; v94 1.015, both before
-v96's d=256 default); with -O2 d=64 1.007, causal
-d=64 1.017; level 6 slower on every row (1.002-1.083; d=128 spills 16 B on sm_90a there).
+the fastest (on the walks then shipped, before v124): level 3 d=64 1.008, causal d=64 1.017,
+d=256 1.006 (v80; v94 1.015, both before v96's d=256 default); with -O2 d=64 1.007, causal
+d=64 1.017; level 6 slower on every row then (1.002-1.083; d=128 spills 16 B on sm_90a there).
 Non-causal d=256 takes level 3 with :data:`DO_EARLY_MEASURED`'s early release, as timed
 together (v102/v103, 10 rounds each: 0.982, 0.980, 0.980, every round below 1; level 3 alone
 1.002, the release alone 0.981 / 0.982 that day): level 3 adds no measured speed there, and its
@@ -216,13 +217,16 @@ walk was never timed (the tall tile's serial_sdp build spills 28 B with it).
 d=64 rotates since v124, paired with ptxas level 7 (:data:`REG_USAGE_MEASURED`,
 :data:`Q_ROTATE_PAIRED`): a screen of 95 code-choice combinations a row, re-timed over 8 rounds,
 bwd_main 0.988 [0.986, 0.993] and causal 0.986 [0.983, 0.989] at (4,16,4096); the whole call
-0.978 [0.966, 0.988] and 0.987 [0.984, 0.989]. The rotation alone lost there (v105: 1.050,
-causal 1.085), and so did level 7 without it (v124's screen: 1.005 / 1.012)."""
+0.978 [0.966, 0.988] and 0.987 [0.984, 0.989]. The rotation alone loses at ptxas' own level
+(v124's 2-round screen: 1.018 / 1.022; v105: 1.050 / 1.085); level 7 on the linear walk
+screened flat (1.004 / 0.998)."""
 
 Q_ROTATE_PAIRED = frozenset({(64, False), (64, True)})
-"""Rows of :data:`Q_ROTATE_MEASURED` whose rotation was timed only with their
-:data:`REG_USAGE_MEASURED` level: a build at another level (a tail-split build, or one asked for
-another ``reg_usage``) keeps the rule's walk."""
+"""Rows of :data:`Q_ROTATE_MEASURED` whose rotation lost without their :data:`REG_USAGE_MEASURED`
+level (v124): a build at another level (a tail-split build, or one asked for another
+``reg_usage``) keeps the rule's walk. One way only: a build asked for ``q_rotate=0`` keeps the
+level, so an A/B of the walk at d=64 times the linear walk at level 7 (screened 1.004 / 0.998),
+not the pre-v124 default (ask ``reg_usage=5`` too for that)."""
 
 
 def pick_measured_q_rotate(kp: KernelPlan, causal: bool, rule: int, tail_split: int = 0,
