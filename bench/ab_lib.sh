@@ -50,3 +50,18 @@ screen_row() {
     --commit "${COMMIT:-}" --out "$out/$1_chain" 2>&1 | grep -v Warn | tail -4
   return "${PIPESTATUS[0]}"  # (the chain A/B's own status, not tail's)
 }
+# screen_rows WHICH DIM GRID ROW...: screen_row for each ROW ("DIR:CAUSAL_FLAG:CHAIN_SHAPE",
+# e.g. d64c:--causal:4,16,4096,64,c) whose DIR is WHICH, or for all with WHICH=both; a WHICH
+# that names no row prints usage and returns 2. bench/ab_v124.sh, bench/ab_v125.sh.
+screen_rows() {
+  local which=$1 dim=$2 grid=$3 row dir flag shape names="" ran=0
+  shift 3
+  for row in "$@"; do
+    IFS=: read -r dir flag shape <<< "$row"
+    names+="|$dir"
+    [[ $which == both || $which == "$dir" ]] || continue
+    screen_row "$dir" "$dim" "$flag" "$grid" "$shape"
+    ran=1
+  done
+  (( ran )) || { echo "usage: bash $0 [both$names]" >&2; return 2; }
+}

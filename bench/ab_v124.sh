@@ -8,9 +8,4 @@ set -u
 out=${OUT:-bench/out}/v124
 . bench/ab_lib.sh
 grid="trip_step=0|1,q_rotate=0|1,dq_accs=1|2,stat_vec=0|1,reg_usage=3|5|7,ptxas_opt=2|3"
-case "${1:-both}" in
-  d64) screen_row d64 64 "" "$grid" 4,16,4096,64 ;;
-  d64c) screen_row d64c 64 --causal "$grid" 4,16,4096,64,c ;;
-  both) screen_row d64 64 "" "$grid" 4,16,4096,64; screen_row d64c 64 --causal "$grid" 4,16,4096,64,c ;;
-  *) echo "usage: bash bench/ab_v124.sh [d64|d64c|both]" >&2; exit 2 ;;
-esac
+screen_rows "${1:-both}" 64 "$grid" d64::4,16,4096,64 d64c:--causal:4,16,4096,64,c

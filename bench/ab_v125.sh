@@ -8,9 +8,4 @@ set -u
 out=${OUT:-bench/out}/v125
 . bench/ab_lib.sh
 grid="q_rotate=0|1,reg_usage=3|5|7,ptxas_opt=2|3,trip_step=0|1"
-case "${1:-both}" in
-  d128) screen_row d128 128 "" "$grid" 4,16,4096,128 ;;
-  d128c) screen_row d128c 128 --causal "$grid" 4,16,4096,128,c ;;
-  both) screen_row d128 128 "" "$grid" 4,16,4096,128; screen_row d128c 128 --causal "$grid" 4,16,4096,128,c ;;
-  *) echo "usage: bash bench/ab_v125.sh [d128|d128c|both]" >&2; exit 2 ;;
-esac
+screen_rows "${1:-both}" 128 "$grid" d128::4,16,4096,128 d128c:--causal:4,16,4096,128,c

@@ -811,3 +811,25 @@ COMMIT=abc123 screen_row d64 64 "" "q_rotate=0|1,reg_usage=5|7" 4,16,4096,64 2,1
     assert f"--variants default;{best} " in chain[0]
     assert "--shapes 4,16,4096,64 " in chain[0] and "--commit abc123 " in chain[0]
     assert f"--out {tmp_path}/d64_chain" in chain[0]
+
+
+def test_ab_lib_screen_rows_dispatches_by_name():
+    """bench/ab_lib.sh screen_rows: one row by its DIR, every row with "both" (each with its
+    causal flag and chain shape), usage and status 2 for a name no row has."""
+    script = r'''
+. bench/ab_lib.sh 2>/dev/null
+screen_row() { echo "row $1 dim=$2 flag=[$3] grid=$4 chain=$5"; }
+screen_rows "$1" 64 "a=0|1" d64::4,16,4096,64 d64c:--causal:4,16,4096,64,c
+'''
+    def run(which):
+        return subprocess.run(["bash", "-c", script, "ab_vX.sh", which], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+
+    one = run("d64c")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.strip() == "row d64c dim=64 flag=[--causal] grid=a=0|1 chain=4,16,4096,64,c"
+    both = run("both").stdout.strip().splitlines()
+    assert both == ["row d64 dim=64 flag=[] grid=a=0|1 chain=4,16,4096,64",
+                    "row d64c dim=64 flag=[--causal] grid=a=0|1 chain=4,16,4096,64,c"]
+    bad = run("d128")
+    assert bad.returncode == 2 and "usage" in bad.stderr and "both|d64|d64c" in bad.stderr
