@@ -19,7 +19,9 @@ results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with th
 the default's code choices, which a forced plan may resolve otherwise). Every variant is timed as
 ``frost.sdpa`` builds and launches bwd_main (``frost.sdpa.main_only``, precomputed
 launch values) unless it says ``build=launch`` (``BwdMainKernel.launch``: another build, with
-nine tensors marshalled inside each timed call; bench/RESULTS.md v67/v68). Writes ``bwd_main_ab.json``
+nine tensors marshalled inside each timed call; bench/RESULTS.md v67/v68), and with PDL's
+``griddepcontrol`` instructions as the chain has them (``--no-pdl``: without, as every run before
+v127 built them; at d=256 ptxas allocates the two builds otherwise). Writes ``bwd_main_ab.json``
 and a bar plot ``bwd_main_ab.png`` to ``--out`` (default ``$OUT``); ``--replot JSON...`` draws
 stored files on any machine::
 
@@ -97,8 +99,8 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = False):
     (``measured.MEASURED_CHOICES``, e.g. d=128's ``reg_usage``) to their first forms unless the
     variant names them (each result records its resolved choices; v78b), or says ``code=default``
     (every choice as the default plan resolves it). ``skip`` becomes the timing-only ablation
-    set; the rest are code choices. ``use_pdl``: build with PDL (as ``frost.sdpa`` does; the
-    A/B's default "chain" build gets it from ``frost.sdpa.main_only`` either way)."""
+    set; the rest are code choices. ``use_pdl``: build with PDL's ``griddepcontrol`` (as ``frost.sdpa``
+    does; :func:`main` passes it unless ``--no-pdl``, since v127)."""
     from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
 
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
@@ -233,6 +235,10 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--shape", default="4,16,4096", help="B,H,S")
     ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--no-pdl", action="store_true",
+                    help="build without griddepcontrol (every run before v127 did; the chain "
+                         "frost.sdpa ships is built with it, and ptxas may allocate the two "
+                         "otherwise: d=256, v127)")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(_ROOT, "bench", "out"))
     ap.add_argument("--replot", nargs="+", metavar="JSON",
                     help="no run: print and plot stored bwd_main_ab.json files into --out")
@@ -255,7 +261,7 @@ def main(argv=None):
     results = []
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan(ARCH, d, causal=args.causal)
-        kerns = [build_kernel(d, args.causal, v, kp) for v in variants]
+        kerns = [build_kernel(d, args.causal, v, kp, use_pdl=not args.no_pdl) for v in variants]
         base = dataclasses.asdict(kerns[0].code)
         for name, k, v in zip(names[1:], kerns[1:], variants[1:]):  # v78b's trap, said early
             extra = unasked_differences(dataclasses.asdict(k.code), base, v.keys())
@@ -311,7 +317,7 @@ def main(argv=None):
         torch.cuda.empty_cache()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 gpu=torch.cuda.get_device_name(), shape=[b, h, s], causal=args.causal,
-                rounds=args.rounds, iters=args.iters, plan_arch=ARCH)
+                rounds=args.rounds, iters=args.iters, plan_arch=ARCH, use_pdl=not args.no_pdl)
     write_report(args.out, "bwd_main_ab", meta, results,
                  f"# {meta['gpu']} {meta['date']} B,H,S={b},{h},{s} causal={args.causal} "
                  f"{args.rounds} rounds x {args.iters} calls; ratio = ms / first variant's ms",

@@ -54,8 +54,7 @@ def code_choices() -> dict:
     :data:`CALL_DECIDES`)."""
     from frost.templates.bwd_main.code import CodeChoices
 
-    return {f.name: (str if f.type in (str, "str") else int)
-            for f in dataclasses.fields(CodeChoices) if f.name not in CALL_DECIDES}
+    return {k: t for k, t in CodeChoices.types().items() if k not in CALL_DECIDES}
 
 
 def parse_variant(text: str) -> dict:

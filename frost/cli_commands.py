@@ -6,6 +6,7 @@
                         [--json] [--graph out.png] [--shape B,H,S[,S_KV] [--heads-kv N] [--sms N]]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...] [--json] [--graph out.png]
     frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--deterministic]
+                           [--code reg_usage=7 ...] [--standalone]
                            [--tile ...] [--from-model] [--json]
 
 sdpa-bwd plans are the ones ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`): sm_90a
@@ -220,6 +221,14 @@ def register_compile(sub) -> None:
     p.add_argument("--deterministic", action="store_true",
                    help="bwd_main's split-dQ form (what deterministic=True runs)")
     _model_arg(p)
+    p.add_argument("--code", action="append", default=[], metavar="KEY=VALUE",
+                   help="a bwd_main code choice on top of the measured defaults, e.g. "
+                        "reg_usage=7 or p_store=st32 (repeatable; names and meanings: "
+                        "frost.templates.bwd_main.code)")
+    p.add_argument("--standalone", action="store_true",
+                   help="compile each kernel in a module of its own (bwd_main as "
+                        "bench/bwd_main_ab.py times it) instead of the one chain module "
+                        "frost.sdpa runs; ptxas may allocate the two differently")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.epilog = (f"Exit codes: 0 compiled spill-free, {SPILL_EXIT} some kernel spills registers "
                 "(the report says which), 2 bad arguments, 1 output pipe closed or a crash.")
@@ -234,14 +243,17 @@ def run_compile(args: argparse.Namespace) -> int:
 
     from frost.sched.arch import get_arch
     from frost.sdpa.resources import chain_resources, format_resources
+    from frost.templates.bwd_main.code import CodeChoices
 
     rows = chain_resources(args.arch, args.head_dim, args.causal, args.causal_align, args.dtype,
                            _tile_arg(args.tile), use_pdl=not args.no_pdl,
-                           deterministic=args.deterministic, from_model=args.from_model)
+                           deterministic=args.deterministic, from_model=args.from_model,
+                           code=CodeChoices.parse(args.code), standalone=args.standalone)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
     else:
-        print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget))
+        print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget,
+                               "each kernel alone" if args.standalone else "one module"))
     spills = {r.kernel: r.spill_bytes for r in rows if r.spill_bytes}
     if spills:
         import sys

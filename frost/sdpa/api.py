@@ -120,8 +120,9 @@ def main_choices(key: VariantKey) -> dict:
     return {}
 
 
-def _main_kernel(key: VariantKey, plan):
-    """The main kernel (:mod:`frost.templates.bwd_main`) for this variant."""
+def _main_kernel(key: VariantKey, plan, code: dict | None = None):
+    """The main kernel (:mod:`frost.templates.bwd_main`) for this variant (``code``: choices on
+    top of :func:`main_choices`)."""
     from frost.templates.bwd_main.kernel import BwdMainKernel
 
     causal = key.causal_align != "none"
@@ -131,7 +132,7 @@ def _main_kernel(key: VariantKey, plan):
         kw["dq_splits"] = True
     if key.tail_split:
         kw["tail_split"] = 1
-    return BwdMainKernel(plan.kernel("bwd_main"), **kw, **main_choices(key))
+    return BwdMainKernel(plan.kernel("bwd_main"), **kw, **{**main_choices(key), **(code or {})})
 
 
 @dataclasses.dataclass
@@ -159,20 +160,24 @@ class CompiledChain:
 
 
 def chain_program(key: VariantKey, *, with_main: bool = True,
-                  stages=("rowdot", "bwd_main", "dq_convert")):
-    """(ChainConfig, the @cute.jit chain function, its compile args) for one variant."""
+                  stages=("rowdot", "bwd_main", "dq_convert"), plan=None, code: dict | None = None):
+    """(ChainConfig, the @cute.jit chain function, its compile args) for one variant.
+
+    ``plan`` (default :func:`make_plan`) and ``code`` (main-kernel code choices on top of
+    :func:`main_choices`) are for tools that compile a variant the call would not
+    (``frost compile --from-model / --code``, :func:`frost.sdpa.resources.chain_resources`)."""
     import cutlass
 
     from frost.templates.dq_convert import DqConvertConfig
     from frost.templates.rowdot import RowDotConfig
 
-    plan = make_plan(key)
+    plan = make_plan(key) if plan is None else plan
     dtype = cutlass.BFloat16 if key.dtype == "bf16" else cutlass.Float16
     cfg = _chain.ChainConfig.of(
         plan.kernel("bwd_main"), dtype, key.head_dim,
         rowdot=RowDotConfig.from_plan(plan, 16, key.head_dim, key.use_pdl),
         dq_convert=DqConvertConfig.from_plan(plan, 16, key.head_dim, key.use_pdl))
-    mk = _main_kernel(key, plan) if with_main else None
+    mk = _main_kernel(key, plan, code) if with_main else None
     return cfg, _chain.BwdChain(cfg, mk, stages), _chain.compile_args(dtype)
 
 

@@ -1,11 +1,11 @@
 """Compile the SDPA-backward chain for an arch without a GPU and report each kernel's resources.
 
 ``chain_resources(arch, head_dim, ...)`` plans the chain with the scheduler, compiles ``rowdot``,
-``bwd_main`` and ``dq_convert`` (rowdot and dq_convert on fake tensors with symbolic extents,
-bwd_main as the chain builds it: ``BwdMainKernel.compile``), and
-returns one :class:`KernelResources` row per kernel: threads, dynamic shared memory, registers,
-spill bytes, and the count of the instructions that matter on SM120 (mma.sync, ldmatrix, TMA,
-mbarrier waits, PDL, vector atomics). ``frost compile sdpa-bwd`` prints it.
+``bwd_main`` and ``dq_convert`` into one module as ``frost.sdpa`` does (or each alone, on fake
+tensors with symbolic extents: ``standalone=True``), and returns one :class:`KernelResources`
+row per kernel: threads, dynamic shared memory, registers, spill bytes, and the count of the
+instructions that matter on SM120 (mma.sync, ldmatrix, TMA, mbarrier waits, PDL, vector
+atomics) in its entry. ``frost compile sdpa-bwd`` prints it.
 """
 
 from __future__ import annotations
@@ -45,20 +45,35 @@ class KernelResources:
         return dataclasses.asdict(self)
 
 
+# the chain module's kernels: (row name, a substring of its entry's mangled name)
+CHAIN_KERNELS = (("rowdot", "RowDot"), ("bwd_main", "BwdMainKernel"), ("dq_convert", "DqConvert"))
+
+
 def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = False,
                     causal_align: str = "bottom_right", dtype: str = "bf16",
                     tile: dict | None = None, use_pdl: bool = True, deterministic: bool = False,
-                    from_model: bool = False) -> list[KernelResources]:
+                    from_model: bool = False, code: dict | None = None,
+                    standalone: bool = False) -> list[KernelResources]:
     """Compile every kernel of the chain for ``arch`` (no GPU needed) and report its resources.
 
     The plan is the one ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`: sm_90a runs the
     sm_120a plan; ``tile``'s keys forced on top of the measured default); ``from_model=True``
     plans with the cost model over the forced keys alone (``plan_variant(from_model=True)``).
-    ``deterministic`` compiles the split-dQ form of bwd_main that ``deterministic=True`` runs."""
+    ``deterministic`` compiles the split-dQ form of bwd_main that ``deterministic=True`` runs.
+    ``code``: bwd_main code choices (:class:`~frost.templates.bwd_main.code.CodeChoices`, e.g.
+    ``{"reg_usage": 7}``) on top of the measured defaults; the others resolve around them.
+
+    By default the three kernels are compiled as ``frost.sdpa`` builds them: one module, the
+    chain's host function (:func:`frost.sdpa.api.chain_program`), with the main kernel's ptxas
+    flags; each row reads its own entry's registers, spills and PTX. ``standalone=True``
+    compiles each kernel in a module of its own on fake tensors (bwd_main as
+    ``bench/bwd_main_ab.py`` times it, :meth:`BwdMainKernel.compile`). ptxas may allocate the
+    same kernel differently in the two (bench/RESULTS.md v126: d=256 on sm_90a spills 36 B
+    alone and none in the chain), so check a variant's shipped spills on the chain."""
     import cutlass
 
     from frost.sched import plan_variant
-    from frost.templates.bwd_main import BwdMainKernel
+    from frost.sdpa import api
     from frost.templates.dq_convert import DqConvert, DqConvertConfig
     from frost.templates.dq_convert import fake_args as dq_fake_args
     from frost.templates.rowdot import RowDot, RowDotConfig
@@ -70,36 +85,54 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     if causal_align not in ("bottom_right", "top_left"):
         raise ValueError(f"causal_align must be 'bottom_right' or 'top_left', got {causal_align!r}")
     plan = plan_variant(arch, head_dim, head_dim, causal, dtype, tile, from_model=from_model)
-    cdt = cutlass.BFloat16 if dtype == "bf16" else cutlass.Float16
-    rows = []
-
-    def row(name, threads, smem, rep, code=None):
-        counts = {k: rep.count(v) for k, v in PTX_NEEDLES.items()}
-        rows.append(KernelResources(name, threads, smem, rep.max_registers, rep.total_spill_bytes,
-                                    counts, code or {}, len(rep.lint())))
-
-    kp = plan.kernel("bwd_main")
-    main = BwdMainKernel(kp, dtype, causal=causal, causal_align=causal_align if causal else None,
-                         use_pdl=use_pdl, **({"dq_splits": True} if deterministic else {}))
+    key = api.VariantKey(arch=arch, dtype=dtype, head_dim=head_dim,
+                         causal_align=causal_align if causal else "none",
+                         deterministic=deterministic, use_pdl=use_pdl,
+                         tile=tuple(sorted((tile or {}).items())))
+    fn = args = None
+    if standalone:
+        main = api._main_kernel(key, plan, code)
+    else:
+        _, fn, args = api.chain_program(key, plan=plan, code=code)
+        main = fn.main
     flags = main.code.compile_options  # ptxas flags the chain's module is built with, all three
     rd = RowDotConfig.from_plan(plan, 16, head_dim, use_pdl)
-    row("rowdot", rd.threads, 0, compile_for(RowDot(rd), *rowdot_fake_args(rd, cdt), arch=arch,
-                                             extra_options=flags))
-    rep = main.compile(arch)
-    row("bwd_main", kp.threads, main.launched_smem_bytes, rep,
-        code=dataclasses.asdict(main.code))
     dq = DqConvertConfig.from_plan(plan, 16, head_dim, use_pdl)
-    row("dq_convert", dq.threads, 0, compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch,
-                                                 extra_options=flags))
+    threads = {"rowdot": rd.threads, "bwd_main": plan.kernel("bwd_main").threads,
+               "dq_convert": dq.threads}
+    codes = {"bwd_main": dataclasses.asdict(main.code)}
+
+    if standalone:
+        cdt = cutlass.BFloat16 if dtype == "bf16" else cutlass.Float16
+        reps = {"rowdot": compile_for(RowDot(rd), *rowdot_fake_args(rd, cdt), arch=arch,
+                                      extra_options=flags),
+                "bwd_main": main.compile(arch),
+                "dq_convert": compile_for(DqConvert(dq), *dq_fake_args(dq, cdt), arch=arch,
+                                          extra_options=flags)}
+        entries = {name: (reps[name], part) for name, part in CHAIN_KERNELS}
+    else:
+        rep = compile_for(fn, *args, arch=arch, extra_options=flags)
+        entries = {name: (rep, part) for name, part in CHAIN_KERNELS}
+
+    smem = {"rowdot": 0, "bwd_main": main.launched_smem_bytes, "dq_convert": 0}  # set by the trace
+    rows = []
+    for name, _ in CHAIN_KERNELS:
+        rep, part = entries[name]
+        k = rep.kernel(part)
+        body = rep.entry_ptx(part)
+        counts = {n: body.count(v) for n, v in PTX_NEEDLES.items()}
+        rows.append(KernelResources(name, threads[name], smem[name], k.registers, k.spills,
+                                    counts, codes.get(name, {}), len(rep.lint())))
     return rows
 
 
-def format_resources(rows: list[KernelResources], arch: str, budget: int) -> str:
-    """A table of ``rows`` with the smem budget check."""
+def format_resources(rows: list[KernelResources], arch: str, budget: int,
+                     module: str = "one module") -> str:
+    """A table of ``rows`` with the smem budget check (``module``: how they were compiled)."""
     names = list(PTX_NEEDLES)
     head = f"{'kernel':<11}{'threads':>8}{'smem B':>9}{'regs':>6}{'spill B':>8}  " + \
         "  ".join(f"{n:>{max(4, len(n))}}" for n in names)
-    out = [f"frost compile: sdpa_bwd chain for {arch}", "", head, "-" * len(head)]
+    out = [f"frost compile: sdpa_bwd chain for {arch} ({module})", "", head, "-" * len(head)]
     for r in rows:
         out.append(f"{r.kernel:<11}{r.threads:>8}{r.smem_bytes:>9,}{r.registers:>6}{r.spill_bytes:>8}  " +
                    "  ".join(f"{r.ptx[n]:>{max(4, len(n))}}" for n in names))

@@ -134,9 +134,23 @@ class CompileReport:
     def total_spill_bytes(self) -> int:
         return sum(k.spills for k in self.kernels)
 
-    def count(self, needle: str) -> int:
-        """How many times ``needle`` occurs in the PTX."""
-        return self.ptx.count(needle)
+    def count(self, needle: str, entry: str | None = None) -> int:
+        """How many times ``needle`` occurs in the PTX (``entry``: in that kernel's body only,
+        :meth:`entry_ptx`)."""
+        return (self.ptx if entry is None else self.entry_ptx(entry)).count(needle)
+
+    def entry_ptx(self, contains: str) -> str:
+        """The PTX of the one entry function whose name contains ``contains``: from its
+        ``.entry`` line to the next entry's (a module of several kernels, e.g. the SDPA chain,
+        compiles into one PTX file). LookupError unless exactly one entry matches."""
+        starts = list(_PTX_ENTRY.finditer(self.ptx))
+        hits = [i for i, m in enumerate(starts) if contains in m.group(1)]
+        if len(hits) != 1:
+            raise LookupError(f"{len(hits)} PTX entries match {contains!r}: "
+                              f"{[m.group(1) for m in starts]}")
+        i = hits[0]
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(self.ptx)
+        return self.ptx[starts[i].start():end]
 
     @property
     def ptx_sha(self) -> str:
@@ -171,6 +185,7 @@ class DivergentCollectiveError(RuntimeError):
     """The compiled PTX issues a warp-collective instruction from a lane-divergent branch."""
 
 
+_PTX_ENTRY = re.compile(r"^[ \t]*(?:\.visible[ \t]+)?\.entry[ \t]+([\w$]+)", re.M)
 _ENTRY = re.compile(r"Compiling\s+entry\s+function\s+'([^']+)'\s+for\s+'(sm_\w+)'")
 _FRAME = re.compile(r"(\d+)\s+bytes\s+stack\s+frame,\s+(\d+)\s+bytes\s+spill\s+stores,\s+(\d+)\s+bytes\s+spill\s+loads")
 _USED = re.compile(r"Used\s+(\d+)\s+registers(?:,\s+used\s+(\d+)\s+barriers)?")

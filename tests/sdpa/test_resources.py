@@ -22,6 +22,9 @@ def test_chain_resources_sm121_causal():
     assert main.code["interleave"] in (0, 1, 2) and main.code["dq_vec"] == 2
     assert main.code["exp2_poly"] == 0  # measured slower (bench/RESULTS.md v9)
     assert rows[0].code == {} and rows[2].code == {}
+    # one module, each row its own entry's counts: only bwd_main issues MMAs and TMA loads
+    assert rows[0].ptx["mma.sync"] == rows[2].ptx["mma.sync"] == 0
+    assert rows[0].ptx["tma.load"] == rows[2].ptx["tma.load"] == 0
     for r in rows:
         assert r.spill_bytes == 0 and r.registers > 0 and r.divergent_collectives == 0, r
         assert r.ptx["pdl.wait"] >= 1 and r.ptx["pdl.trigger"] >= 1, r
@@ -72,5 +75,48 @@ def test_cli_compile_passes_its_flags_and_exits_3_on_spills(monkeypatch, capsys)
     monkeypatch.setattr(resources, "chain_resources", fake)
     assert cli.main(["compile", "sdpa-bwd", "--deterministic", "--from-model"]) == 3
     assert seen["deterministic"] is True and seen["from_model"] is True
+    assert seen["code"] == {} and seen["standalone"] is False
     assert "spills: {'bwd_main': 24}" in capsys.readouterr().err
+    assert cli.main(["compile", "sdpa-bwd", "--code", "reg_usage=7", "--code", "p_store=st32",
+                     "--standalone"]) == 3
+    assert seen["code"] == {"reg_usage": 7, "p_store": "st32"} and seen["standalone"] is True
+    capsys.readouterr()
+    for bad, says in (("reg_usage=seven", "not an int"), ("nope=1", "not one of"),
+                      ("reg_usage", "KEY=VALUE")):
+        assert cli.main(["compile", "sdpa-bwd", "--code", bad]) == 2
+        assert says in capsys.readouterr().err
+
+
+def test_code_choices_parse_types_each_value():
+    """CodeChoices.parse: the command line's KEY=VALUE items typed by the field (words stay
+    words), the errors naming the item."""
+    assert CodeChoices.parse([]) == {}
+    assert CodeChoices.parse(["reg_usage=7", " dq_guard = rows ", "p_store=st32"]) == \
+        {"reg_usage": 7, "dq_guard": "rows", "p_store": "st32"}
+    types = CodeChoices.types()
+    assert set(types) == CodeChoices.names()
+    assert types["p_store"] is str and types["dq_guard"] is str and types["trip_step"] is int
+    for bad, says in (("trip_step=1.5", "not an int"), ("=1", "KEY=VALUE"),
+                      ("trip_stepp=1", "'trip_stepp' is not one of")):
+        with pytest.raises(ValueError, match=says):
+            CodeChoices.parse([bad])
+
+
+@pytest.mark.compile
+def test_code_choices_reach_the_chain_and_pdl_moves_the_allocation():
+    """``code`` reaches the chain's main kernel and ptxas (bench/RESULTS.md v127): at d=256 on
+    sm_90a, v126's best stand-alone variant (ptxas level 7, -O2, the stepped walk) spills in
+    the PDL build frost.sdpa ships, one module or main alone, while the build without PDL that
+    bench/bwd_main_ab.py timed before v127 does not; the default chain is spill-free."""
+    step7 = {"reg_usage": 7, "ptxas_opt": 2, "trip_step": 1}
+    default = chain_resources("sm_90a", 256)
+    shipped = chain_resources("sm_90a", 256, code=step7)
+    alone = chain_resources("sm_90a", 256, code=step7, standalone=True)
+    no_pdl = chain_resources("sm_90a", 256, code=step7, standalone=True, use_pdl=False)
+    assert {k: shipped[1].code[k] for k in step7} == step7
+    assert default[1].code["reg_usage"] != 7
+    assert sum(r.spill_bytes for r in default) == 0
+    assert shipped[1].spill_bytes > 0 and alone[1].spill_bytes > 0
+    assert no_pdl[1].spill_bytes == 0 and no_pdl[1].ptx["pdl.wait"] == 0
+    assert shipped[0].spill_bytes == shipped[2].spill_bytes == 0
 

@@ -84,3 +84,26 @@ def test_ptx_sha_ignores_comment_lines_only():
     assert len(base) == 12 and int(base, 16) >= 0
     assert sha("//\n// Compiler Build ID: X\n" + body + "\t// .globl k\n") == base
     assert sha(body.replace("0;", "1;")) != base
+
+
+def test_entry_ptx_cuts_a_module_at_its_entries():
+    """CompileReport.entry_ptx: one kernel's body out of a module of several (the SDPA chain),
+    so a count per kernel does not see its neighbours' instructions; LookupError unless one
+    entry matches."""
+    from frost.tile_dsl.compile import CompileReport
+
+    ptx = (".version 8.8\n.target sm_120a\n"
+           ".visible .entry kernel_RowDot_0(\n\t.param .u64 a\n)\n{\n\tld.global.f32 %f1, [a];\n}\n"
+           ".visible .entry kernel_BwdMainKernel_1(\n)\n{\n\tmma.sync.aligned.m16n8k16 x;\n"
+           "\tmma.sync.aligned.m16n8k16 y;\n}\n"
+           ".entry kernel_DqConvert_2(\n)\n{\n\tst.global.f32 [b], %f2;\n}\n")
+    rep = CompileReport("sm_120a", None, ptx, b"", "", [])
+    main = rep.entry_ptx("BwdMain")
+    assert main.startswith(".visible .entry kernel_BwdMainKernel_1(") and "DqConvert" not in main
+    assert rep.count("mma.sync", entry="BwdMain") == 2 == rep.count("mma.sync")
+    assert rep.count("mma.sync", entry="RowDot") == 0
+    assert rep.entry_ptx("DqConvert").rstrip().endswith("}")  # the last entry runs to the end
+    with pytest.raises(LookupError, match="3 PTX entries"):
+        rep.entry_ptx("kernel_")
+    with pytest.raises(LookupError, match="0 PTX entries"):
+        rep.entry_ptx("Nope")

@@ -164,6 +164,35 @@ class CodeChoices:
         return frozenset(f.name for f in dataclasses.fields(cls))
 
     @classmethod
+    def types(cls) -> dict:
+        """{name: int or str}: the type each choice's value takes (``p_store`` and ``dq_guard``
+        are words, the others ints)."""
+        return {f.name: (str if f.type in (str, "str") else int) for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def parse(cls, items) -> dict:
+        """``["reg_usage=7", "p_store=st32"]`` -> ``{"reg_usage": 7, "p_store": "st32"}``: the
+        command line's ``KEY=VALUE`` form, each value typed by :meth:`types`. ValueError naming
+        the item for a malformed one, an unknown name (listing the known ones) or a non-int
+        value of an int choice; whether the plan can take the value is checked when the kernel
+        is built (:meth:`resolve`)."""
+        types, out = cls.types(), {}
+        for item in items:
+            key, sep, val = (x.strip() for x in str(item).partition("="))
+            if not sep or not key or not val:
+                raise ValueError(f"bad code choice {item!r}: want KEY=VALUE")
+            if key not in types:
+                raise ValueError(f"bad code choice {item!r}: {key!r} is not one of "
+                                 f"{', '.join(sorted(types))}")
+            if types[key] is int:
+                try:
+                    val = int(val)
+                except ValueError:
+                    raise ValueError(f"bad code choice {item!r}: {val!r} is not an int") from None
+            out[key] = val
+        return out
+
+    @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
                 dq_vec: int | None = None, p_store: str | None = None,
                 lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
