@@ -833,3 +833,61 @@ screen_rows "$1" 64 "a=0|1" d64::4,16,4096,64 d64c:--causal:4,16,4096,64,c
                     "row d64c dim=64 flag=[--causal] grid=a=0|1 chain=4,16,4096,64,c"]
     bad = run("d128")
     assert bad.returncode == 2 and "usage" in bad.stderr and "both|d64|d64c" in bad.stderr
+
+
+SPILL_GRID = os.path.join(ROOT, "bench", "spill_grid.py")
+
+
+def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_path, capsys):
+    """bench/spill_grid.py: a variant's code=default pins the default's resolved choices (the
+    ones a call decides left out) under the named ones, tile.* keys force the plan, timing-only
+    and per-call keys are refused; --keep prints the variants spill-free on every arch, default
+    first (the compile is stubbed here: its rows are made up)."""
+    import pytest
+
+    _help_lists(SPILL_GRID, "--variants", "--archs", "--keep")
+    mod = _load(SPILL_GRID)
+    from bench.variant_grid import default_code
+
+    base = default_code(256, False)
+    tile, code = mod.variant_build(256, False, {"reg_usage": 7, "code": "default"})
+    assert tile == {} and code["reg_usage"] == 7 and base["reg_usage"] != 7
+    assert {k: v for k, v in code.items() if k != "reg_usage"} == \
+        {k: v for k, v in base.items() if k not in ("reg_usage", "tail_split", "persistent")}
+    assert mod.variant_build(256, False, {"tile.q_stages": 1, "trip_step": 1}) == \
+        ({"q_stages": 1}, {"trip_step": 1})  # unpinned: the rest resolves around it
+    for bad in ({"skip": "softmax"}, {"tail_split": 1}, {"build": "launch"}):
+        with pytest.raises(ValueError, match="not a build"):
+            mod.variant_build(256, False, bad)
+
+    spills = {("dq_accs=2", "sm_90a"): 0, ("dq_accs=2", "sm_120a"): 8, ("stat_vec=1", "sm_90a"): 0,
+              ("stat_vec=1", "sm_120a"): 0, ("default", "sm_90a"): 0, ("default", "sm_120a"): 0}
+
+    def fake(job):
+        name, v, d, causal, arch = job
+        return dict(variant=name, arch=arch, d=d, causal=causal, registers=168,
+                    spill_bytes=spills[name, arch], others_spill=0, code={})
+
+    monkeypatch.setattr(mod, "compile_row", fake)
+
+    class Serial:  # the stub cannot cross a process boundary
+        def __init__(self, n):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def map(self, f, jobs):
+            return [f(j) for j in jobs]
+
+    monkeypatch.setattr(mod.concurrent.futures, "ProcessPoolExecutor", Serial)
+    assert mod.main(["--dims", "256", "--variants", "default;dq_accs=2;stat_vec=1", "--keep",
+                     "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == "default;stat_vec=1"
+    assert "168/8" in out.err  # the table names dq_accs=2's sm_120a spill
+    saved = json.load(open(tmp_path / "spill_grid.json"))
+    assert saved["meta"]["archs"] == ["sm_90a", "sm_120a"] and len(saved["results"]) == 6
