@@ -38,9 +38,16 @@ screen_best() {
 # over 8 rounds into $out/DIR, and the re-time's best timed on the whole frost.sdpa.backward
 # call at CHAIN_SHAPE (bench/chain_ab.py, 8 rounds x 10 calls, into $out/DIR_chain; $COMMIT
 # recorded). The bwd_main A/Bs run at B,H,S (default 4,16,4096). bench/ab_v124.sh and later.
+# With SPILL_ARCHS (e.g. sm_90a,sm_120a,sm_121a) only the combinations bench/spill_grid.py
+# compiles spill-free on each of those archs are screened (its table: $out/DIR_spills.txt).
 screen_row() {
   local v
   v=$(python3 bench/variant_grid.py --grid "$4" --dims "$2" $3) || return 1
+  if [[ -n ${SPILL_ARCHS:-} ]]; then
+    mkdir -p "$out"
+    v=$(python3 bench/spill_grid.py --dims "$2" $3 --variants "$v" --archs "$SPILL_ARCHS" \
+      --keep --out "$out/$1_spills" 2> "$out/$1_spills.txt") || return 1
+  fi
   SCREEN_TIMEOUT=${SCREEN_TIMEOUT:-420} screen_best "$1" "$2" "$3" "$v" 3 "${6:-}" || return 1
   AB_TIMEOUT=200 ab "$1" "$2" "$3" "$best" 8 "${6:-}"
   [[ -f $out/$1/bwd_main_ab.json ]] || return 1

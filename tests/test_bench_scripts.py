@@ -813,6 +813,34 @@ COMMIT=abc123 screen_row d64 64 "" "q_rotate=0|1,reg_usage=5|7" 4,16,4096,64 2,1
     assert f"--out {tmp_path}/d64_chain" in chain[0]
 
 
+def test_ab_lib_screen_row_screens_only_the_spill_free_with_spill_archs(tmp_path):
+    """screen_row with SPILL_ARCHS: bench/spill_grid.py (stubbed: it keeps the variants without
+    reg_usage=7) is asked about every combination on those archs, and only what it keeps is
+    screened; without SPILL_ARCHS it is not called."""
+    script = r'''
+out=$1
+. bench/ab_lib.sh 2>/dev/null
+screen_best() { echo "screen $4"; return 1; }
+python3() {
+  if [[ $1 == bench/spill_grid.py ]]; then
+    echo "spill_grid $*" >&2
+    local v; v=$(sed 's/--variants //' <<< "$(grep -o -- '--variants [^ ]*' <<< "$*")")
+    tr ';' '\n' <<< "$v" | grep -v reg_usage=7 | paste -sd';'
+  else command python3 "$@"; fi
+}
+screen_row d64 64 "" "q_rotate=0|1,reg_usage=5|7" 4,16,4096,64
+SPILL_ARCHS=sm_90a,sm_120a screen_row d64 64 "" "q_rotate=0|1,reg_usage=5|7" 4,16,4096,64
+'''
+    got = subprocess.run(["bash", "-c", script, "x", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    plain, filtered = [ln for ln in got.stdout.splitlines() if ln.startswith("screen ")]
+    assert plain.count(";") == 3 and "reg_usage=7" in plain  # 3 combinations + default
+    assert filtered.count(";") == 2 and "reg_usage=7" not in filtered and "reg_usage=5" in filtered
+    calls = (tmp_path / "d64_spills.txt").read_text()
+    assert calls.count("spill_grid ") == 1 and "--archs sm_90a,sm_120a --keep" in calls
+    assert "--dims 64 " in calls
+
+
 def test_ab_lib_screen_rows_dispatches_by_name():
     """bench/ab_lib.sh screen_rows: one row by its DIR, every row with "both" (each with its
     causal flag and chain shape), usage and status 2 for a name no row has."""
