@@ -90,7 +90,7 @@ def parse_variant(text: str) -> dict:
     return out
 
 
-def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = False):
+def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = True):
     """The ``BwdMainKernel`` of variant ``v`` (from :func:`parse_variant`) at head dim ``d``:
     ``tile.*`` keys are forced on top of the default plan's tile knobs and plan options
     (:func:`frost.templates.bwd_main.variant_plan`, as ``frost.sdpa`` plans), so such a variant's
@@ -99,16 +99,16 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = False):
     (``measured.MEASURED_CHOICES``, e.g. d=128's ``reg_usage``) to their first forms unless the
     variant names them (each result records its resolved choices; v78b), or says ``code=default``
     (every choice as the default plan resolves it). ``skip`` becomes the timing-only ablation
-    set; the rest are code choices. ``use_pdl``: build with PDL's ``griddepcontrol`` (as ``frost.sdpa``
-    does; :func:`main` passes it unless ``--no-pdl``, since v127)."""
+    set; the rest are code choices. ``use_pdl``: build with PDL's ``griddepcontrol``, as
+    ``frost.sdpa`` does (the default since v127; :func:`main`'s ``--no-pdl`` turns it off)."""
     from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
+    from frost.templates.bwd_main.code import CodeChoices
 
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
     kw = {k: x for k, x in v.items()
           if not k.startswith("tile.") and k not in (SPLIT_SMS, BUILD, CODE)}
     if v.get(CODE) == "default":
-        base = BwdMainKernel(default_plan(ARCH, d, causal=causal), "bf16", causal=causal).code
-        kw = {**dataclasses.asdict(base), **kw}
+        kw = CodeChoices.pinned(default_plan(ARCH, d, causal=causal), causal, **kw)
     if forced or kw.get("tail_split"):  # as frost.sdpa plans it (a split build: its own plan)
         kp = variant_plan(ARCH, d, causal=causal, tile=forced,
                           tail_split=bool(kw.get("tail_split"))).kernel("bwd_main")

@@ -46,7 +46,7 @@ from bwd_main_ab import plot, round_robin, write_report  # noqa: E402
 from sdpa_bwd import commit_id, flops, make_set, rel_err  # noqa: E402
 
 PLAN_ARCH = "sm_120a"  # the plans every supported device runs (frost.sched.arch.plan_arch)
-CALL_DECIDES = frozenset({"tail_split", "persistent"})  # per call / a launch frost.sdpa never runs
+from frost.templates.bwd_main.code import CALL_DECIDES  # noqa: E402  (tail_split, persistent)
 
 
 def code_choices() -> dict:

@@ -26,37 +26,40 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-CALL_DECIDES = ("tail_split", "persistent")  # per call / never shipped: not a variant's
 
 
-def variant_build(d: int, causal: bool, v: dict) -> tuple[dict, dict]:
+def variant_build(d: int, causal: bool, v: dict, arch: str = "sm_120a") -> tuple[dict, dict]:
     """(forced plan keys, code choices) that ``chain_resources`` takes for variant ``v`` (a
-    ``bench/bwd_main_ab.py`` variant): ``tile.<knob>`` keys force the plan; ``code=default``
-    pins every choice the variant does not name to the default build's (as bwd_main_ab
-    builds it); ``skip`` and ``build`` (timing-only) and :data:`CALL_DECIDES` are refused."""
-    from bench.variant_grid import default_code
+    ``bench/bwd_main_ab.py`` variant) on ``arch``: ``tile.<knob>`` keys force the plan;
+    ``code=default`` pins every choice the variant does not name to the default build's
+    (``CodeChoices.pinned``, as bwd_main_ab builds it); ``skip``, ``build`` and ``split_sms``
+    (timing-only) and ``CALL_DECIDES`` (tail_split, persistent) are refused."""
+    from bench.bwd_main_ab import BUILD, CODE, SPLIT_SMS
+    from frost.sched import plan_variant
+    from frost.templates.bwd_main.code import CALL_DECIDES, CodeChoices
 
-    bad = [k for k in v if k in ("skip", "build") or k in CALL_DECIDES]
+    bad = [k for k in v if k in ("skip", BUILD, SPLIT_SMS) or k in CALL_DECIDES]
     if bad:
         raise ValueError(f"{bad}: not a build frost.sdpa ships (timing-only or decided per call)")
     tile = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
-    code = {k: x for k, x in v.items() if not k.startswith("tile.") and k != "code"}
-    if v.get("code") == "default":
-        base = {k: x for k, x in default_code(d, causal).items() if k not in CALL_DECIDES}
-        code = {**base, **code}
+    code = {k: x for k, x in v.items() if not k.startswith("tile.") and k != CODE}
+    if v.get(CODE) == "default":
+        kp = plan_variant(arch, d, None, causal).kernel("bwd_main")
+        code = CodeChoices.pinned(kp, causal, **code)
     return tile, code
 
 
 def compile_row(job: tuple) -> dict:
-    """One (variant name, variant, d, causal, arch): bwd_main's compile report in the chain."""
+    """One (variant name, variant, d, causal, arch): bwd_main's report in the chain module."""
     name, v, d, causal, arch = job
     from frost.sdpa.resources import chain_resources
 
-    tile, code = variant_build(d, causal, v)
+    tile, code = variant_build(d, causal, v, arch)
     rows = chain_resources(arch, d, causal, tile=tile or None, code=code)
     main = rows[1]
     return dict(variant=name, arch=arch, d=d, causal=causal, registers=main.registers,
-                spill_bytes=main.spill_bytes, others_spill=rows[0].spill_bytes + rows[2].spill_bytes,
+                spill_bytes=main.spill_bytes,
+                others_spill=rows[0].spill_bytes + rows[2].spill_bytes,
                 code=main.code)
 
 

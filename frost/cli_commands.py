@@ -228,7 +228,7 @@ def register_compile(sub) -> None:
     p.add_argument("--standalone", action="store_true",
                    help="compile each kernel in a module of its own (bwd_main as "
                         "bench/bwd_main_ab.py times it) instead of the one chain module "
-                        "frost.sdpa runs; ptxas may allocate the two differently")
+                        "frost.sdpa runs")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.epilog = (f"Exit codes: 0 compiled spill-free, {SPILL_EXIT} some kernel spills registers "
                 "(the report says which), 2 bad arguments, 1 output pipe closed or a crash.")
@@ -243,12 +243,17 @@ def run_compile(args: argparse.Namespace) -> int:
 
     from frost.sched.arch import get_arch
     from frost.sdpa.resources import chain_resources, format_resources
-    from frost.templates.bwd_main.code import CodeChoices
+    from frost.templates.bwd_main.code import CALL_DECIDES, CodeChoices
 
+    code = CodeChoices.parse(args.code)
+    if CALL_DECIDES & code.keys():
+        raise ValueError(f"--code {sorted(CALL_DECIDES & code.keys())}: not a variant's choice "
+                         f"(frost.sdpa builds tail_split for the calls it cuts; persistent is a "
+                         f"launch it does not run); frost compile builds the whole-tile chain")
     rows = chain_resources(args.arch, args.head_dim, args.causal, args.causal_align, args.dtype,
                            _tile_arg(args.tile), use_pdl=not args.no_pdl,
                            deterministic=args.deterministic, from_model=args.from_model,
-                           code=CodeChoices.parse(args.code), standalone=args.standalone)
+                           code=code, standalone=args.standalone)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
     else:

@@ -871,8 +871,6 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
     ones a call decides left out) under the named ones, tile.* keys force the plan, timing-only
     and per-call keys are refused; --keep prints the variants spill-free on every arch, default
     first (the compile is stubbed here: its rows are made up)."""
-    import pytest
-
     _help_lists(SPILL_GRID, "--variants", "--archs", "--keep")
     mod = _load(SPILL_GRID)
     from bench.variant_grid import default_code
@@ -884,9 +882,25 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
         {k: v for k, v in base.items() if k not in ("reg_usage", "tail_split", "persistent")}
     assert mod.variant_build(256, False, {"tile.q_stages": 1, "trip_step": 1}) == \
         ({"q_stages": 1}, {"trip_step": 1})  # unpinned: the rest resolves around it
-    for bad in ({"skip": "softmax"}, {"tail_split": 1}, {"build": "launch"}):
+    for bad in ({"skip": "softmax"}, {"tail_split": 1}, {"build": "launch"}, {"split_sms": 132}):
         with pytest.raises(ValueError, match="not a build"):
             mod.variant_build(256, False, bad)
+    # the same kernel bench/bwd_main_ab.py times for the variant string
+    ab = _load(AB)
+    from frost.sdpa.api import VariantKey, _main_kernel
+    from frost.sched import plan_variant
+
+    for d, causal, text in ((256, False, "q_rotate=0,trip_step=1,code=default"),
+                            (64, True, "reg_usage=5,code=default"),
+                            (128, False, "trip_step=0,p_store=st32"),
+                            (64, False, "tile.exchange_stages=1,code=default")):
+        v = ab.parse_variant(text)
+        tile, code = mod.variant_build(d, causal, v)
+        key = VariantKey("sm_120a", "bf16", d, "bottom_right" if causal else "none", False, True)
+        built = _main_kernel(key, plan_variant("sm_120a", d, d, causal, "bf16", tile or None),
+                             code)
+        timed = ab.build_kernel(d, causal, v)
+        assert (built.code, built.kp.tile) == (timed.code, timed.kp.tile), text
 
     spills = {("dq_accs=2", "sm_90a"): 0, ("dq_accs=2", "sm_120a"): 8, ("stat_vec=1", "sm_90a"): 0,
               ("stat_vec=1", "sm_120a"): 0, ("default", "sm_90a"): 0, ("default", "sm_120a"): 0}

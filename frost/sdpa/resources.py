@@ -66,10 +66,11 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     By default the three kernels are compiled as ``frost.sdpa`` builds them: one module, the
     chain's host function (:func:`frost.sdpa.api.chain_program`), with the main kernel's ptxas
     flags; each row reads its own entry's registers, spills and PTX. ``standalone=True``
-    compiles each kernel in a module of its own on fake tensors (bwd_main as
-    ``bench/bwd_main_ab.py`` times it, :meth:`BwdMainKernel.compile`). ptxas may allocate the
-    same kernel differently in the two (bench/RESULTS.md v126: d=256 on sm_90a spills 36 B
-    alone and none in the chain), so check a variant's shipped spills on the chain."""
+    compiles each kernel in a module of its own: rowdot and dq_convert on fake tensors,
+    bwd_main in the chain that launches it alone (:meth:`BwdMainKernel.compile`, the build
+    ``bench/bwd_main_ab.py`` times). What moves ptxas' allocation is the code, PDL included
+    (bench/RESULTS.md v127: at d=256 a variant spills 96 B on sm_90a with ``griddepcontrol``
+    and none without), so check a variant's spills with the ``use_pdl`` it ships with."""
     import cutlass
 
     from frost.sched import plan_variant

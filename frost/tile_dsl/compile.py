@@ -141,16 +141,23 @@ class CompileReport:
 
     def entry_ptx(self, contains: str) -> str:
         """The PTX of the one entry function whose name contains ``contains``: from its
-        ``.entry`` line to the next entry's (a module of several kernels, e.g. the SDPA chain,
-        compiles into one PTX file). LookupError unless exactly one entry matches."""
-        starts = list(_PTX_ENTRY.finditer(self.ptx))
-        hits = [i for i, m in enumerate(starts) if contains in m.group(1)]
+        ``.entry`` line to the next ``.entry`` or ``.func`` (:func:`.ptx_parse.functions`; a
+        module of several kernels, e.g. the SDPA chain, compiles into one PTX file).
+        LookupError unless exactly one entry matches."""
+        from frost.tile_dsl.ptx_parse import functions
+
+        lines = self.ptx.splitlines()
+        entries = []  # (name, first line, last line) of each .entry
+        for a, b in functions(lines):
+            m = _PTX_ENTRY.match(lines[a]) if lines else None
+            if m:
+                entries.append((m.group(1), a, b))
+        hits = [e for e in entries if contains in e[0]]
         if len(hits) != 1:
             raise LookupError(f"{len(hits)} PTX entries match {contains!r}: "
-                              f"{[m.group(1) for m in starts]}")
-        i = hits[0]
-        end = starts[i + 1].start() if i + 1 < len(starts) else len(self.ptx)
-        return self.ptx[starts[i].start():end]
+                              f"{[e[0] for e in entries]}")
+        _, a, b = hits[0]
+        return "\n".join(lines[a:b + 1])
 
     @property
     def ptx_sha(self) -> str:
@@ -185,7 +192,7 @@ class DivergentCollectiveError(RuntimeError):
     """The compiled PTX issues a warp-collective instruction from a lane-divergent branch."""
 
 
-_PTX_ENTRY = re.compile(r"^[ \t]*(?:\.visible[ \t]+)?\.entry[ \t]+([\w$]+)", re.M)
+_PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.entry\s+([\w$]+)")
 _ENTRY = re.compile(r"Compiling\s+entry\s+function\s+'([^']+)'\s+for\s+'(sm_\w+)'")
 _FRAME = re.compile(r"(\d+)\s+bytes\s+stack\s+frame,\s+(\d+)\s+bytes\s+spill\s+stores,\s+(\d+)\s+bytes\s+spill\s+loads")
 _USED = re.compile(r"Used\s+(\d+)\s+registers(?:,\s+used\s+(\d+)\s+barriers)?")

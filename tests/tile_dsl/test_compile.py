@@ -88,21 +88,25 @@ def test_ptx_sha_ignores_comment_lines_only():
 
 def test_entry_ptx_cuts_a_module_at_its_entries():
     """CompileReport.entry_ptx: one kernel's body out of a module of several (the SDPA chain),
-    so a count per kernel does not see its neighbours' instructions; LookupError unless one
-    entry matches."""
+    so a count per kernel does not see its neighbours' instructions (nor a .func after it);
+    LookupError unless one entry matches."""
     from frost.tile_dsl.compile import CompileReport
 
     ptx = (".version 8.8\n.target sm_120a\n"
            ".visible .entry kernel_RowDot_0(\n\t.param .u64 a\n)\n{\n\tld.global.f32 %f1, [a];\n}\n"
            ".visible .entry kernel_BwdMainKernel_1(\n)\n{\n\tmma.sync.aligned.m16n8k16 x;\n"
            "\tmma.sync.aligned.m16n8k16 y;\n}\n"
-           ".entry kernel_DqConvert_2(\n)\n{\n\tst.global.f32 [b], %f2;\n}\n")
+           ".entry kernel_DqConvert_2(\n)\n{\n\tst.global.f32 [b], %f2;\n}\n"
+           ".func (.reg .b32 r) helper_3(\n)\n{\n\tmma.sync.aligned.m16n8k16 z;\n}\n")
     rep = CompileReport("sm_120a", None, ptx, b"", "", [])
     main = rep.entry_ptx("BwdMain")
     assert main.startswith(".visible .entry kernel_BwdMainKernel_1(") and "DqConvert" not in main
-    assert rep.count("mma.sync", entry="BwdMain") == 2 == rep.count("mma.sync")
+    assert rep.count("mma.sync", entry="BwdMain") == 2 and rep.count("mma.sync") == 3
     assert rep.count("mma.sync", entry="RowDot") == 0
-    assert rep.entry_ptx("DqConvert").rstrip().endswith("}")  # the last entry runs to the end
+    cvt = rep.entry_ptx("DqConvert")  # ends where the .func after it starts
+    assert cvt.rstrip().endswith("}") and "helper_3" not in cvt and "st.global" in cvt
+    with pytest.raises(LookupError, match="0 PTX entries"):
+        rep.entry_ptx("helper")  # a .func is not an entry
     with pytest.raises(LookupError, match="3 PTX entries"):
         rep.entry_ptx("kernel_")
     with pytest.raises(LookupError, match="0 PTX entries"):

@@ -123,6 +123,11 @@ class CodeChoiceError(ValueError):
     """A code choice that this plan cannot take."""
 
 
+# choices that are not a variant's to set: ``tail_split`` (frost.sdpa builds it for the calls
+# whose grid the model cuts) and ``persistent`` (a launch frost.sdpa does not run)
+CALL_DECIDES = frozenset({"tail_split", "persistent"})
+
+
 @dataclasses.dataclass(frozen=True)
 class CodeChoices:
     dq_chunks: int
@@ -168,6 +173,15 @@ class CodeChoices:
         """{name: int or str}: the type each choice's value takes (``p_store`` and ``dq_guard``
         are words, the others ints)."""
         return {f.name: (str if f.type in (str, "str") else int) for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def pinned(cls, kp: KernelPlan, causal: bool = False, **named) -> dict:
+        """Every choice as plan ``kp`` resolves it (less :data:`CALL_DECIDES`), with ``named``
+        on top: a variant that changes the choices it names and keeps the others at ``kp``'s
+        defaults, instead of letting them resolve again around the named ones (e.g. d=128's
+        ``trip_step=0`` alone brings back its K/V prefetch). The benchmarks' ``code=default``."""
+        base = dataclasses.asdict(cls.resolve(kp, causal=causal))
+        return {**{k: v for k, v in base.items() if k not in CALL_DECIDES}, **named}
 
     @classmethod
     def parse(cls, items) -> dict:
