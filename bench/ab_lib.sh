@@ -46,7 +46,8 @@ screen_row() {
   if [[ -n ${SPILL_ARCHS:-} ]]; then
     mkdir -p "$out"
     v=$(python3 bench/spill_grid.py --dims "$2" $3 --variants "$v" --archs "$SPILL_ARCHS" \
-      --keep --out "$out/$1_spills" 2> "$out/$1_spills.txt") || return 1
+      --keep --out "$out/$1_spills" 2> "$out/$1_spills.txt") ||
+      { echo "# $1: bench/spill_grid.py failed (see $out/$1_spills.txt)"; return 1; }
   fi
   SCREEN_TIMEOUT=${SCREEN_TIMEOUT:-420} screen_best "$1" "$2" "$3" "$v" 3 "${6:-}" || return 1
   AB_TIMEOUT=200 ab "$1" "$2" "$3" "$best" 8 "${6:-}"

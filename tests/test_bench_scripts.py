@@ -72,7 +72,7 @@ AB = os.path.join(ROOT, "bench", "bwd_main_ab.py")
 
 
 def test_bwd_main_ab_help_and_variants():
-    _help_lists(AB, "--variants", "--rounds")
+    _help_lists(AB, "--variants", "--rounds", "--no-pdl")
     import pytest
 
     mod = _load(AB)

@@ -80,6 +80,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     from frost.templates.rowdot import RowDot, RowDotConfig
     from frost.templates.rowdot import fake_args as rowdot_fake_args
     from frost.tile_dsl.compile import compile_for
+    from frost.tile_dsl.ptx_lint import divergent_collectives
 
     if dtype not in ("bf16", "fp16"):
         raise ValueError(f"dtype must be 'bf16' or 'fp16', got {dtype!r}")
@@ -115,7 +116,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
         rep = compile_for(fn, *args, arch=arch, extra_options=flags)
         entries = {name: (rep, part) for name, part in CHAIN_KERNELS}
 
-    smem = {"rowdot": 0, "bwd_main": main.launched_smem_bytes, "dq_convert": 0}  # set by the trace
+    smem = {"rowdot": 0, "bwd_main": plan.kernel("bwd_main").smem_bytes, "dq_convert": 0}
     rows = []
     for name, _ in CHAIN_KERNELS:
         rep, part = entries[name]
@@ -123,7 +124,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
         body = rep.entry_ptx(part)
         counts = {n: body.count(v) for n, v in PTX_NEEDLES.items()}
         rows.append(KernelResources(name, threads[name], smem[name], k.registers, k.spills,
-                                    counts, codes.get(name, {}), len(rep.lint())))
+                                    counts, codes.get(name, {}), len(divergent_collectives(body))))
     return rows
 
 

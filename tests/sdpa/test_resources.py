@@ -97,6 +97,8 @@ def test_code_choices_parse_types_each_value():
     types = CodeChoices.types()
     assert set(types) == CodeChoices.names()
     assert types["p_store"] is str and types["dq_guard"] is str and types["trip_step"] is int
+    with pytest.raises(ValueError, match="trip_step given twice"):
+        CodeChoices.parse(["trip_step=1", "trip_step=0"])
     for bad, says in (("trip_step=1.5", "not an int"), ("=1", "KEY=VALUE"),
                       ("trip_stepp=1", "'trip_stepp' is not one of")):
         with pytest.raises(ValueError, match=says):

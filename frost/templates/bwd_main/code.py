@@ -187,8 +187,8 @@ class CodeChoices:
     def parse(cls, items) -> dict:
         """``["reg_usage=7", "p_store=st32"]`` -> ``{"reg_usage": 7, "p_store": "st32"}``: the
         command line's ``KEY=VALUE`` form, each value typed by :meth:`types`. ValueError naming
-        the item for a malformed one, an unknown name (listing the known ones) or a non-int
-        value of an int choice; whether the plan can take the value is checked when the kernel
+        the item for a malformed one, an unknown name (listing the known ones), a name given
+        twice or a non-int value of an int choice; whether the plan can take the value is checked when the kernel
         is built (:meth:`resolve`)."""
         types, out = cls.types(), {}
         for item in items:
@@ -198,6 +198,8 @@ class CodeChoices:
             if key not in types:
                 raise ValueError(f"bad code choice {item!r}: {key!r} is not one of "
                                  f"{', '.join(sorted(types))}")
+            if key in out:
+                raise ValueError(f"bad code choice {item!r}: {key} given twice")
             if types[key] is int:
                 try:
                     val = int(val)
