@@ -9,8 +9,9 @@ v126's best stand-alone variant, built without PDL, spills 96 B in the PDL build
 (``bench/bwd_main_ab.py``'s form: code choices, ``tile.<knob>``, ``code=default``) is compiled
 into the chain module :func:`frost.sdpa.resources.chain_resources` builds, for every
 ``--archs``; bwd_main's registers and spill bytes go to a table, and to ``spill_grid.json`` in
-``--out``. ``--keep`` prints, last, the variant string of those spill-free on every arch
-("default" first), for the device's screen. Needs no GPU; ``--jobs`` compiles in parallel.
+``--out``. A combination the template refuses (its ValueError) is listed as refused.
+``--keep`` prints, last, the variant string of those spill-free on every arch ("default"
+first), for the device's screen. Needs no GPU; ``--jobs`` compiles in parallel.
 """
 
 from __future__ import annotations
@@ -50,24 +51,34 @@ def variant_build(d: int, causal: bool, v: dict, arch: str = "sm_120a") -> tuple
 
 
 def compile_row(job: tuple) -> dict:
-    """One (variant name, variant, d, causal, arch): bwd_main's report in the chain module."""
+    """One (variant name, variant, d, causal, arch): bwd_main's report in the chain module, or
+    ``refused`` (the template's message) for a combination the plan cannot take."""
     name, v, d, causal, arch = job
     from frost.sdpa.resources import chain_resources
 
     tile, code = variant_build(d, causal, v, arch)
-    rows = chain_resources(arch, d, causal, tile=tile or None, code=code)
+    row = dict(variant=name, arch=arch, d=d, causal=causal)
+    try:
+        rows = chain_resources(arch, d, causal, tile=tile or None, code=code)
+    except ValueError as e:  # BwdMainError, CodeChoiceError, a plan the scheduler refuses
+        return dict(row, refused=str(e).splitlines()[0][:200])
     main = rows[1]
-    return dict(variant=name, arch=arch, d=d, causal=causal, registers=main.registers,
-                spill_bytes=main.spill_bytes,
-                others_spill=rows[0].spill_bytes + rows[2].spill_bytes,
-                code=main.code)
+    return dict(row, registers=main.registers, spill_bytes=main.spill_bytes,
+                others_spill=rows[0].spill_bytes + rows[2].spill_bytes, code=main.code)
 
 
 def kept(results: list[dict], names: list[str]) -> str:
     """"default;..." of the variants (in ``names``' order) spill-free on every arch measured,
-    bwd_main and the other two kernels alike."""
-    bad = {r["variant"] for r in results if r["spill_bytes"] or r["others_spill"]}
+    bwd_main and the other two kernels alike (a refused one is left out too)."""
+    bad = {r["variant"] for r in results
+           if r.get("refused") or r["spill_bytes"] or r["others_spill"]}
     return ";".join(["default"] + [n for n in names[1:] if n not in bad])
+
+
+def _cell(r: dict) -> str:
+    if r.get("refused"):
+        return f"{'refused':>20}"
+    return f"{r['registers']:>12}/{r['spill_bytes'] + r['others_spill']:<7}"
 
 
 def table(results: list[dict], archs: list[str]) -> str:
@@ -76,9 +87,9 @@ def table(results: list[dict], archs: list[str]) -> str:
     width = max(len(n) for n in names) + 2
     out = [f"{'variant':<{width}}" + "".join(f"{a + ' regs/spill':>20}" for a in archs)]
     for n in names:
-        out.append(f"{n:<{width}}" + "".join(
-            f"{by[n, a]['registers']:>12}/{by[n, a]['spill_bytes'] + by[n, a]['others_spill']:<7}"
-            for a in archs))
+        out.append(f"{n:<{width}}" + "".join(_cell(by[n, a]) for a in archs))
+    refused = {r["variant"]: r["refused"] for r in results if r.get("refused")}
+    out += [f"refused: {n}: {why}" for n, why in refused.items()]
     return "\n".join(out)
 
 

@@ -907,6 +907,8 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
 
     def fake(job):
         name, v, d, causal, arch = job
+        if name == "lookahead=1":
+            return dict(variant=name, arch=arch, d=d, causal=causal, refused="no room")
         return dict(variant=name, arch=arch, d=d, causal=causal, registers=168,
                     spill_bytes=spills[name, arch], others_spill=0, code={})
 
@@ -926,10 +928,11 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
             return [f(j) for j in jobs]
 
     monkeypatch.setattr(mod.concurrent.futures, "ProcessPoolExecutor", Serial)
-    assert mod.main(["--dims", "256", "--variants", "default;dq_accs=2;stat_vec=1", "--keep",
-                     "--out", str(tmp_path)]) == 0
+    assert mod.main(["--dims", "256", "--variants", "default;dq_accs=2;lookahead=1;stat_vec=1",
+                     "--keep", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr()
     assert out.out.strip() == "default;stat_vec=1"
     assert "168/8" in out.err  # the table names dq_accs=2's sm_120a spill
+    assert "refused: lookahead=1: no room" in out.err
     saved = json.load(open(tmp_path / "spill_grid.json"))
-    assert saved["meta"]["archs"] == ["sm_90a", "sm_120a"] and len(saved["results"]) == 6
+    assert saved["meta"]["archs"] == ["sm_90a", "sm_120a"] and len(saved["results"]) == 8
