@@ -126,3 +126,35 @@ def test_code_choices_reach_the_chain_and_pdl_moves_the_allocation():
     assert no_pdl[1].spill_bytes == 0 and no_pdl[1].ptx["pdl.wait"] == 0
     assert shipped[0].spill_bytes == shipped[2].spill_bytes == 0
 
+
+
+class _Compiled(Exception):
+    """Raised by the stub compiler below once it has seen what it was asked to compile."""
+
+
+def test_chain_resources_compiles_what_api_build_compiles(monkeypatch):
+    """The one-module report compiles the chain frost.sdpa builds for the variant: the same
+    chain config, stages, main-kernel plan and code, and the same ptxas flags (the compile is
+    stubbed: it records its arguments and stops)."""
+    from frost.sdpa import api
+    from frost.tile_dsl import compile as compile_mod
+
+    seen = {}
+
+    def fake(fn, *args, arch, extra_options="", **kw):
+        seen.update(fn=fn, args=args, arch=arch, opts=extra_options)
+        raise _Compiled
+
+    monkeypatch.setattr(compile_mod, "compile_for", fake)
+    code = {"reg_usage": 3, "p_store": "st32"}
+    with pytest.raises(_Compiled):
+        chain_resources("sm_121a", 64, causal=True, causal_align="top_left", code=code)
+    key = api.VariantKey("sm_121a", "bf16", 64, "top_left", False, True)
+    cfg, fn, args = api.chain_program(key, code=code)
+    got = seen["fn"]
+    assert seen["arch"] == "sm_121a" and len(seen["args"]) == len(args)
+    assert got.cfg == cfg and got.stages == fn.stages
+    assert got.main.kp.tile == fn.main.kp.tile and got.main.code == fn.main.code
+    assert got.main.code.reg_usage == 3 and got.main.code.p_store == "st32"
+    assert seen["opts"] == fn.main.code.compile_options  # level 3: a ptxas flag for all three
+    assert "register-usage-level=3" in seen["opts"]
