@@ -75,9 +75,9 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
 
     from frost.sched import plan_variant
     from frost.sdpa import api
-    from frost.templates.dq_convert import DqConvert, DqConvertConfig
+    from frost.templates.dq_convert import DqConvert
     from frost.templates.dq_convert import fake_args as dq_fake_args
-    from frost.templates.rowdot import RowDot, RowDotConfig
+    from frost.templates.rowdot import RowDot
     from frost.templates.rowdot import fake_args as rowdot_fake_args
     from frost.tile_dsl.compile import compile_for
     from frost.tile_dsl.ptx_lint import divergent_collectives
@@ -91,15 +91,9 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
                          causal_align=causal_align if causal else "none",
                          deterministic=deterministic, use_pdl=use_pdl,
                          tile=tuple(sorted((tile or {}).items())))
-    fn = args = None
-    if standalone:
-        main = api._main_kernel(key, plan, code)
-    else:
-        _, fn, args = api.chain_program(key, plan=plan, code=code)
-        main = fn.main
+    cfg, fn, args = api.chain_program(key, plan=plan, code=code)  # (no compile yet)
+    main, rd, dq = fn.main, cfg.rowdot, cfg.dq_convert
     flags = main.code.compile_options  # ptxas flags the chain's module is built with, all three
-    rd = RowDotConfig.from_plan(plan, 16, head_dim, use_pdl)
-    dq = DqConvertConfig.from_plan(plan, 16, head_dim, use_pdl)
     threads = {"rowdot": rd.threads, "bwd_main": plan.kernel("bwd_main").threads,
                "dq_convert": dq.threads}
     codes = {"bwd_main": dataclasses.asdict(main.code)}
