@@ -2,6 +2,8 @@
 
     frost plan sdpa-bwd --arch sm_120a --head-dim 128 [--causal] [--json] [--graph out.png]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...]
+    frost compile sdpa-bwd --arch sm_121a --head-dim 64 [--causal] [--code reg_usage=7]
+    python3 -m frost ...     (the same)
 
 Sub-commands live in :mod:`frost.cli_commands` (one ``register`` function each).
 """
@@ -17,6 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="frost",
         description="frost: tile-DSL primitives, a stage IR and a scheduler for SM120/SM121 kernels.",
     )
+    from frost import __version__
+
+    p.add_argument("--version", action="version", version=f"frost {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     sub.required = True
     from frost import cli_commands  # noqa: F401  (registers sub-commands)

@@ -32,7 +32,9 @@ PROGRAMS = ("sdpa-bwd", "gemm-rowsum")
 def _common_args(p) -> None:
     """The knobs every planning / compiling sub-command takes."""
     p.add_argument("--arch", default="sm_120a", help="sm_120a, sm_121a or sm_90a")
-    p.add_argument("--head-dim", type=int, default=128, help="d_qk, a multiple of 8 in 32..256")
+    p.add_argument("--head-dim", type=int, default=None,
+                   help="d_qk, a multiple of 8 in 32..256 (default 128; planned as the next "
+                        "multiple of 32, or 256 above 192: frost plan's header says which)")
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
@@ -62,8 +64,9 @@ def register_plan(sub) -> None:
                    help="sdpa-bwd: also model bwd_main's grid for this call (CTAs per SM, the "
                         "tail past a perfect split, linear against the plan's CTA order)")
     p.add_argument("--heads-kv", type=int, default=None, help="with --shape: KV heads (GQA)")
-    p.add_argument("--causal-align", default="bottom_right", choices=("bottom_right", "top_left"),
-                   help="with --shape and --causal: the diagonal's alignment when S_q != S_kv")
+    p.add_argument("--causal-align", default=None, choices=("bottom_right", "top_left"),
+                   help="with --shape and --causal: the diagonal's alignment when S_q != S_kv "
+                        "(default bottom_right)")
     from frost.sched.arch import ARCHS
 
     p.add_argument("--sms", type=int, default=None,
@@ -78,8 +81,31 @@ def _tile_arg(items: list[str]) -> dict[str, int] | None:
         key, sep, val = it.partition("=")
         if not sep or not val.strip().lstrip("-").isdigit():
             raise ValueError(f"--tile expects KEY=INT, got {it!r}")
+        if key.strip() in out:
+            raise ValueError(f"--tile {it!r}: {key.strip()} is given twice")
         out[key.strip()] = int(val)
     return out or None
+
+
+# sdpa-bwd's knobs: refused for gemm-rowsum rather than ignored (flag, attribute, unset value)
+SDPA_ONLY = (("--head-dim", "head_dim", None), ("--head-dim-v", "head_dim_v", None),
+             ("--causal", "causal", False), ("--from-model", "from_model", False),
+             ("--causal-align", "causal_align", None))
+
+
+def _sdpa_args(args: argparse.Namespace) -> None:
+    """Check the sdpa-bwd-only flags against the program and fill their defaults: gemm-rowsum
+    refuses any of them (it would ignore it), and ``--causal-align`` needs ``--causal``."""
+    given = [flag for flag, attr, unset in SDPA_ONLY if getattr(args, attr, unset) != unset]
+    if args.program != "sdpa-bwd" and given:
+        raise ValueError(f"{', '.join(given)}: sdpa-bwd only ({args.program} takes --arch, "
+                         f"--dtype, --tile, --json and --graph)")
+    if args.causal_align is not None and not args.causal:
+        raise ValueError("--causal-align goes with --causal (it places the causal diagonal)")
+    if args.head_dim is None:
+        args.head_dim = 128
+    if args.causal_align is None:
+        args.causal_align = "bottom_right"
 
 
 def _plan(args: argparse.Namespace):
@@ -170,6 +196,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from frost.sched.arch import get_arch, plan_arch
     from frost.sched.report import format_plan
 
+    _sdpa_args(args)
     _check_graph_path(args.graph)
     shape = _shape_arg(args)
     plan, prog = _plan(args)
@@ -216,7 +243,8 @@ def register_compile(sub) -> None:
                                    "counts. Needs no GPU.")
     p.add_argument("program", choices=("sdpa-bwd",))
     _common_args(p)
-    p.add_argument("--causal-align", default="bottom_right", choices=("bottom_right", "top_left"))
+    p.add_argument("--causal-align", default=None, choices=("bottom_right", "top_left"),
+                   help="with --causal: the diagonal's alignment (default bottom_right)")
     p.add_argument("--no-pdl", action="store_true", help="compile without griddepcontrol")
     p.add_argument("--deterministic", action="store_true",
                    help="bwd_main's split-dQ form (what deterministic=True runs)")
@@ -242,9 +270,10 @@ def run_compile(args: argparse.Namespace) -> int:
     import json
 
     from frost.sched.arch import get_arch
-    from frost.sdpa.resources import chain_resources, format_resources
+    from frost.sdpa.resources import chain_resources, describe_variant, format_resources
     from frost.templates.bwd_main.code import CALL_DECIDES, CodeChoices
 
+    _sdpa_args(args)
     code = CodeChoices.parse(args.code)
     if CALL_DECIDES & code.keys():
         raise ValueError(f"--code {sorted(CALL_DECIDES & code.keys())}: not a variant's choice "
@@ -258,7 +287,9 @@ def run_compile(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
     else:
         print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget,
-                               "each kernel alone" if args.standalone else "one module"))
+                               "each kernel alone" if args.standalone else "one module",
+                               describe_variant(args.head_dim, args.causal, args.causal_align,
+                                                args.dtype, args.deterministic, not args.no_pdl)))
     spills = {r.kernel: r.spill_bytes for r in rows if r.spill_bytes}
     if spills:
         import sys

@@ -169,3 +169,50 @@ def test_from_model_without_tile_is_the_models_pick(capsys):
     plan = Plan.from_json(capsys.readouterr().out)
     assert plan.kernel("bwd_main").params["tile_source"] == "cost model"
     assert plan.kernel("bwd_main").tile != plan_sdpa_bwd("sm_120a", 64).kernel("bwd_main").tile
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["plan", "gemm-rowsum", "--causal"], "--causal: sdpa-bwd only"),
+    (["plan", "gemm-rowsum", "--head-dim", "64", "--from-model"], "--head-dim, --from-model: sdpa-bwd only"),
+    (["plan", "gemm-rowsum", "--head-dim-v", "64"], "--head-dim-v: sdpa-bwd only"),
+    (["plan", "sdpa-bwd", "--causal-align", "top_left"], "--causal-align goes with --causal"),
+    (["compile", "sdpa-bwd", "--causal-align", "top_left"], "--causal-align goes with --causal"),
+    (["plan", "sdpa-bwd", "--tile", "tile_m=64", "--tile", "tile_m=32"], "tile_m is given twice"),
+])
+def test_flags_that_would_be_ignored_are_refused(argv, msg, capsys):
+    """A flag the command would not use (sdpa-bwd's knobs on gemm-rowsum, an alignment without
+    --causal) or a --tile key given twice exits 2 naming it, instead of a plan without it."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "frost: error:" in err and msg in err and "Traceback" not in err
+
+
+def test_plan_header_says_when_the_head_dim_is_padded(capsys):
+    """A head dim between classes is planned as the next class; the header says so (and not
+    for a class's own head dim)."""
+    assert main(["plan", "sdpa-bwd", "--head-dim", "136"]) == 0
+    out = capsys.readouterr().out
+    assert "head dim 136 is planned as d=160" in out and "tile: tile_m" in out
+    assert "d=160" in out.split("== bwd_main ==")[1].splitlines()[1]
+    assert main(["plan", "sdpa-bwd", "--head-dim", "160", "--causal", "--causal-align", "top_left"]) == 0
+    assert "planned as" not in capsys.readouterr().out
+
+
+def test_version_and_module_entry_point():
+    from frost import __version__
+
+    for argv in (["frost"], [sys.executable, "-m", "frost"]):
+        r = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == f"frost {__version__}", r.stderr
+    r = subprocess.run([sys.executable, "-m", "frost", "plan", "gemm-rowsum", "--causal"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "sdpa-bwd only" in r.stderr
+
+
+def test_plan_variant_refuses_a_non_bool_causal():
+    from frost.sched import plan_variant
+
+    for bad in ("yes", 2, None):
+        with pytest.raises(TypeError, match="causal must be a bool"):
+            plan_variant("sm_120a", 64, causal=bad)
+    assert plan_variant("sm_120a", 64, causal=1).params["causal"] is True

@@ -47,6 +47,10 @@ def format_plan(plan: Plan) -> str:
     head = f"frost plan: {plan.program} on {plan.arch}"
     if p:
         head += "  (" + ", ".join(f"{k}={v}" for k, v in p.items() if k != "arch") + ")"
+    padded = sorted({k.tile["d"] for k in plan.kernels if "d" in k.tile} - {p.get("head_dim")})
+    if p.get("head_dim") is not None and padded:  # the kernels' d, where it is not the input's
+        head += (f"\n  head dim {p['head_dim']} is planned as d={padded[-1]} (the next multiple of "
+                 f"32, or 256 above 192): its kernels cost what d={padded[-1]}'s do")
     out = [head, "", "Kernel chain (PDL-linked, in launch order)"]
     out.append(table(["#", "kernel", "template", "threads", "smem B", "pdl", "reads", "writes"], [
         [i, k.name, k.template, k.threads, k.smem_bytes, "+".join(a.name for a in k.pdl),

@@ -354,6 +354,10 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
     ``from_model=True``: the cost model's pick for the same plan class instead, among the plans
     with ``tile``'s keys forced (if any), without the measured default.
     """
+    for name, val in (("causal", causal), ("from_model", from_model)):
+        if isinstance(val, str) or val not in (0, 1):  # "yes" or 2 would be taken for True
+            raise TypeError(f"{name} must be a bool, got {val!r}")
+    causal, from_model = bool(causal), bool(from_model)
     pa = plan_arch(arch)
     if from_model:
         return plan_sdpa_bwd(pa, head_dim, head_dim_v, causal, dtype, check_tile(tile))

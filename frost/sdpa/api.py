@@ -342,7 +342,40 @@ def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) ->
 
 def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
              deterministic=False):
-    """dQ, dK, dV of softmax(q k^T * scale) v (see the module docstring for the contract)."""
+    """The gradients (dq, dk, dv) of ``o = softmax(q·kᵀ·scale)·v`` given ``do = ∂L/∂o``.
+
+    Args:
+        q, o, do: (B, S_q, H_q, D) fp16 or bf16 tensors on one CUDA device (sm_120a, sm_121a or
+            sm_90a), all of one dtype; last dim contiguous, the other strides multiples of 8
+            elements, base addresses 16-byte aligned.
+        k, v: (B, S_kv, H_kv, D), the same dtype, device and stride rules. H_q must be a
+            multiple of H_kv (GQA; H_kv = 1 is MQA): dk and dv are summed over each group.
+        lse: fp32 (B, H_q, S_q), the forward's log-sum-exp in natural log (any strides).
+        causal: mask key j from query i when j > i (after ``causal_align``).
+        causal_align: "bottom_right" (the last query sees every key; the default) or
+            "top_left" (query i sees keys 0..i); matters only when S_q != S_kv.
+        scale: the softmax scale (default 1/sqrt(D)).
+        deterministic: dq, dk and dv bitwise identical over repeated calls. dQ then sums one
+            fp32 partial per KV tile in a fixed order, so the workspace grows with S_q·S_kv
+            (:func:`workspace_bytes`; 4 GiB at B=4, H=16, S=4096, D=128): a call whose
+            workspace does not fit the device's free memory raises ValueError before compiling.
+
+    D is any multiple of 8 in [32, 256]; S_q and S_kv are independent and need not be
+    multiples of a tile. B, H and S are runtime values: one compile per (arch, dtype, D, causal
+    alignment, deterministic, PDL), cached for the process (:func:`cache_info`).
+
+    Returns:
+        (dq, dk, dv): contiguous (B, S, H, D) tensors in the io dtype.
+
+    Raises:
+        TypeError: a non-tensor argument, a dtype that is not fp16 / bf16 (lse: not fp32), or
+            mixed dtypes.
+        ValueError: a shape, stride, alignment, head dim, GQA ratio, LSE shape, device or
+            ``causal_align`` that the kernels cannot take, naming the argument; nothing is
+            launched.
+
+        >>> dq, dk, dv = frost.sdpa.backward(q, k, v, o, do, lse, causal=True)  # doctest: +SKIP
+    """
     try:
         sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)
         prep = _SIGS.get(sig)
@@ -370,6 +403,8 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     run = prep.chains.get(use_pdl)
     if run is None:
         key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl)
+        if prep.deterministic:  # before the compile: its dQ partials grow with S_q * S_kv
+            check_workspace(key, p, _free_bytes(torch, q.get_device()), q.get_device())
         run = prep.chains[use_pdl] = _Launch.of(get_chain(key), prep, q.get_device())
     dq = torch.empty(run.shape_q, dtype=dt, device=dev)
     dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
@@ -398,6 +433,40 @@ def _stream(torch, idx: int) -> int:
     on the H200 host, bench/results/v43)."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     return raw(idx) if raw is not None else torch.cuda.current_stream(idx).cuda_stream
+
+
+def workspace_bytes(key: VariantKey, p: Problem) -> int:
+    """Bytes of the fp32 workspace a call of variant ``key`` at sizes ``p`` allocates (from the
+    plan; nothing is compiled): delta and lse_log2, 4·B·H_q·S_q_pad each, and the dQ
+    accumulator, 4·B·H_q·S_q_pad·d_pad, times ⌈S_kv / tile_n⌉ when ``key.deterministic`` (one
+    partial per KV tile). A tail-split call adds a few KB of slots and counters."""
+    cfg = chain_program(key, with_main=False)[0]
+    return 4 * workspace_layout(cfg, p, key.deterministic)[2]
+
+
+def _free_bytes(torch, idx: int) -> int:
+    """What an allocation on device ``idx`` can take now: the driver's free memory plus what
+    torch's caching allocator holds unused."""
+    free, _ = torch.cuda.mem_get_info(idx)
+    return free + torch.cuda.memory_reserved(idx) - torch.cuda.memory_allocated(idx)
+
+
+def check_workspace(key: VariantKey, p: Problem, free: int, device_index: int = 0) -> int:
+    """The workspace's bytes (:func:`workspace_bytes`), or ValueError naming ``deterministic``
+    where it exceeds ``free`` bytes: deterministic mode keeps one fp32 dQ partial per KV tile,
+    so its workspace grows with S_q·S_kv (4 GiB at (4, 16, 4096, 128); 32 GiB at one batch of
+    32 heads, S = 16384) where the default's grows with S_q only. ``backward`` checks it before
+    compiling a deterministic variant, instead of failing in the allocator after the compile."""
+    need = workspace_bytes(key, p)
+    if need > free:
+        other = workspace_bytes(dataclasses.replace(key, deterministic=False), p)
+        gib = 2.0 ** 30
+        raise ValueError(
+            f"deterministic=True needs a {need / gib:.2f} GiB fp32 workspace here (one dQ "
+            f"partial per KV tile: it grows with S_q*S_kv), more than the {free / gib:.2f} GiB "
+            f"free on cuda:{device_index}; use deterministic=False ({other / gib:.2f} GiB) or "
+            f"shorter sequences")
+    return need
 
 
 def workspace_layout(cfg, p: Problem, deterministic: bool) -> tuple[int, int, int]:

@@ -123,12 +123,14 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
 
 
 def format_resources(rows: list[KernelResources], arch: str, budget: int,
-                     module: str = "one module") -> str:
-    """A table of ``rows`` with the smem budget check (``module``: how they were compiled)."""
+                     module: str = "one module", variant: str = "") -> str:
+    """A table of ``rows`` with the smem budget check (``module``: how they were compiled;
+    ``variant``: what was compiled, e.g. :func:`describe_variant`'s line)."""
     names = list(PTX_NEEDLES)
     head = f"{'kernel':<11}{'threads':>8}{'smem B':>9}{'regs':>6}{'spill B':>8}  " + \
         "  ".join(f"{n:>{max(4, len(n))}}" for n in names)
-    out = [f"frost compile: sdpa_bwd chain for {arch} ({module})", "", head, "-" * len(head)]
+    out = [f"frost compile: sdpa_bwd chain for {arch} ({module})"] + \
+        ([f"  {variant}"] if variant else []) + ["", head, "-" * len(head)]
     for r in rows:
         out.append(f"{r.kernel:<11}{r.threads:>8}{r.smem_bytes:>9,}{r.registers:>6}{r.spill_bytes:>8}  " +
                    "  ".join(f"{r.ptx[n]:>{max(4, len(n))}}" for n in names))
@@ -142,3 +144,16 @@ def format_resources(rows: list[KernelResources], arch: str, budget: int,
             f"Warp-collectives in lane-divergent code (frost.tile_dsl.ptx_lint): "
             f"{sum(r.divergent_collectives for r in rows) or 'none'}"]
     return "\n".join(out)
+
+
+def describe_variant(head_dim: int, causal: bool, causal_align: str, dtype: str,
+                     deterministic: bool, use_pdl: bool) -> str:
+    """One line naming a compiled variant: ``head_dim=136 (planned as d=160), bf16, causal
+    bottom_right, deterministic, PDL``."""
+    from frost.sched.sdpa import pad_head_dim
+
+    d = pad_head_dim(head_dim)
+    return ", ".join([f"head_dim={head_dim}" + (f" (planned as d={d})" if d != head_dim else ""),
+                      dtype, f"causal {causal_align}" if causal else "non-causal",
+                      "deterministic" if deterministic else "atomic dQ",
+                      "PDL" if use_pdl else "no PDL"])

@@ -130,6 +130,22 @@ def test_deterministic_mode(causal):
 
 
 
+def test_deterministic_workspace_too_large_is_refused_before_compiling(monkeypatch):
+    """With the device's free memory made smaller than the deterministic workspace, the call
+    raises ValueError naming ``deterministic`` and compiles nothing; the default mode, whose
+    workspace does not grow with S_kv, is not checked and runs."""
+    args = R.make_inputs(1, 64, 200, 2, 2, 64, device="cuda", generator=torch.Generator().manual_seed(4))
+    monkeypatch.setattr(api, "_free_bytes", lambda torch, idx: 1024)
+    before = api.cache_info()["compiles"]
+    with pytest.raises(ValueError, match="deterministic=True needs"):
+        sdpa.backward(*args, deterministic=True)
+    assert api.cache_info()["compiles"] == before
+    _poison_allocator()
+    dq, dk, dv = sdpa.backward(*args)
+    ref = R.backward(args[0], args[1], args[2], args[4])
+    assert max(R.rel_err(x, r) for x, r in zip((dq, dk, dv), ref)) <= TOL[torch.bfloat16]
+
+
 def test_runs_on_the_callers_stream():
     """The chain is enqueued on the caller's current stream: the inputs are written on a side
     stream only after a long sleep there, so a chain launched on any other stream would read

@@ -76,7 +76,14 @@ def test_cli_compile_passes_its_flags_and_exits_3_on_spills(monkeypatch, capsys)
     assert cli.main(["compile", "sdpa-bwd", "--deterministic", "--from-model"]) == 3
     assert seen["deterministic"] is True and seen["from_model"] is True
     assert seen["code"] == {} and seen["standalone"] is False
-    assert "spills: {'bwd_main': 24}" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "spills: {'bwd_main': 24}" in captured.err
+    # the header names the variant (head dim, dtype, mask, dQ form, PDL)
+    assert "  head_dim=128, bf16, non-causal, deterministic, PDL\n" in captured.out
+    assert cli.main(["compile", "sdpa-bwd", "--head-dim", "136", "--causal", "--causal-align",
+                     "top_left", "--dtype", "fp16", "--no-pdl"]) == 3
+    assert ("  head_dim=136 (planned as d=160), fp16, causal top_left, atomic dQ, no PDL\n"
+            in capsys.readouterr().out)
     assert cli.main(["compile", "sdpa-bwd", "--code", "reg_usage=7", "--code", "p_store=st32",
                      "--standalone"]) == 3
     assert seen["code"] == {"reg_usage": 7, "p_store": "st32"} and seen["standalone"] is True

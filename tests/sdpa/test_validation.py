@@ -123,3 +123,22 @@ def test_numpy_scale_is_a_real_scale(no_launch):
     with pytest.raises(ValueError, match="q device must be a CUDA device"):
         _call(_inputs(device="cpu"), scale=np.float32(0.1))
 
+
+
+@pytest.mark.parametrize("d,causal", [(128, False), (64, True)])
+def test_deterministic_workspace_is_refused_when_it_does_not_fit(d, causal):
+    """Deterministic mode keeps one fp32 dQ partial per KV tile: its workspace is the plan's
+    ⌈S_kv / tile_n⌉ times the default's dQ accumulator, and check_workspace refuses it, naming
+    ``deterministic`` and the default's size, when it exceeds the free bytes it is given."""
+    p = api.Problem(4, 4096, 3000, 16, 8, d, "bf16")
+    key = api.VariantKey("sm_120a", "bf16", d, "bottom_right" if causal else "none", True, True)
+    tile = api.make_plan(key).kernel("bwd_main").tile
+    rows = p.b * p.h_q * -(-p.s_q // tile["tile_m"]) * tile["tile_m"]
+    splits = -(-p.s_kv // tile["tile_n"])
+    need = api.workspace_bytes(key, p)
+    other = api.workspace_bytes(api.VariantKey(**{**key.__dict__, "deterministic": False}), p)
+    assert need == 4 * rows * (2 + splits * d) and other == 4 * rows * (2 + d)
+    assert api.check_workspace(key, p, need) == need
+    with pytest.raises(ValueError, match=r"deterministic=True needs a [0-9.]+ GiB") as e:
+        api.check_workspace(key, p, need - 1, 2)
+    assert "cuda:2" in str(e.value) and f"deterministic=False ({other / 2 ** 30:.2f} GiB)" in str(e.value)
