@@ -102,6 +102,9 @@ def _sdpa_args(args: argparse.Namespace) -> None:
                          f"--dtype, --tile, --json and --graph)")
     if args.causal_align is not None and not args.causal:
         raise ValueError("--causal-align goes with --causal (it places the causal diagonal)")
+    if args.causal_align is not None and getattr(args, "shape", False) is None:
+        raise ValueError("--causal-align goes with --shape (frost plan uses it to model the "
+                         "causal grid; the plan itself does not depend on it)")
     if args.head_dim is None:
         args.head_dim = 128
     if args.causal_align is None:
@@ -286,10 +289,15 @@ def run_compile(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
     else:
+        from frost.sched import plan_variant
+
+        planned = plan_variant(args.arch, args.head_dim, None, args.causal, args.dtype,
+                               _tile_arg(args.tile), from_model=args.from_model)
         print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget,
                                "each kernel alone" if args.standalone else "one module",
                                describe_variant(args.head_dim, args.causal, args.causal_align,
-                                                args.dtype, args.deterministic, not args.no_pdl)))
+                                                args.dtype, args.deterministic, not args.no_pdl,
+                                                planned.kernel("bwd_main").tile["d_qk"])))
     spills = {r.kernel: r.spill_bytes for r in rows if r.spill_bytes}
     if spills:
         import sys

@@ -176,6 +176,7 @@ def test_from_model_without_tile_is_the_models_pick(capsys):
     (["plan", "gemm-rowsum", "--head-dim", "64", "--from-model"], "--head-dim, --from-model: sdpa-bwd only"),
     (["plan", "gemm-rowsum", "--head-dim-v", "64"], "--head-dim-v: sdpa-bwd only"),
     (["plan", "sdpa-bwd", "--causal-align", "top_left"], "--causal-align goes with --causal"),
+    (["plan", "sdpa-bwd", "--causal", "--causal-align", "top_left"], "--causal-align goes with --shape"),
     (["compile", "sdpa-bwd", "--causal-align", "top_left"], "--causal-align goes with --causal"),
     (["plan", "sdpa-bwd", "--tile", "tile_m=64", "--tile", "tile_m=32"], "tile_m is given twice"),
 ])
@@ -192,10 +193,16 @@ def test_plan_header_says_when_the_head_dim_is_padded(capsys):
     for a class's own head dim)."""
     assert main(["plan", "sdpa-bwd", "--head-dim", "136"]) == 0
     out = capsys.readouterr().out
-    assert "head dim 136 is planned as d=160" in out and "tile: tile_m" in out
+    assert "planned as d_qk=160 for head_dim=136, d_v=160 for head_dim_v=136" in out
     assert "d=160" in out.split("== bwd_main ==")[1].splitlines()[1]
-    assert main(["plan", "sdpa-bwd", "--head-dim", "160", "--causal", "--causal-align", "top_left"]) == 0
-    assert "planned as" not in capsys.readouterr().out
+    assert main(["plan", "sdpa-bwd", "--head-dim", "128", "--head-dim-v", "72"]) == 0
+    assert "planned as d_v=96 for head_dim_v=72 (" in capsys.readouterr().out
+    assert main(["plan", "sdpa-bwd", "--head-dim", "136", "--tile", "head_pad=64"]) == 0
+    assert "planned as d_qk=192 for head_dim=136" in capsys.readouterr().out
+    assert main(["plan", "sdpa-bwd", "--head-dim", "160", "--causal", "--causal-align", "top_left",
+                 "--shape", "1,4,1000,2000"]) == 0
+    out = capsys.readouterr().out
+    assert "planned as" not in out and "causal top_left" in out
 
 
 def test_version_and_module_entry_point():

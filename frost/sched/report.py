@@ -47,10 +47,15 @@ def format_plan(plan: Plan) -> str:
     head = f"frost plan: {plan.program} on {plan.arch}"
     if p:
         head += "  (" + ", ".join(f"{k}={v}" for k, v in p.items() if k != "arch") + ")"
-    padded = sorted({k.tile["d"] for k in plan.kernels if "d" in k.tile} - {p.get("head_dim")})
-    if p.get("head_dim") is not None and padded:  # the kernels' d, where it is not the input's
-        head += (f"\n  head dim {p['head_dim']} is planned as d={padded[-1]} (the next multiple of "
-                 f"32, or 256 above 192): its kernels cost what d={padded[-1]}'s do")
+    padded = []  # the kernels' sizes, where they are not the input's
+    for key, tkey in (("head_dim", "d_qk"), ("head_dim_v", "d_v")):
+        sizes = {k.tile[tkey] for k in plan.kernels if tkey in k.tile}
+        if p.get(key) is not None and sizes - {p[key]}:
+            padded.append(f"{tkey}={max(sizes)} for {key}={p[key]}")
+    if padded:
+        head += (f"\n  planned as {', '.join(padded)} (frost.sched.sdpa.pad_head_dim: the next "
+                 f"multiple of 32, 256 above 192, unless head_pad is forced); the kernels cost "
+                 f"what that size's do")
     out = [head, "", "Kernel chain (PDL-linked, in launch order)"]
     out.append(table(["#", "kernel", "template", "threads", "smem B", "pdl", "reads", "writes"], [
         [i, k.name, k.template, k.threads, k.smem_bytes, "+".join(a.name for a in k.pdl),

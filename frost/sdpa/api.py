@@ -357,22 +357,27 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
         scale: the softmax scale (default 1/sqrt(D)).
         deterministic: dq, dk and dv bitwise identical over repeated calls. dQ then sums one
             fp32 partial per KV tile in a fixed order, so the workspace grows with S_q·S_kv
-            (:func:`workspace_bytes`; 4 GiB at B=4, H=16, S=4096, D=128): a call whose
-            workspace does not fit the device's free memory raises ValueError before compiling.
+            (:func:`workspace_bytes`; 4 GiB at B=4, H=16, S=4096, D=128). The first call of a
+            signature (shapes, strides, options) checks it with the outputs against the
+            device's free memory and raises ValueError before compiling if it cannot fit; a
+            best-effort check (later calls of the signature and fragmentation are not seen).
 
     D is any multiple of 8 in [32, 256]; S_q and S_kv are independent and need not be
     multiples of a tile. B, H and S are runtime values: one compile per (arch, dtype, D, causal
-    alignment, deterministic, PDL), cached for the process (:func:`cache_info`).
+    alignment, deterministic, PDL), cached for the process (:func:`cache_info`), plus a
+    tail-split build of the same variant for calls whose grid the model cuts.
 
     Returns:
         (dq, dk, dv): contiguous (B, S, H, D) tensors in the io dtype.
 
     Raises:
-        TypeError: a non-tensor argument, a dtype that is not fp16 / bf16 (lse: not fp32), or
-            mixed dtypes.
-        ValueError: a shape, stride, alignment, head dim, GQA ratio, LSE shape, device or
-            ``causal_align`` that the kernels cannot take, naming the argument; nothing is
-            launched.
+        TypeError: a non-tensor argument, a dtype that is not fp16 / bf16 (lse: not fp32),
+            mixed dtypes, a non-bool ``causal`` / ``deterministic``, or a ``scale`` that is not
+            a real number.
+        ValueError: a non-strided layout, a shape, stride, alignment, head dim, GQA ratio, LSE
+            shape or device the kernels cannot take, an unknown ``causal_align``, a non-finite
+            ``scale``, a GPU arch frost has no kernels for, or a deterministic workspace that
+            does not fit (above); each names the argument, and nothing is launched.
 
         >>> dq, dk, dv = frost.sdpa.backward(q, k, v, o, do, lse, causal=True)  # doctest: +SKIP
     """
@@ -404,7 +409,8 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     if run is None:
         key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl)
         if prep.deterministic:  # before the compile: its dQ partials grow with S_q * S_kv
-            check_workspace(key, p, _free_bytes(torch, q.get_device()), q.get_device())
+            outputs = q.element_size() * p.b * p.d * (p.s_q * p.h_q + 2 * p.s_kv * p.h_kv)
+            check_workspace(key, p, _free_bytes(torch, q.get_device()) - outputs, q.get_device())
         run = prep.chains[use_pdl] = _Launch.of(get_chain(key), prep, q.get_device())
     dq = torch.empty(run.shape_q, dtype=dt, device=dev)
     dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
@@ -454,9 +460,11 @@ def _free_bytes(torch, idx: int) -> int:
 def check_workspace(key: VariantKey, p: Problem, free: int, device_index: int = 0) -> int:
     """The workspace's bytes (:func:`workspace_bytes`), or ValueError naming ``deterministic``
     where it exceeds ``free`` bytes: deterministic mode keeps one fp32 dQ partial per KV tile,
-    so its workspace grows with S_q·S_kv (4 GiB at (4, 16, 4096, 128); 32 GiB at one batch of
-    32 heads, S = 16384) where the default's grows with S_q only. ``backward`` checks it before
-    compiling a deterministic variant, instead of failing in the allocator after the compile."""
+    so its workspace grows with S_q·S_kv (4 GiB at (B, H, S, D) = (4, 16, 4096, 128); 32 GiB at
+    (1, 32, 16384, 128)) where the default's grows with S_q only. ``free``: the bytes the
+    workspace may take. ``backward`` checks it before compiling a deterministic variant (with
+    the device's free memory less its outputs' bytes), instead of failing in the allocator
+    after the compile."""
     need = workspace_bytes(key, p)
     if need > free:
         other = workspace_bytes(dataclasses.replace(key, deterministic=False), p)
