@@ -5,23 +5,13 @@
     dq, dk, dv = frost.sdpa.backward(q, k, v, o, do, lse, *, causal=False,
                                      causal_align="bottom_right", scale=None, deterministic=False)
 
-* q, o, do: (B, S_q, H_q, D); k, v: (B, S_kv, H_kv, D); fp16 or bf16 (all the same), on one CUDA
-  device, last dim contiguous, the other strides multiples of 8 elements, base 16-byte aligned.
-* lse: fp32 (B, H_q, S_q), natural log (any strides).
-* D: a multiple of 8 in [32, 256]; H_q a multiple of H_kv (GQA / MQA); S_q and S_kv independent.
-* Returns contiguous (B, S, H, D) dq, dk, dv in the io dtype.
-
-Every check runs before any CUDA call; a bad input raises TypeError (wrong type / dtype) or
-ValueError (shape, stride, alignment, head dim, GQA ratio, LSE shape, device) naming the argument.
+The contract (shapes, layouts, dtypes, deterministic mode, what is returned and raised) is
+:func:`backward`'s docstring. Every check runs before any CUDA call.
 
 Variants: one compile per :class:`VariantKey` (arch, dtype, head dim, causal alignment,
 deterministic, PDL); B, H, S and every stride are runtime scalars. Compiled chains live in an
 in-process cache (:func:`cache_info`, :func:`clear_cache`). PDL is on by default; turn it off with
-:func:`set_pdl` (results are identical either way).
-
-Deterministic mode: dK / dV are bitwise reproducible in the fused chain (KV-stationary); dQ comes
-from per-KV-tile partials (each element of a split has one writer) that ``dq_convert`` sums in a
-fixed order.
+:func:`set_pdl` (results are identical either way). The workspace: :mod:`frost.sdpa.workspace`.
 
 Launch path: the compiled chain (:mod:`frost.sdpa.chain`) takes only scalars, passed through
 :class:`~frost.sdpa.chain.FastLauncher`, on ``torch.cuda.current_stream()``.
@@ -33,6 +23,8 @@ import dataclasses
 import math
 
 from frost.sdpa import chain as _chain
+from frost.sdpa.workspace import (  # noqa: F401  (re-exported; backward calls them from here)
+    _free_bytes, check_workspace, workspace_bytes, workspace_layout)
 from frost.sdpa.validation import (  # noqa: F401  (re-exported: the API's names)
     _ALIGN_BYTES, _ALIGN_ELEMS, ALIGNS, HEAD_DIMS, Problem, _torch, validate)
 
@@ -439,51 +431,6 @@ def _stream(torch, idx: int) -> int:
     on the H200 host, bench/results/v43)."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     return raw(idx) if raw is not None else torch.cuda.current_stream(idx).cuda_stream
-
-
-def workspace_bytes(key: VariantKey, p: Problem) -> int:
-    """Bytes of the fp32 workspace a call of variant ``key`` at sizes ``p`` allocates (from the
-    plan; nothing is compiled): delta and lse_log2, 4·B·H_q·S_q_pad each, and the dQ
-    accumulator, 4·B·H_q·S_q_pad·d_pad, times ⌈S_kv / tile_n⌉ when ``key.deterministic`` (one
-    partial per KV tile). A tail-split call adds a few KB of slots and counters."""
-    cfg = chain_program(key, with_main=False)[0]
-    return 4 * workspace_layout(cfg, p, key.deterministic)[2]
-
-
-def _free_bytes(torch, idx: int) -> int:
-    """What an allocation on device ``idx`` can take now: the driver's free memory plus what
-    torch's caching allocator holds unused."""
-    free, _ = torch.cuda.mem_get_info(idx)
-    return free + torch.cuda.memory_reserved(idx) - torch.cuda.memory_allocated(idx)
-
-
-def check_workspace(key: VariantKey, p: Problem, free: int, device_index: int = 0) -> int:
-    """The workspace's bytes (:func:`workspace_bytes`), or ValueError naming ``deterministic``
-    where it exceeds ``free`` bytes: deterministic mode keeps one fp32 dQ partial per KV tile,
-    so its workspace grows with S_q·S_kv (4 GiB at (B, H, S, D) = (4, 16, 4096, 128); 32 GiB at
-    (1, 32, 16384, 128)) where the default's grows with S_q only. ``free``: the bytes the
-    workspace may take. ``backward`` checks it before compiling a deterministic variant (with
-    the device's free memory less its outputs' bytes), instead of failing in the allocator
-    after the compile."""
-    need = workspace_bytes(key, p)
-    if need > free:
-        other = workspace_bytes(dataclasses.replace(key, deterministic=False), p)
-        gib = 2.0 ** 30
-        raise ValueError(
-            f"deterministic=True needs a {need / gib:.2f} GiB fp32 workspace here (one dQ "
-            f"partial per KV tile: it grows with S_q*S_kv), more than the {free / gib:.2f} GiB "
-            f"free on cuda:{device_index}; use deterministic=False ({other / gib:.2f} GiB) or "
-            f"shorter sequences")
-    return need
-
-
-def workspace_layout(cfg, p: Problem, deterministic: bool) -> tuple[int, int, int]:
-    """(S_q_pad, n_splits, floats): the fp32 workspace is delta | lse_log2 | dq_accum, each
-    (B, H_q, S_q_pad[, d_pad]) contiguous; dq_accum has n_splits (one per KV tile when deterministic)."""
-    s_pad = -(-p.s_q // cfg.tile_m) * cfg.tile_m
-    n_splits = -(-p.s_kv // cfg.tile_n) if deterministic else 1
-    rows = p.b * p.h_q * s_pad
-    return s_pad, n_splits, 2 * rows + n_splits * rows * cfg.d_pad
 
 
 def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deterministic, ws=None):
