@@ -95,7 +95,8 @@ SDPA_ONLY = (("--head-dim", "head_dim", None), ("--head-dim-v", "head_dim_v", No
 
 def _sdpa_args(args: argparse.Namespace) -> None:
     """Check the sdpa-bwd-only flags against the program and fill their defaults: gemm-rowsum
-    refuses any of them (it would ignore it), and ``--causal-align`` needs ``--causal``."""
+    refuses any of them (it would ignore it), and ``--causal-align`` needs ``--causal`` (and, in
+    ``frost plan``, ``--shape``: the plan does not depend on it, the grid model does)."""
     given = [flag for flag, attr, unset in SDPA_ONLY if getattr(args, attr, unset) != unset]
     if args.program != "sdpa-bwd" and given:
         raise ValueError(f"{', '.join(given)}: sdpa-bwd only ({args.program} takes --arch, "
