@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one ``frost`` command; returns its exit code (2: bad arguments or an unwritable
     path, with a message; 1: the reader of the output went away)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         rc = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
@@ -45,6 +45,20 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError, PermissionError, IsADirectoryError) as e:
         print(f"frost: error: {e}", file=sys.stderr)  # user errors: what is wrong, no traceback
         return 2
+
+
+def _negative_values(argv: list[str]) -> list[str]:
+    """``--shape -1,16,4096`` -> ``--shape=-1,16,4096``: argparse takes a value that starts with
+    ``-`` and a digit for an option here, and would say "expected one argument" instead of what
+    is wrong with the value (the command's own check says that)."""
+    out = []
+    for a in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and a[:1] == "-" and \
+                a[1:2].isdigit():
+            out[-1] = f"{out[-1]}={a}"
+        else:
+            out.append(a)
+    return out
 
 
 def _closed_stdout() -> int:

@@ -69,6 +69,8 @@ def test_graph_writes_a_png(tmp_path, capsys):
     (["--head-dim", "16"], "32..256"),
     (["--tile", "tile_m"], "KEY=INT"),
     (["--tile", "bogus=3"], "unknown tile key"),
+    (["--shape", "-1,16,4096"], "(positive ints), got '-1,16,4096'"),  # not argparse's "expected one argument"
+    (["--head-dim", "-64"], "head_dim=-64 is not supported"),
 ])
 def test_errors_exit_2_with_a_message(argv, msg, capsys):
     assert main(["plan", "sdpa-bwd", *argv]) == 2
