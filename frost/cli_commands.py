@@ -283,22 +283,19 @@ def run_compile(args: argparse.Namespace) -> int:
         raise ValueError(f"--code {sorted(CALL_DECIDES & code.keys())}: not a variant's choice "
                          f"(frost.sdpa builds tail_split for the calls it cuts; persistent is a "
                          f"launch it does not run); frost compile builds the whole-tile chain")
+    tile = _tile_arg(args.tile)
     rows = chain_resources(args.arch, args.head_dim, args.causal, args.causal_align, args.dtype,
-                           _tile_arg(args.tile), use_pdl=not args.no_pdl,
+                           tile, use_pdl=not args.no_pdl,
                            deterministic=args.deterministic, from_model=args.from_model,
                            code=code, standalone=args.standalone)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
     else:
-        from frost.sched import plan_variant
-
-        planned = plan_variant(args.arch, args.head_dim, None, args.causal, args.dtype,
-                               _tile_arg(args.tile), from_model=args.from_model)
         print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget,
                                "each kernel alone" if args.standalone else "one module",
                                describe_variant(args.head_dim, args.causal, args.causal_align,
                                                 args.dtype, args.deterministic, not args.no_pdl,
-                                                planned.kernel("bwd_main").tile["d_qk"])))
+                                                (tile or {}).get("head_pad", 0))))
     spills = {r.kernel: r.spill_bytes for r in rows if r.spill_bytes}
     if spills:
         import sys

@@ -147,13 +147,13 @@ def format_resources(rows: list[KernelResources], arch: str, budget: int,
 
 
 def describe_variant(head_dim: int, causal: bool, causal_align: str, dtype: str,
-                     deterministic: bool, use_pdl: bool, planned_d: int | None = None) -> str:
+                     deterministic: bool, use_pdl: bool, head_pad: int = 0) -> str:
     """One line naming a compiled variant: ``head_dim=136 (planned as d=160), bf16, causal
-    bottom_right, deterministic, PDL``; ``planned_d``: the plan's d_qk (default: the padding
-    :func:`frost.sched.sdpa.pad_head_dim` gives without a forced ``head_pad``)."""
+    bottom_right, deterministic, PDL``; ``head_pad``: a forced ``--tile head_pad`` (the plans,
+    the cost model's too, pad as :func:`frost.sched.sdpa.pad_head_dim` does with it)."""
     from frost.sched.sdpa import pad_head_dim
 
-    d = pad_head_dim(head_dim) if planned_d is None else planned_d
+    d = pad_head_dim(head_dim, head_pad)
     return ", ".join([f"head_dim={head_dim}" + (f" (planned as d={d})" if d != head_dim else ""),
                       dtype, f"causal {causal_align}" if causal else "non-causal",
                       "deterministic" if deterministic else "atomic dQ",
