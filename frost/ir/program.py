@@ -20,7 +20,7 @@ from typing import Any
 import networkx as nx
 import sympy
 
-from frost.ir.stages import Load, Stage, stage_from_dict
+from frost.ir.stages import AtomicReduce, Load, RowReduce, Stage, stage_from_dict
 from frost.ir.symbols import Level, sym
 from frost.ir.tensor import Space, Tensor, subs_expr
 
@@ -80,6 +80,12 @@ class Program:
             if data["space"] == Space.TILE and self.stage(u).level > self.stage(v).level:
                 raise ValueError(f"{self.name}: {v} ({self.stage(v).level.name}) reads "
                                  f"{data['tensor']} from a later level ({u})")
+            src, dst = self.stage(u), self.stage(v)
+            if isinstance(dst, AtomicReduce) and isinstance(src, RowReduce) and src.op != "sum":
+                raise ValueError(f"{self.name}: {v} adds {src.out.name} across CTAs, but {u} "
+                                 f"is a row {src.op}: frost's atomics only add (an fp32 add "
+                                 f"into a zeroed workspace); reduce a row {src.op} inside one "
+                                 f"CTA, or write one partial per CTA and reduce them later")
 
     def stage(self, name: str) -> Stage:
         """The stage called ``name`` (KeyError if none)."""

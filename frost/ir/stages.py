@@ -24,11 +24,34 @@ from frost.ir.symbols import DType, Level, exp2, sym
 from frost.ir.tensor import Space, Tensor
 
 STAGE_KINDS: dict[str, type] = {}
+ROW_OPS = ("sum", "max")
 
 
 def _register(cls):
     STAGE_KINDS[cls.__name__] = cls
     return cls
+
+
+def _differ(a, b) -> bool:
+    """True where two extents are provably different (equal symbols or numbers are not)."""
+    return a != b and sympy.expand(a - b) != 0
+
+
+def _need(stage: "Stage", ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"{stage.name} ({type(stage).__name__}): {what}")
+
+
+def _same_shape(stage: "Stage", a: Tensor, b: Tensor) -> None:
+    _need(stage, len(a.shape) == len(b.shape) and
+          not any(_differ(x, y) for x, y in zip(a.shape, b.shape)),
+          f"{b.name} must have {a.name}'s shape {a.shape}, not {b.shape}")
+
+
+def _tile_of(stage: "Stage", tile_t: Tensor, glob: Tensor) -> None:
+    """A tile moved to or from a global tensor has at most the global tensor's rank."""
+    _need(stage, len(tile_t.shape) <= len(glob.shape),
+          f"tile {tile_t.name}{tile_t.shape} has more dimensions than {glob.name}{glob.shape}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +142,12 @@ class Load(Stage):
     reads: ClassVar[tuple[str, ...]] = ("src",)
     writes: ClassVar[tuple[str, ...]] = ("out",)
 
+    def __post_init__(self):
+        if self.src is not None and self.out is not None:
+            _need(self, self.src.space == Space.GLOBAL and self.out.space == Space.TILE,
+                  f"loads a global tensor into a tile (got {self.src!r} -> {self.out!r})")
+            _tile_of(self, self.out, self.src)
+
     def gmem_bytes(self):
         return self.out.nbytes
 
@@ -147,6 +176,25 @@ class Gemm(Stage):
 
     reads: ClassVar[tuple[str, ...]] = ("a", "b")
     writes: ClassVar[tuple[str, ...]] = ("out",)
+
+    def __post_init__(self):
+        if self.a is None or self.b is None or self.out is None:
+            return
+        for t in (self.a, self.b, self.out):
+            _need(self, len(t.shape) == 2, f"{t.name} must be a 2-D tile, not {t.shape}")
+        kb = self.b.rows if self.trans_b else self.b.cols
+        tb = "" if self.trans_b else "ᵀ"
+        _need(self, not _differ(self.k, kb),
+              f"A' is {self.m} x {self.k} but B'{tb} reduces over {kb}: the K extents of "
+              f"{self.a.name} and {self.b.name} differ (trans_a={self.trans_a}, "
+              f"trans_b={self.trans_b}; B is read as (n, k) unless trans_b)")
+        _need(self, not (_differ(self.out.rows, self.m) or _differ(self.out.cols, self.n)),
+              f"{self.out.name} must be {self.m} x {self.n} (m x n), not {self.out.shape}")
+        _need(self, self.a.dtype == self.b.dtype,
+              f"operands {self.a.name}:{self.a.dtype.value} and {self.b.name}:"
+              f"{self.b.dtype.value} must share a dtype")
+        _need(self, self.out.dtype == DType.FP32,
+              f"accumulates in fp32: {self.out.name} must be fp32, not {self.out.dtype.value}")
 
     @property
     def m(self):
@@ -191,6 +239,14 @@ class Pointwise(Stage):
         scalars = {"scale", "log2e"}
         if not free <= names | scalars:
             raise ValueError(f"{self.name}: expression uses {free - names - scalars} not in args")
+        if self.out is not None:
+            for t in self.args:
+                if t.is_vector and not self.out.is_vector:
+                    _need(self, not _differ(t.rows, self.out.rows),
+                          f"vector {t.name}{t.shape} broadcasts along the columns of "
+                          f"{self.out.name}{self.out.shape}: its length must be the rows")
+                else:
+                    _same_shape(self, t, self.out)
 
     reads: ClassVar[tuple[str, ...]] = ("args",)
     writes: ClassVar[tuple[str, ...]] = ("out",)
@@ -209,7 +265,11 @@ class Pointwise(Stage):
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
 class RowReduce(Stage):
-    """``out[i] = sum_j src[i, j]`` (fp32)."""
+    """``out[i] = op_j src[i, j]`` (fp32), ``op`` one of :data:`ROW_OPS` ("sum" or "max").
+
+    Across CTAs only a sum reduces: an :class:`AtomicReduce` adds, so the program refuses an
+    atomic fed by a row max (frost lowers no atomic max and no -inf fill).
+    """
 
     src: Tensor = None
     out: Tensor = None
@@ -217,6 +277,15 @@ class RowReduce(Stage):
 
     reads: ClassVar[tuple[str, ...]] = ("src",)
     writes: ClassVar[tuple[str, ...]] = ("out",)
+
+    def __post_init__(self):
+        _need(self, self.op in ROW_OPS, f"op must be one of {ROW_OPS}, got {self.op!r}")
+        if self.src is not None and self.out is not None:
+            _need(self, len(self.src.shape) == 2 and self.out.is_vector and
+                  not _differ(self.src.rows, self.out.rows),
+                  f"reduces a 2-D tile to one value a row: {self.out.name} must be "
+                  f"({self.src.rows},), from {self.src.name}{self.src.shape}; got "
+                  f"{self.out.shape}")
 
     def ops(self):
         return self.src.numel
@@ -239,6 +308,10 @@ class Accumulate(Stage):
     reads: ClassVar[tuple[str, ...]] = ("src",)
     writes: ClassVar[tuple[str, ...]] = ("out",)
 
+    def __post_init__(self):
+        if self.src is not None and self.out is not None:
+            _same_shape(self, self.src, self.out)
+
     def describe(self):
         return f"{self.out!r} += {self.src.name}  (loop-carried)"
 
@@ -257,6 +330,12 @@ class AtomicReduce(Stage):
 
     reads: ClassVar[tuple[str, ...]] = ("src",)
     writes: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def __post_init__(self):
+        if self.src is not None and self.dst is not None:
+            _need(self, self.dst.space == Space.GLOBAL and self.dst.dtype == DType.FP32,
+                  f"adds into an fp32 global workspace, not {self.dst!r}")
+            _tile_of(self, self.src, self.dst)
 
     def ops(self):
         return self.src.numel
@@ -279,6 +358,10 @@ class Cast(Stage):
     reads: ClassVar[tuple[str, ...]] = ("src",)
     writes: ClassVar[tuple[str, ...]] = ("out",)
 
+    def __post_init__(self):
+        if self.src is not None and self.out is not None:
+            _same_shape(self, self.src, self.out)
+
     def ops(self):
         return self.src.numel
 
@@ -296,6 +379,12 @@ class Store(Stage):
 
     reads: ClassVar[tuple[str, ...]] = ("src",)
     writes: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def __post_init__(self):
+        if self.src is not None and self.dst is not None:
+            _need(self, self.dst.space == Space.GLOBAL,
+                  f"stores a tile into a global tensor, not into {self.dst!r}")
+            _tile_of(self, self.src, self.dst)
 
     def gmem_bytes(self):
         return self.src.nbytes
@@ -335,5 +424,5 @@ def _dec(v, field):
     return v
 
 
-__all__ = ["Stage", "Load", "Gemm", "Pointwise", "RowReduce", "Accumulate", "AtomicReduce",
+__all__ = ["ROW_OPS", "Stage", "Load", "Gemm", "Pointwise", "RowReduce", "Accumulate", "AtomicReduce",
            "Cast", "Store", "STAGE_KINDS", "stage_from_dict", "exp2", "DType", "Space"]

@@ -26,6 +26,7 @@ class Arch:
     max_threads: int = 1024
     named_barriers: int = 16         # bar.sync ids 0..15; 0 is __syncthreads
     mma: str = "mma.sync.m16n8k16"
+    mma_dtypes: tuple[str, ...] = ("fp16", "bf16")  # operand dtypes ``mma`` takes (fp32 acc)
     note: str = ""
     plan_as: str = ""  # the arch whose plans (measured picks included) this one runs; "" = own
     sms: int = 0      # SMs of the arch's reference card, for grid models (frost.sched.waves)

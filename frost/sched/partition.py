@@ -6,7 +6,10 @@ Two rules, both read off the DAG:
    PROLOGUE loaded (the CTA's stationary operands) computes the same thing in every CTA of the
    grid. It is computed once, in an earlier kernel, and its results that the loop needs are
    materialised as global tensors (Store there, Load in the loop). In attention's backward this
-   moves ``delta = rowsum(dO∘O)`` and ``lse_log2 = LSE·log2e`` into ``rowdot``.
+   moves ``delta = rowsum(dO∘O)`` and ``lse_log2 = LSE·log2e`` into ``rowdot``. Only
+   loop-free work over loaded tiles moves: the ``pre`` kernel is a row kernel (no MMA warps,
+   one trip), so a GEMM, a loop-carried Accumulate and anything computed from them stay in
+   the loop.
 2. **Grid-wide results** (``post`` kernel). A stage that reads a global tensor written inside the
    program (e.g. the ``dq_accum`` workspace of an AtomicReduce) needs the whole grid finished:
    it and everything after it go to a later kernel. Atomic workspaces are zeroed by the first
@@ -22,7 +25,7 @@ import networkx as nx
 import sympy
 
 from frost.ir.program import Program
-from frost.ir.stages import AtomicReduce, Load, Stage, Store
+from frost.ir.stages import Accumulate, AtomicReduce, Gemm, Load, Stage, Store
 from frost.ir.symbols import Level
 from frost.ir.tensor import Space, Tensor, global_
 
@@ -72,9 +75,13 @@ def _partition(prog: Program) -> list[KernelSpec]:
         stationary |= {s.name} | nx.descendants(tile_g, s.name)
     hoist: set[str] = set()
     if stationary:
+        looped: set[str] = set()  # GEMMs, loop-carried sums and what they feed
+        for s in prog.stages:
+            if isinstance(s, (Gemm, Accumulate)):
+                looped |= {s.name} | nx.descendants(tile_g, s.name)
         for s in prog.stages:
             if (s.level == Level.BODY and not isinstance(s, (Load, AtomicReduce, Store))
-                    and s.name not in stationary and s.name not in post):
+                    and s.name not in stationary | post | looped):
                 hoist.add(s.name)
     main_names = [s.name for s in prog.stages if s.name not in post and s.name not in hoist]
     # Loads feed whichever side uses them (a load used by both sides is duplicated).

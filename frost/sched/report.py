@@ -3,6 +3,8 @@ barriers, mbarriers and the budget check. Used by ``frost plan``; handy in noteb
 
 from __future__ import annotations
 
+import importlib.util
+
 from frost.sched.plan import KernelPlan, Plan
 from frost.sched.warps import group_of
 
@@ -19,6 +21,12 @@ def table(headers: list[str], rows: list[list], indent: str = "  ") -> str:
 
     sep = indent + "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def has_template(name: str) -> bool:
+    """Whether ``frost/templates`` has a module ``name``: a kernel that reads this plan.
+    (A lookup by name: nothing of the templates layer is imported beyond its package.)"""
+    return importlib.util.find_spec(f"frost.templates.{name}") is not None
 
 
 def _fmt(c) -> str:
@@ -60,6 +68,11 @@ def format_plan(plan: Plan) -> str:
     out.append(table(["#", "kernel", "template", "threads", "smem B", "pdl", "reads", "writes"], [
         [i, k.name, k.template, k.threads, k.smem_bytes, "+".join(a.name for a in k.pdl),
          k.reads, k.writes] for i, k in enumerate(plan.kernels)]))
+    missing = [k.name for k in plan.kernels if not has_template(k.template)]
+    if missing:
+        out.append(f"  no template reads this plan yet for: {', '.join(missing)} (no module "
+                   f"frost/templates/<name>.py); the plan is the spec one would read "
+                   f"(notebooks/04_author_a_kernel.ipynb)")
     out += ["", "PDL edges (the consumer waits before its first read of these)"]
     out.append(table(["producer", "consumer", "tensors"],
                      [[e.producer, e.consumer, e.tensors] for e in plan.edges]))

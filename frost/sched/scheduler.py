@@ -30,6 +30,7 @@ from frost.tile_dsl.gmem import check_block
 from frost.tile_dsl.warp_grid import placements
 
 ROW_KERNEL_THREADS = 128
+TMA_BOX_MAX = 256  # elements a dimension of one TMA box (cuTensorMapEncodeTiled)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +107,7 @@ def schedule(program: Program, arch: str | Arch, choice: TileChoice,
     arch = get_arch(arch)
     if choice.ring_of:
         program = program.with_rings(dict(choice.ring_of))
+    choice = check_choice(program, choice)
     specs = partition(program)
     main = next(k for k in specs if k.role == "main")
     mkp = _plan_main(main, arch, choice)
@@ -119,10 +121,67 @@ def schedule(program: Program, arch: str | Arch, choice: TileChoice,
                 smem_budget=arch.smem_per_cta(choice.ctas_per_sm))
 
 
+def check_choice(program: Program, choice: TileChoice) -> TileChoice:
+    """``choice`` checked against ``program``, with ``sizes`` keyed by the program's own symbols
+    (a key may be the symbol's name, e.g. ``"tile_m"``). Raises :class:`Infeasible` for a size
+    the program has no symbol for, a size or stage count below 1, a ring the program does not
+    load on, or MMA warps that are not whole warpgroups."""
+    names = {x.name: x for st in program.stages for t in (*st.inputs, *st.outputs)
+             for e in t.shape for x in e.free_symbols}
+    sizes = {}
+    for k, v in choice.sizes.items():
+        key = k if isinstance(k, str) else getattr(k, "name", None)
+        if key not in names:
+            raise Infeasible(f"sizes names {k!r}, which {program.name} does not use; its "
+                             f"extents are {sorted(names)}")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise Infeasible(f"sizes[{key}] must be a positive int, got {v!r}")
+        sizes[names[key]] = v
+    tiled = {x.name for st in program.stages for t in (*st.inputs, *st.outputs)
+             if t.space == Space.TILE for e in t.shape for x in e.free_symbols}
+    missing = sorted(tiled - {x.name for x in sizes})
+    if missing:
+        raise Infeasible(f"sizes has no value for {missing}: every tile extent of "
+                         f"{program.name} ({sorted(tiled)}) needs one")
+    rings = {st.ring for st in program.stages if isinstance(st, Load)}
+    for ring, n in choice.ring_stages.items():
+        if ring not in rings:
+            raise Infeasible(f"ring_stages names ring {ring!r}; {program.name} loads on "
+                             f"{sorted(rings)}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise Infeasible(f"ring_stages[{ring!r}] must be an int >= 1, got {n!r}")
+    if choice.exchange_stages < 1:
+        raise Infeasible(f"exchange_stages must be >= 1, got {choice.exchange_stages}")
+    w = choice.mma_warps
+    if isinstance(w, bool) or not isinstance(w, int) or w < W.WARPGROUP or w % W.WARPGROUP:
+        raise Infeasible(f"mma_warps must be a positive multiple of {W.WARPGROUP} (whole "
+                         f"warpgroups, for setmaxnreg), got {w!r}")
+    return dataclasses.replace(choice, sizes=sizes)
+
+
+def _check_operands(prog: Program, arch: Arch) -> None:
+    """What the arch's MMA and TMA take: GEMM operand dtypes and k, TMA box extents."""
+    for s in prog.stages:
+        if isinstance(s, Gemm):
+            if s.a.dtype.value not in arch.mma_dtypes:
+                raise Infeasible(f"{s.name}: {arch.mma} on {arch.name} takes "
+                                 f"{'/'.join(arch.mma_dtypes)} operands, not "
+                                 f"{s.a.dtype.value}; cast {s.a.name} and {s.b.name} first")
+            if _int(s.k) % W.MMA_K:
+                raise Infeasible(f"{s.name}: k = {s.k} is not a multiple of {W.MMA_K} "
+                                 f"({arch.mma} steps k by {W.MMA_K})")
+        if isinstance(s, Load) and bar.copy_method(s) == "tma":
+            big = [e for e in s.out.shape if _int(e) > TMA_BOX_MAX]
+            if big:
+                raise Infeasible(f"{s.name}: a TMA box is at most {TMA_BOX_MAX} elements a "
+                                 f"dimension; {s.out.name} is {tuple(s.out.shape)}")
+
+
 # -- the loop kernel ----------------------------------------------------------------------------
 def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     sym_prog = spec.program
     prog = sym_prog.subs(ch.sizes)
+    _check_operands(prog, arch)
     held = frozenset(ch.held)
     where = residency(prog, held)
     if ch.reduce_block:
@@ -163,6 +222,11 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
                                       t.dtype.nbytes, stages, live[t.name],
                                       nstage * sym_t.nbytes, async_write=ld is not None,
                                       guarded=t.smem_name in guarded))
+            try:
+                reqs[-1].swizzle
+            except ValueError as e:
+                raise Infeasible(f"buffer {t.smem_name} ({_int(t.rows)} x {_int(t.cols)} "
+                                 f"{t.dtype.value}, columns = {sym_t.cols}): {e}") from None
     buffers, end, smem_expr = allocate(reqs)
     check_no_overlap(buffers)
     rings = bar.rings(prog, ch.ring_stages, ch.mma_warps)
@@ -175,7 +239,10 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
         share = "" if ch.ctas_per_sm == 1 else f" with {ch.ctas_per_sm} CTAs per SM"
         raise Infeasible(f"shared memory {smem} B > {budget} B budget of {arch.name}{share}")
 
-    groups, r0 = W.roles(arch, ch.mma_warps, ch.ctas_per_sm)
+    try:
+        groups, r0 = W.roles(arch, ch.mma_warps, ch.ctas_per_sm)
+    except ValueError as e:
+        raise Infeasible(f"{ch.mma_warps} MMA warps: {e}") from None
     low = min(g.max_regs for g in groups if g.role != WarpRole.MMA)
     if W.PRODUCER_REGS > low:
         raise Infeasible(f"producer needs ~{W.PRODUCER_REGS} registers > {low}")
@@ -294,6 +361,11 @@ def _grids_and_regs(prog: Program, order, held, warps: int, budget: int,
                 regs = base + cost(best)
         else:
             best = W.best_grid(sh, warps)
+        if best is None and W.best_grid(sh, warps) is None:
+            raise Infeasible(f"no {warps}-warp grid fits GEMMs {sh} (grid {g!r}, (m, n, k)): a "
+                             f"wm x wn grid (wm·wn = {warps}) needs every m to be a multiple of "
+                             f"wm·{W.MMA_M} and every n of wn·{W.MMA_N}; use fewer MMA warps "
+                             f"or larger tiles")
         if best is None:
             raise Infeasible(f"no {warps}-warp grid for GEMMs {sh} (grid {g!r}) within "
                              f"{budget} registers")

@@ -33,7 +33,7 @@ from frost.sched.arch import Arch
 from frost.sched.plan import WarpGroupPlan, WarpRole
 from frost.tile_dsl.warp_grid import Order, cols_of, rows_of, warp_mn
 
-MMA_M, MMA_N = 16, 8
+MMA_M, MMA_N, MMA_K = 16, 8, 16  # mma.sync m16n8k16
 WARPGROUP = 4
 MMA_REGS_CAP = 240
 LOW_REGS = (24, 56)

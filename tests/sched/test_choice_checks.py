@@ -1,0 +1,112 @@
+"""What an author gets wrong in a TileChoice or a program is refused as Infeasible, with the
+setting to change; the hoist rule keeps loop work in the loop; the plan report says which
+kernels no template reads yet."""
+
+import pytest
+
+from frost.ir.examples import gemm_rowsum_program
+from frost.ir.program import Program
+from frost.ir.stages import Accumulate, Cast, Gemm, Load, Pointwise, Store
+from frost.ir.symbols import K, M, N, Level, tile_k, tile_m, tile_n
+from frost.ir.tensor import global_, tile
+from frost.sched import Infeasible, TileChoice, schedule
+from frost.sched.partition import partition
+from frost.sched.report import format_plan, has_template
+from frost.sched.sdpa import plan_sdpa_bwd
+
+PROG = gemm_rowsum_program()
+
+
+def choice(tm=64, tn=64, tk=32, stages=2, warps=4, sizes=None, rings=None, **kw):
+    return TileChoice(sizes if sizes is not None else {tile_m: tm, tile_n: tn, tile_k: tk},
+                      rings if rings is not None else {"ab": stages}, warps, **kw)
+
+
+def test_sizes_may_be_keyed_by_name_and_plan_the_same():
+    by_sym = schedule(PROG, "sm_120a", choice())
+    by_name = schedule(PROG, "sm_120a", choice(sizes={"tile_m": 64, "tile_n": 64, "tile_k": 32}))
+    assert by_name.to_json() == by_sym.to_json()
+
+
+@pytest.mark.parametrize("sizes,match", [
+    ({tile_m: 0, tile_n: 64, tile_k: 32}, r"sizes\[tile_m\] must be a positive int, got 0"),
+    ({tile_m: -64, tile_n: 64, tile_k: 32}, r"got -64"),
+    ({tile_m: 64.0, tile_n: 64, tile_k: 32}, r"got 64.0"),
+    ({tile_m: 64, tile_n: 64}, r"sizes has no value for \['tile_k'\]"),
+    ({"tile_m": 64, "tile_n": 64, "tile_k": 32, "tile_q": 8},
+     r"sizes names 'tile_q', which gemm_rowsum does not use; its extents are \[.*'tile_k'"),
+])
+def test_bad_sizes_are_refused(sizes, match):
+    with pytest.raises(Infeasible, match=match):
+        schedule(PROG, "sm_120a", choice(sizes=sizes))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(rings={"AB": 3}), r"ring_stages names ring 'AB'; gemm_rowsum loads on \['ab'\]"),
+    (dict(stages=0), r"ring_stages\['ab'\] must be an int >= 1, got 0"),
+    (dict(warps=6), r"mma_warps must be a positive multiple of 4 .* got 6"),
+    (dict(warps=0), r"got 0"),
+    (dict(warps=32), r"32 MMA warps: 1152 threads exceed 1024"),
+    (dict(exchange_stages=0), r"exchange_stages must be >= 1"),
+])
+def test_bad_rings_and_warps_are_refused(kw, match):
+    with pytest.raises(Infeasible, match=match):
+        schedule(PROG, "sm_120a", choice(**kw))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(tk=24), r"C_part: k = 24 is not a multiple of 16 \(mma.sync.m16n8k16 steps k by 16\)"),
+    (dict(tm=512, tn=32, tk=16, stages=1),
+     r"load_A: a TMA box is at most 256 elements a dimension; A is \(512, 16\)"),
+    (dict(tm=16, tn=32, warps=8), r"no 8-warp grid fits GEMMs \[\(16, 32, 32\)\] .* every m to "
+                                  r"be a multiple of wm·16 and every n of wn·8; use fewer MMA"),
+])
+def test_what_the_mma_and_tma_cannot_take_is_refused(kw, match):
+    with pytest.raises(Infeasible, match=match):
+        schedule(PROG, "sm_120a", choice(**kw))
+    schedule(PROG, "sm_120a", choice())  # the same program plans with a legal choice
+
+
+def _gemm(io="bf16", bias_level=None):
+    gA, gB, gC = global_("A", (M, K), io), global_("B", (N, K), io), global_("C", (M, N), "bf16")
+    A, Bt = tile("A", (tile_m, tile_k), io), tile("B", (tile_n, tile_k), io)
+    Cp, Ca = tile("C_part", (tile_m, tile_n), "fp32"), tile("C_acc", (tile_m, tile_n), "fp32")
+    Y, C = tile("Y", (tile_m, tile_n), "fp32"), tile("C", (tile_m, tile_n), "bf16")
+    stages = [Load("load_A", Level.BODY, gA, A, ring="ab"),
+              Load("load_B", Level.BODY, gB, Bt, ring="ab"),
+              Gemm("C_part", Level.BODY, A, Bt, Cp, warp_grid="c"),
+              Accumulate("C_acc", Level.BODY, Cp, Ca)]
+    if bias_level is None:
+        stages.append(Pointwise("Y", Level.EPILOGUE, "scale*C_acc", (Ca,), Y))
+    else:
+        bias = tile("bias", (tile_m,), "fp32")
+        stages += [Load("load_bias", bias_level, global_("bias", (M,), "fp32"), bias, ring="b"),
+                   Pointwise("Y", Level.EPILOGUE, "scale*C_acc + bias", (Ca, bias), Y)]
+    stages += [Cast("C_cast", Level.EPILOGUE, Y, C), Store("store_C", Level.EPILOGUE, C, gC)]
+    return Program("gemm_bias", tuple(stages), M * N / (tile_m * tile_n), K / tile_k)
+
+
+def test_an_fp32_gemm_is_refused_for_the_mma():
+    with pytest.raises(Infeasible, match=r"C_part: mma.sync.m16n8k16 on sm_120a takes "
+                                         r"fp16/bf16 operands, not fp32; cast A and B first"):
+        schedule(_gemm("fp32"), "sm_120a", choice())
+    assert schedule(_gemm("fp16"), "sm_120a", choice()).kernels[0].name == "main"
+
+
+@pytest.mark.parametrize("level", [Level.PROLOGUE, Level.EPILOGUE])
+def test_a_stationary_load_does_not_hoist_the_gemm_out_of_the_loop(level):
+    """A PROLOGUE load makes the body's non-stationary work a hoisting candidate; a GEMM and
+    its loop-carried sum are loop work, so the program stays one loop kernel (before, the
+    GEMM went to a 128-thread row kernel with no MMA warps)."""
+    ks = partition(_gemm(bias_level=level))
+    assert [k.role for k in ks] == ["main"]
+    assert {"C_part", "C_acc"} <= {s.name for s in ks[0].program.stages}
+    p = schedule(_gemm(bias_level=level), "sm_120a", choice())
+    assert [(k.name, k.threads) for k in p.kernels] == [("main", 256)]
+
+
+def test_report_names_the_kernels_no_template_reads():
+    assert has_template("bwd_main") and has_template("rowdot") and not has_template("gemm_rowsum")
+    text = format_plan(schedule(PROG, "sm_120a", choice()))
+    assert "no template reads this plan yet for: zero_rowsum, gemm_rowsum" in text
+    assert "no template reads" not in format_plan(plan_sdpa_bwd("sm_120a", 128))
