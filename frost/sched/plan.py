@@ -26,7 +26,13 @@ from frost.sched.arch import SM120_SMEM_BUDGET
 
 
 class Infeasible(ValueError):
-    """A tile choice that cannot be planned; the message says why."""
+    """A tile choice that cannot be planned; the message says why. ``reason`` is that message
+    without the optional ``detail`` (what to change, where the bytes go), so that a search can
+    group its rejections by reason; ``str`` gives both."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(reason + (f": {detail}" if detail else ""))
+        self.reason, self.detail = reason, detail
 
 
 def int_extent(x) -> int:

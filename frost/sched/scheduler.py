@@ -237,7 +237,12 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     budget = arch.smem_per_cta(ch.ctas_per_sm)
     if smem > budget:
         share = "" if ch.ctas_per_sm == 1 else f" with {ch.ctas_per_sm} CTAs per SM"
-        raise Infeasible(f"shared memory {smem} B > {budget} B budget of {arch.name}{share}")
+        own = sorted((b for b in buffers if not b.alias_of), key=lambda b: -b.nbytes)
+        parts = ", ".join(f"{b.name} {b.stages} x {b.rows} x {b.cols} {b.dtype} = {b.nbytes:,}"
+                          for b in own[:4])
+        raise Infeasible(f"shared memory {smem} B > {budget} B budget of {arch.name}{share}",
+                         f"{parts}{', ...' if len(own) > 4 else ''} (B; stages x rows x cols); "
+                         f"fewer ring stages or smaller tiles (smem = {smem_expr})")
 
     try:
         groups, r0 = W.roles(arch, ch.mma_warps, ch.ctas_per_sm)
@@ -371,7 +376,10 @@ def _grids_and_regs(prog: Program, order, held, warps: int, budget: int,
                              f"{budget} registers")
         out[g] = best
     if regs - over > budget:
-        raise Infeasible(f"MMA warps need ~{regs} registers > {budget}")
+        raise Infeasible(f"MMA warps need ~{regs} registers > {budget}",
+                         f"the estimate (frost.sched.warps.register_estimate) counts the live "
+                         f"accumulators and held tiles a thread keeps; more MMA warps share "
+                         f"them, or smaller tiles shrink them")
     return out, regs
 
 

@@ -257,7 +257,7 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         try:
             plan = schedule(prog, arch, choice, params)
         except Infeasible as e:
-            rejected.append((c, str(e)))
+            rejected.append((c, e.reason))
             continue
         plan = _with_aliases(plan, d, dv, bool(held), c["head_pad"])
         main = plan.kernel(prog.kernel_names["main"])

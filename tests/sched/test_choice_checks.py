@@ -110,3 +110,17 @@ def test_report_names_the_kernels_no_template_reads():
     text = format_plan(schedule(PROG, "sm_120a", choice()))
     assert "no template reads this plan yet for: zero_rowsum, gemm_rowsum" in text
     assert "no template reads" not in format_plan(plan_sdpa_bwd("sm_120a", 128))
+
+
+def test_budget_refusals_say_where_the_bytes_and_registers_go():
+    with pytest.raises(Infeasible) as ei:
+        schedule(PROG, "sm_120a", choice(128, 128, 64, 4, 8))
+    e = ei.value
+    assert e.reason == "shared memory 131136 B > 101376 B budget of sm_120a"
+    assert "sA 4 x 128 x 64 bf16 = 65,536" in e.detail and "sB 4 x 128 x 64" in e.detail
+    assert "fewer ring stages or smaller tiles (smem = 2*ab_stages*tile_k*tile_m" in e.detail
+    assert str(e) == f"{e.reason}: {e.detail}"
+    with pytest.raises(Infeasible) as ei:
+        schedule(PROG, "sm_120a", choice(128, 256, 16, 1, 4))
+    assert ei.value.reason == "MMA warps need ~288 registers > 240"
+    assert "more MMA warps share them" in ei.value.detail
