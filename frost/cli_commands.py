@@ -5,6 +5,8 @@
                         [--dtype bf16] [--tile tile_m=64 --tile q_stages=1] [--from-model]
                         [--json] [--graph out.png] [--shape B,H,S[,S_KV] [--heads-kv N] [--sms N]]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...] [--json] [--graph out.png]
+    frost plan my_kernels.py:my_program --tile tile_m=64 --tile tile_n=64 --tile tile_k=32
+                        [--tile ab_stages=3] [--tile num_mma_warps=8] [--json] [--graph out.png]
     frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--deterministic]
                            [--code reg_usage=7 ...] [--standalone]
                            [--tile ...] [--from-model] [--json]
@@ -27,6 +29,60 @@ def command(fn):
 
 
 PROGRAMS = ("sdpa-bwd", "gemm-rowsum")
+USER_TILE_DEFAULTS = {"num_mma_warps": 4, "exchange_stages": 1}  # and 2 stages a body ring
+
+
+def _program_arg(text: str) -> str:
+    """A built-in program's name, or ``FILE.py:FUNCTION`` (a function returning a Program)."""
+    path, sep, name = text.rpartition(":")
+    if text in PROGRAMS or (sep and path.endswith(".py") and name.isidentifier()):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from {', '.join(PROGRAMS)}, or FILE.py:FUNCTION for "
+        f"a function in FILE.py that returns a frost.ir.Program)")
+
+
+def _user_program(spec: str, dtype: str):
+    """The Program that ``FUNCTION()`` of ``FILE.py`` returns (given ``dtype=`` where it takes
+    it); ValueError for a missing file or function, or a result that is not a Program."""
+    import importlib.util
+    import inspect
+    import os
+
+    from frost.ir.program import Program
+
+    path, _, name = spec.rpartition(":")
+    if not os.path.isfile(path):
+        raise ValueError(f"{spec}: no file {path}")
+    mspec = importlib.util.spec_from_file_location(
+        "frost_user_" + os.path.splitext(os.path.basename(path))[0], path)
+    mod = importlib.util.module_from_spec(mspec)
+    mspec.loader.exec_module(mod)
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise ValueError(f"{spec}: {path} has no function {name}")
+    prog = fn(dtype=dtype) if "dtype" in inspect.signature(fn).parameters else fn()
+    if not isinstance(prog, Program):
+        raise ValueError(f"{spec}: {name}() returned {type(prog).__name__}, not a "
+                         f"frost.ir.Program")
+    return prog
+
+
+def _user_plan(args: argparse.Namespace, tile: dict[str, int] | None):
+    """(plan, program) of a user's program: ``--tile`` keys ``num_mma_warps``,
+    ``exchange_stages`` and ``<ring>_stages`` shape the TileChoice; every other key binds a
+    size (``tile_m=64``); the scheduler refuses what does not fit, naming it."""
+    from frost.ir.stages import Load
+    from frost.ir.symbols import Level
+    from frost.sched import TileChoice, schedule
+
+    prog = _user_program(args.program, args.dtype)
+    t = {**USER_TILE_DEFAULTS, **(tile or {})}
+    rings = {s.ring for s in prog.stages if isinstance(s, Load) and s.level == Level.BODY}
+    stages = {r: t.pop(f"{r}_stages", 2) for r in sorted(rings)}
+    warps, x = t.pop("num_mma_warps"), t.pop("exchange_stages")
+    choice = TileChoice(t, stages, warps, exchange_stages=x)
+    return schedule(prog, args.arch, choice, {"dtype": args.dtype, "arch": args.arch}), prog
 
 
 def _common_args(p) -> None:
@@ -53,7 +109,12 @@ def _model_arg(p) -> None:
 def register_plan(sub) -> None:
     p = sub.add_parser("plan", help="plan a program: kernels, warp roles, smem map, barriers, PDL",
                        description="Plan a frost program for an arch and print the plan.")
-    p.add_argument("program", choices=PROGRAMS)
+    p.add_argument("program", type=_program_arg,
+                   metavar="{" + ",".join(PROGRAMS) + ",FILE.py:FUNCTION}",
+                   help="a built-in program, or a function in FILE.py that returns a "
+                        "frost.ir.Program (called with dtype= where it takes it); its --tile "
+                        "keys bind sizes (tile_m=64), <ring>_stages (default 2), "
+                        "num_mma_warps (default 4) and exchange_stages (default 1)")
     _common_args(p)
     _model_arg(p)
     p.add_argument("--head-dim-v", type=int, default=None,
@@ -122,6 +183,8 @@ def _plan(args: argparse.Namespace):
         plan = plan_variant(args.arch, args.head_dim, args.head_dim_v, args.causal, args.dtype,
                             tile, from_model=args.from_model)
         return plan, sdpa_bwd_program(args.dtype, args.causal)
+    if args.program not in PROGRAMS:
+        return _user_plan(args, tile)
     from frost.ir.examples import gemm_rowsum_program
     from frost.ir.symbols import tile_k, tile_m, tile_n
     from frost.sched import TileChoice, schedule

@@ -225,3 +225,60 @@ def test_plan_variant_refuses_a_non_bool_causal():
         with pytest.raises(TypeError, match="causal must be a bool"):
             plan_variant("sm_120a", 64, causal=bad)
     assert plan_variant("sm_120a", 64, causal=1).params["causal"] is True
+
+
+USER_PROGRAM = '''
+from frost.ir import Program, Load, Gemm, Accumulate, Cast, Store, Pointwise, Level, tile, global_
+from frost.ir.symbols import M, N, K, tile_m, tile_n, tile_k
+
+
+def gemm_scaled(dtype="bf16"):
+    gA, gB, gC = global_("A", (M, K), dtype), global_("B", (N, K), dtype), global_("C", (M, N), dtype)
+    A, Bt = tile("A", (tile_m, tile_k), dtype), tile("B", (tile_n, tile_k), dtype)
+    Cp, Ca = tile("C_part", (tile_m, tile_n), "fp32"), tile("C_acc", (tile_m, tile_n), "fp32")
+    Y, C = tile("Y", (tile_m, tile_n), "fp32"), tile("C", (tile_m, tile_n), dtype)
+    b, e = Level.BODY, Level.EPILOGUE
+    return Program("gemm_scaled", (
+        Load("load_A", b, gA, A, ring="ab"), Load("load_B", b, gB, Bt, ring="ab"),
+        Gemm("C_part", b, A, Bt, Cp, warp_grid="c"), Accumulate("C_acc", b, Cp, Ca),
+        Pointwise("Y", e, "scale*C_acc", (Ca,), Y), Cast("C_cast", e, Y, C),
+        Store("store_C", e, C, gC)), M * N / (tile_m * tile_n), K / tile_k,
+        kernel_names={"main": "gemm_scaled"})
+
+
+def three():
+    return 3
+'''
+SIZES = ["--tile", "tile_m=64", "--tile", "tile_n=64", "--tile", "tile_k=32"]
+
+
+def test_plan_a_users_program_from_a_file(tmp_path, capsys):
+    src = tmp_path / "my_kernels.py"
+    src.write_text(USER_PROGRAM)
+    spec = f"{src}:gemm_scaled"
+    assert main(["plan", spec, *SIZES, "--tile", "ab_stages=3", "--dtype", "fp16", "--json"]) == 0
+    plan = Plan.from_json(capsys.readouterr().out)
+    (k,) = plan.kernels
+    assert (k.name, plan.params["dtype"]) == ("gemm_scaled", "fp16")
+    assert (k.buffer("sA").stages, k.buffer("sA").dtype) == (3, "fp16")
+    assert k.tile["num_mma_warps"] == 4 and k.tile["c_wm"] * k.tile["c_wn"] == 4
+    assert main(["plan", spec, *SIZES]) == 0  # the ring's default depth is 2
+    out = capsys.readouterr().out
+    assert "ab_stages=2" in out and "no template reads this plan yet for: gemm_scaled" in out
+
+
+@pytest.mark.parametrize("suffix,extra,msg", [
+    (":gemm_scaled", ["--tile", "tile_m=64"], "sizes has no value for ['tile_k', 'tile_n']"),
+    (":gemm_scaled", [*SIZES, "--tile", "AB_stages=2"], "sizes names 'AB_stages'"),
+    (":gemm_scaled", [*SIZES, "--causal"], "--causal: sdpa-bwd only"),
+    (":three", [], "three() returned int, not a frost.ir.Program"),
+    (":nope", [], "has no function nope"),
+])
+def test_a_users_program_errors_exit_2(tmp_path, capsys, suffix, extra, msg):
+    src = tmp_path / "my_kernels.py"
+    src.write_text(USER_PROGRAM)
+    assert main(["plan", f"{src}{suffix}", *extra]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+    assert main(["plan", f"{tmp_path}/missing.py:f"]) == 2
+    assert "no file" in capsys.readouterr().err
