@@ -48,6 +48,14 @@ def _same_shape(stage: "Stage", a: Tensor, b: Tensor) -> None:
           f"{b.name} must have {a.name}'s shape {a.shape}, not {b.shape}")
 
 
+def _check_when_set(stage: "Stage") -> None:
+    """``stage.check(src, <its one output>)`` once both fields are set (JSON and ``subs``
+    rebuild stages field by field)."""
+    out = getattr(stage, stage.writes[0])
+    if stage.src is not None and out is not None:
+        stage.check(stage.src, out)
+
+
 def _tile_of(stage: "Stage", tile_t: Tensor, glob: Tensor) -> None:
     """A tile moved to or from a global tensor has at most the global tensor's rank."""
     _need(stage, len(tile_t.shape) <= len(glob.shape),
@@ -126,27 +134,58 @@ def stage_from_dict(d: dict[str, Any]) -> Stage:
     return cls(**kw)
 
 
+@dataclasses.dataclass(frozen=True, repr=False)
+class _OneToOne(Stage):
+    """A stage reading one tensor ``src`` and writing one tensor ``out``; :meth:`check` (by
+    default: the same shape) sees both once they are set."""
+
+    src: Tensor = None
+    out: Tensor = None
+
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("out",)
+
+    def __post_init__(self):
+        _check_when_set(self)
+
+    def check(self, src: Tensor, out: Tensor) -> None:
+        _same_shape(self, src, out)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class _ToGlobal(Stage):
+    """A stage writing a tile ``src`` into a global tensor ``dst``."""
+
+    src: Tensor = None
+    dst: Tensor = None
+
+    reads: ClassVar[tuple[str, ...]] = ("src",)
+    writes: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def __post_init__(self):
+        _check_when_set(self)
+
+    def check(self, src: Tensor, dst: Tensor) -> None:
+        _need(self, dst.space == Space.GLOBAL,
+              f"writes a tile into a global tensor, not into {dst!r}")
+        _tile_of(self, src, dst)
+
+
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class Load(Stage):
+class Load(_OneToOne):
     """Copy a tile of a global tensor into the CTA (a TMA load into a shared-memory ring).
 
     ``ring`` names the mbarrier ring the load travels on: loads of one ring share a full/empty
     barrier pair (e.g. ``"kv"`` for the stationary K, V tiles, ``"q"`` for the per-q-tile ones).
     """
 
-    src: Tensor = None
-    out: Tensor = None
     ring: str = "main"
 
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("out",)
-
-    def __post_init__(self):
-        if self.src is not None and self.out is not None:
-            _need(self, self.src.space == Space.GLOBAL and self.out.space == Space.TILE,
-                  f"loads a global tensor into a tile (got {self.src!r} -> {self.out!r})")
-            _tile_of(self, self.out, self.src)
+    def check(self, src: Tensor, out: Tensor) -> None:
+        _need(self, src.space == Space.GLOBAL and out.space == Space.TILE,
+              f"loads a global tensor into a tile (got {src!r} -> {out!r})")
+        _tile_of(self, out, src)
 
     def gmem_bytes(self):
         return self.out.nbytes
@@ -264,28 +303,23 @@ class Pointwise(Stage):
 
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class RowReduce(Stage):
+class RowReduce(_OneToOne):
     """``out[i] = op_j src[i, j]`` (fp32), ``op`` one of :data:`ROW_OPS` ("sum" or "max").
 
     Across CTAs only a sum reduces: an :class:`AtomicReduce` adds, so the program refuses an
     atomic fed by a row max (frost lowers no atomic max and no -inf fill).
     """
 
-    src: Tensor = None
-    out: Tensor = None
     op: str = "sum"
-
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     def __post_init__(self):
         _need(self, self.op in ROW_OPS, f"op must be one of {ROW_OPS}, got {self.op!r}")
-        if self.src is not None and self.out is not None:
-            _need(self, len(self.src.shape) == 2 and self.out.is_vector and
-                  not _differ(self.src.rows, self.out.rows),
-                  f"reduces a 2-D tile to one value a row: {self.out.name} must be "
-                  f"({self.src.rows},), from {self.src.name}{self.src.shape}; got "
-                  f"{self.out.shape}")
+        super().__post_init__()
+
+    def check(self, src: Tensor, out: Tensor) -> None:
+        _need(self, len(src.shape) == 2 and out.is_vector and not _differ(src.rows, out.rows),
+              f"reduces a 2-D tile to one value a row: {out.name} must be ({src.rows},), "
+              f"from {src.name}{src.shape}; got {out.shape}")
 
     def ops(self):
         return self.src.numel
@@ -296,21 +330,11 @@ class RowReduce(Stage):
 
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class Accumulate(Stage):
+class Accumulate(_OneToOne):
     """``out += src`` across loop iterations, in registers; ``out`` is live until the epilogue.
 
     On the tensor cores the add is fused into the producing GEMM's accumulator.
     """
-
-    src: Tensor = None
-    out: Tensor = None
-
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("out",)
-
-    def __post_init__(self):
-        if self.src is not None and self.out is not None:
-            _same_shape(self, self.src, self.out)
 
     def describe(self):
         return f"{self.out!r} += {self.src.name}  (loop-carried)"
@@ -318,24 +342,17 @@ class Accumulate(Stage):
 
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class AtomicReduce(Stage):
+class AtomicReduce(_ToGlobal):
     """``dst[tile] += src`` across CTAs with fp32 atomics into a global workspace.
 
     ``dst`` is complete only once the whole grid has finished: a reader of ``dst`` belongs to a
     later kernel, and ``dst`` must be zeroed by an earlier one.
     """
 
-    src: Tensor = None
-    dst: Tensor = None
-
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("dst",)
-
-    def __post_init__(self):
-        if self.src is not None and self.dst is not None:
-            _need(self, self.dst.space == Space.GLOBAL and self.dst.dtype == DType.FP32,
-                  f"adds into an fp32 global workspace, not {self.dst!r}")
-            _tile_of(self, self.src, self.dst)
+    def check(self, src: Tensor, dst: Tensor) -> None:
+        _need(self, dst.space == Space.GLOBAL and dst.dtype == DType.FP32,
+              f"adds into an fp32 global workspace, not {dst!r}")
+        _tile_of(self, src, dst)
 
     def ops(self):
         return self.src.numel
@@ -349,18 +366,8 @@ class AtomicReduce(Stage):
 
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class Cast(Stage):
+class Cast(_OneToOne):
     """``out = dtype(src)``."""
-
-    src: Tensor = None
-    out: Tensor = None
-
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("out",)
-
-    def __post_init__(self):
-        if self.src is not None and self.out is not None:
-            _same_shape(self, self.src, self.out)
 
     def ops(self):
         return self.src.numel
@@ -371,20 +378,8 @@ class Cast(Stage):
 
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class Store(Stage):
+class Store(_ToGlobal):
     """Write a tile to a global tensor (through a shared-memory staging buffer for TMA)."""
-
-    src: Tensor = None
-    dst: Tensor = None
-
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("dst",)
-
-    def __post_init__(self):
-        if self.src is not None and self.dst is not None:
-            _need(self, self.dst.space == Space.GLOBAL,
-                  f"stores a tile into a global tensor, not into {self.dst!r}")
-            _tile_of(self, self.src, self.dst)
 
     def gmem_bytes(self):
         return self.src.nbytes

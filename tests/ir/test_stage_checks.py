@@ -75,7 +75,7 @@ def test_loads_stores_and_atomics_move_between_global_and_tile():
         Load("load_A", BODY, global_("A", (M,), "bf16"), A)
     with pytest.raises(ValueError, match="loads a global tensor into a tile"):
         Load("load_A", BODY, A, tile("A2", (tile_m, tile_k), "bf16"))
-    with pytest.raises(ValueError, match="stores a tile into a global tensor"):
+    with pytest.raises(ValueError, match=r"store_C \(Store\): writes a tile into a global tensor"):
         Store("store_C", EPI, C, tile("C2", (tile_m, tile_n), "fp32"))
     with pytest.raises(ValueError, match="fp32 global workspace"):
         AtomicReduce("r_atomic", EPI, tile("r", (tile_m,), "fp32"), global_("r", (M,), "bf16"))
