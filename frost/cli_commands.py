@@ -43,11 +43,14 @@ def _program_arg(text: str) -> str:
 
 
 def _user_program(spec: str, dtype: str):
-    """The Program that ``FUNCTION()`` of ``FILE.py`` returns (given ``dtype=`` where it takes
-    it); ValueError for a missing file or function, or a result that is not a Program."""
+    """(the Program that ``FUNCTION()`` of ``FILE.py`` returns, whether it took ``dtype=``): the
+    file runs as a module of its own, its folder on the path while it imports; ValueError for a
+    missing file or function, or a result that is not a Program. Errors inside the user's code
+    propagate as they are (a ValueError, e.g. a stage's refusal, prints as frost's error)."""
     import importlib.util
     import inspect
     import os
+    import sys
 
     from frost.ir.program import Program
 
@@ -57,15 +60,21 @@ def _user_program(spec: str, dtype: str):
     mspec = importlib.util.spec_from_file_location(
         "frost_user_" + os.path.splitext(os.path.basename(path))[0], path)
     mod = importlib.util.module_from_spec(mspec)
-    mspec.loader.exec_module(mod)
+    sys.modules[mspec.name] = mod  # (dataclasses look their module up there)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # its sibling modules
+    try:
+        mspec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
     fn = getattr(mod, name, None)
     if not callable(fn):
         raise ValueError(f"{spec}: {path} has no function {name}")
-    prog = fn(dtype=dtype) if "dtype" in inspect.signature(fn).parameters else fn()
+    takes = "dtype" in inspect.signature(fn).parameters
+    prog = fn(dtype=dtype) if takes else fn()
     if not isinstance(prog, Program):
         raise ValueError(f"{spec}: {name}() returned {type(prog).__name__}, not a "
                          f"frost.ir.Program")
-    return prog
+    return prog, takes
 
 
 def _user_plan(args: argparse.Namespace, tile: dict[str, int] | None):
@@ -76,13 +85,23 @@ def _user_plan(args: argparse.Namespace, tile: dict[str, int] | None):
     from frost.ir.symbols import Level
     from frost.sched import TileChoice, schedule
 
-    prog = _user_program(args.program, args.dtype)
+    prog, took_dtype = _user_program(args.program, args.dtype)
     t = {**USER_TILE_DEFAULTS, **(tile or {})}
-    rings = {s.ring for s in prog.stages if isinstance(s, Load) and s.level == Level.BODY}
-    stages = {r: t.pop(f"{r}_stages", 2) for r in sorted(rings)}
     warps, x = t.pop("num_mma_warps"), t.pop("exchange_stages")
+    rings = sorted({s.ring for s in prog.stages if isinstance(s, Load) and s.level == Level.BODY})
+    clash = [r for r in rings if f"{r}_stages" == "exchange_stages"]
+    if clash:
+        raise ValueError(f"{args.program}: a body ring may not be called {clash[0]!r} "
+                         f"(--tile exchange_stages is the exchanged tiles' copies)")
+    stages = {r: t.pop(f"{r}_stages", 2) for r in rings}
+    stray = sorted(k for k in t if k.endswith("_stages"))
+    if stray:
+        raise ValueError(f"--tile {stray[0]}: not a body ring of {prog.name} (ring keys: "
+                         f"{', '.join(f'{r}_stages' for r in rings) or 'none'}; a ring loaded "
+                         f"only before or after the loop has one stage)")
     choice = TileChoice(t, stages, warps, exchange_stages=x)
-    return schedule(prog, args.arch, choice, {"dtype": args.dtype, "arch": args.arch}), prog
+    params = {"arch": args.arch, **({"dtype": args.dtype} if took_dtype else {})}
+    return schedule(prog, args.arch, choice, params), prog
 
 
 def _common_args(p) -> None:

@@ -248,6 +248,29 @@ def gemm_scaled(dtype="bf16"):
 
 def three():
     return 3
+
+
+def fixed_fp16():
+    return gemm_scaled("fp16")
+
+
+def exchange_ring():
+    p = gemm_scaled()
+    return p.with_rings({"load_A": "exchange", "load_B": "exchange"})
+'''
+DATACLASS_PROGRAM = '''
+from __future__ import annotations
+import dataclasses
+from helper_mod import gemm_scaled   # a sibling module of this file
+
+
+@dataclasses.dataclass
+class Knobs:
+    dtype: str = "bf16"
+
+
+def prog():
+    return gemm_scaled(Knobs().dtype)
 '''
 SIZES = ["--tile", "tile_m=64", "--tile", "tile_n=64", "--tile", "tile_k=32"]
 
@@ -267,9 +290,27 @@ def test_plan_a_users_program_from_a_file(tmp_path, capsys):
     assert "ab_stages=2" in out and "no template reads this plan yet for: gemm_scaled" in out
 
 
+def test_a_users_file_may_define_dataclasses_and_import_its_siblings(tmp_path, capsys):
+    (tmp_path / "helper_mod.py").write_text(USER_PROGRAM)
+    (tmp_path / "dc.py").write_text(DATACLASS_PROGRAM)
+    assert main(["plan", f"{tmp_path}/dc.py:prog", *SIZES, "--json"]) == 0
+    assert Plan.from_json(capsys.readouterr().out).kernels[0].name == "gemm_scaled"
+
+
+def test_the_plan_records_a_dtype_only_where_the_program_took_it(tmp_path, capsys):
+    src = tmp_path / "my_kernels.py"
+    src.write_text(USER_PROGRAM)
+    assert main(["plan", f"{src}:fixed_fp16", *SIZES, "--json"]) == 0
+    plan = Plan.from_json(capsys.readouterr().out)
+    assert "dtype" not in plan.params and plan.kernels[0].buffer("sA").dtype == "fp16"
+
+
 @pytest.mark.parametrize("suffix,extra,msg", [
+    (":exchange_ring", SIZES, "a body ring may not be called 'exchange'"),
+    (":gemm_scaled", [*SIZES, "--tile", "bb_stages=1"],
+     "--tile bb_stages: not a body ring of gemm_scaled (ring keys: ab_stages"),
     (":gemm_scaled", ["--tile", "tile_m=64"], "sizes has no value for ['tile_k', 'tile_n']"),
-    (":gemm_scaled", [*SIZES, "--tile", "AB_stages=2"], "sizes names 'AB_stages'"),
+    (":gemm_scaled", [*SIZES, "--tile", "AB_stages=2"], "--tile AB_stages: not a body ring"),
     (":gemm_scaled", [*SIZES, "--causal"], "--causal: sdpa-bwd only"),
     (":three", [], "three() returned int, not a frost.ir.Program"),
     (":nope", [], "has no function nope"),

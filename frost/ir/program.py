@@ -20,7 +20,8 @@ from typing import Any
 import networkx as nx
 import sympy
 
-from frost.ir.stages import AtomicReduce, Load, RowReduce, Stage, stage_from_dict
+from frost.ir.stages import (Accumulate, AtomicReduce, Gemm, Load, RowReduce, Stage,
+                             stage_from_dict)
 from frost.ir.symbols import Level, sym
 from frost.ir.tensor import Space, Tensor, subs_expr
 
@@ -80,12 +81,30 @@ class Program:
             if data["space"] == Space.TILE and self.stage(u).level > self.stage(v).level:
                 raise ValueError(f"{self.name}: {v} ({self.stage(v).level.name}) reads "
                                  f"{data['tensor']} from a later level ({u})")
-            src, dst = self.stage(u), self.stage(v)
-            if isinstance(dst, AtomicReduce) and isinstance(src, RowReduce) and src.op != "sum":
-                raise ValueError(f"{self.name}: {v} adds {src.out.name} across CTAs, but {u} "
-                                 f"is a row {src.op}: frost's atomics only add (an fp32 add "
-                                 f"into a zeroed workspace); reduce a row {src.op} inside one "
-                                 f"CTA, or write one partial per CTA and reduce them later")
+        for s in self.stages:
+            if isinstance(s, AtomicReduce):
+                self._check_atomic(s)
+
+    def _check_atomic(self, atomic: AtomicReduce) -> None:
+        """An atomic adds: refuse one whose value comes from a row max, through any elementwise
+        stages, before a sum reduces it (the nearest reductions upstream on each path)."""
+        todo, seen = [atomic.name], set()
+        while todo:
+            for u in self.graph.predecessors(todo.pop()):
+                if u in seen:
+                    continue
+                seen.add(u)
+                st = self.stage(u)
+                if isinstance(st, RowReduce):
+                    if st.op != "sum":
+                        raise ValueError(
+                            f"{self.name}: {atomic.name} adds {atomic.src.name} across CTAs, "
+                            f"but it comes from {u}, a row {st.op}: frost's atomics only add "
+                            f"(an fp32 add into a zeroed workspace); reduce a row {st.op} "
+                            f"inside one CTA, or write one partial per CTA and reduce them "
+                            f"later")
+                elif not isinstance(st, (Load, Gemm, Accumulate)):
+                    todo.append(u)
 
     def stage(self, name: str) -> Stage:
         """The stage called ``name`` (KeyError if none)."""

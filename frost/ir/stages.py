@@ -33,7 +33,8 @@ def _register(cls):
 
 
 def _differ(a, b) -> bool:
-    """True where two extents are provably different (equal symbols or numbers are not)."""
+    """True unless two extents are the same expression (``2*tile_k`` and ``tile_k*2`` are;
+    two symbols of one name but other assumptions are not)."""
     return a != b and sympy.expand(a - b) != 0
 
 
@@ -43,9 +44,10 @@ def _need(stage: "Stage", ok: bool, what: str) -> None:
 
 
 def _same_shape(stage: "Stage", a: Tensor, b: Tensor) -> None:
-    _need(stage, len(a.shape) == len(b.shape) and
-          not any(_differ(x, y) for x, y in zip(a.shape, b.shape)),
-          f"{b.name} must have {a.name}'s shape {a.shape}, not {b.shape}")
+    ok = len(a.shape) == len(b.shape) and not any(_differ(x, y) for x, y in zip(a.shape, b.shape))
+    _need(stage, ok, f"{b.name} must have {a.name}'s shape {a.shape}, not {b.shape}" + (
+        " (symbols of the same name but other assumptions: take extents from frost.ir.symbols)"
+        if str(a.shape) == str(b.shape) else ""))
 
 
 def _check_when_set(stage: "Stage") -> None:
@@ -307,7 +309,8 @@ class RowReduce(_OneToOne):
     """``out[i] = op_j src[i, j]`` (fp32), ``op`` one of :data:`ROW_OPS` ("sum" or "max").
 
     Across CTAs only a sum reduces: an :class:`AtomicReduce` adds, so the program refuses an
-    atomic fed by a row max (frost lowers no atomic max and no -inf fill).
+    atomic fed by a row max, directly or through elementwise stages (frost lowers no atomic
+    max and no -inf fill).
     """
 
     op: str = "sum"

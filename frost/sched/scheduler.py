@@ -9,6 +9,7 @@ does not fit (shared memory, registers, warp grids) raises :class:`Infeasible` w
 from __future__ import annotations
 
 import dataclasses
+import numbers
 
 import sympy
 
@@ -128,15 +129,16 @@ def check_choice(program: Program, choice: TileChoice) -> TileChoice:
     load on, or MMA warps that are not whole warpgroups."""
     names = {x.name: x for st in program.stages for t in (*st.inputs, *st.outputs)
              for e in t.shape for x in e.free_symbols}
+    names.update({x.name: x for x in program.grid.free_symbols | program.trips.free_symbols})
     sizes = {}
     for k, v in choice.sizes.items():
         key = k if isinstance(k, str) else getattr(k, "name", None)
         if key not in names:
             raise Infeasible(f"sizes names {k!r}, which {program.name} does not use; its "
                              f"extents are {sorted(names)}")
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise Infeasible(f"sizes[{key}] must be a positive int, got {v!r}")
-        sizes[names[key]] = v
+        if names[key] in sizes:
+            raise Infeasible(f"sizes gives {key} twice (as a symbol and as a name)")
+        sizes[names[key]] = _positive(f"sizes[{key}]", v)
     tiled = {x.name for st in program.stages for t in (*st.inputs, *st.outputs)
              if t.space == Space.TILE for e in t.shape for x in e.free_symbols}
     missing = sorted(tiled - {x.name for x in sizes})
@@ -148,15 +150,23 @@ def check_choice(program: Program, choice: TileChoice) -> TileChoice:
         if ring not in rings:
             raise Infeasible(f"ring_stages names ring {ring!r}; {program.name} loads on "
                              f"{sorted(rings)}")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise Infeasible(f"ring_stages[{ring!r}] must be an int >= 1, got {n!r}")
-    if choice.exchange_stages < 1:
-        raise Infeasible(f"exchange_stages must be >= 1, got {choice.exchange_stages}")
-    w = choice.mma_warps
-    if isinstance(w, bool) or not isinstance(w, int) or w < W.WARPGROUP or w % W.WARPGROUP:
+    stages = {ring: _positive(f"ring_stages[{ring!r}]", n)
+              for ring, n in choice.ring_stages.items()}
+    w = _positive("mma_warps", choice.mma_warps)
+    if w % W.WARPGROUP:
         raise Infeasible(f"mma_warps must be a positive multiple of {W.WARPGROUP} (whole "
                          f"warpgroups, for setmaxnreg), got {w!r}")
-    return dataclasses.replace(choice, sizes=sizes)
+    return dataclasses.replace(choice, sizes=sizes, ring_stages=stages, mma_warps=w,
+                               exchange_stages=_positive("exchange_stages",
+                                                         choice.exchange_stages))
+
+
+def _positive(what: str, v) -> int:
+    """``v`` as an int >= 1 (any integral number: int, numpy or sympy integer), else
+    :class:`Infeasible` naming ``what``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral | sympy.Integer) or v < 1:
+        raise Infeasible(f"{what} must be an int >= 1, got {v!r} ({type(v).__name__})")
+    return int(v)
 
 
 def _check_operands(prog: Program, arch: Arch) -> None:

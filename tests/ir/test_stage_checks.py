@@ -81,20 +81,39 @@ def test_loads_stores_and_atomics_move_between_global_and_tile():
         AtomicReduce("r_atomic", EPI, tile("r", (tile_m,), "fp32"), global_("r", (M,), "bf16"))
 
 
-def _gemm_row(op):
+def _gemm_row(op, scaled=False, then_sum=False):
     io, f32 = "bf16", "fp32"
     gA, gB, gr = global_("A", (M, K), io), global_("B", (N, K), io), global_("r", (M,), f32)
     Cp, Ca, r = tile("C_part", (tile_m, tile_n), f32), tile("C_acc", (tile_m, tile_n), f32), \
         tile("r_part", (tile_m,), f32)
-    return Program("gemm_row" + op, (
-        Load("load_A", BODY, gA, A, ring="ab"), Load("load_B", BODY, gB, Bt, ring="ab"),
-        Gemm("C_part", BODY, A, Bt, Cp), Accumulate("C_acc", BODY, Cp, Ca),
-        RowReduce("r_part", EPI, Ca, r, op=op), AtomicReduce("r_atomic", EPI, r, gr)),
-        M * N / (tile_m * tile_n), K / tile_k)
+    rs, e = tile("r_scaled", (tile_m,), f32), tile("E", (tile_m, tile_n), f32)
+    stages = [Load("load_A", BODY, gA, A, ring="ab"), Load("load_B", BODY, gB, Bt, ring="ab"),
+              Gemm("C_part", BODY, A, Bt, Cp), Accumulate("C_acc", BODY, Cp, Ca),
+              RowReduce("r_part", EPI, Ca, r, op=op)]
+    if then_sum:  # rowsum(exp2(C - rowmax(C))): the max is reduced again before the atomic
+        stages += [Pointwise("E", EPI, "exp2(C_acc - r_part)", (Ca, r), e),
+                   RowReduce("r_scaled", EPI, e, rs)]
+    elif scaled:
+        stages.append(Pointwise("r_scaled", EPI, "scale*r_part", (r,), rs))
+    stages.append(AtomicReduce("r_atomic", EPI, rs if scaled or then_sum else r, gr))
+    return Program("gemm_row" + op, tuple(stages), M * N / (tile_m * tile_n), K / tile_k)
 
 
 def test_an_atomic_only_adds_so_a_row_max_cannot_feed_one():
     assert _gemm_row("sum").stage("r_part").op == "sum"
-    with pytest.raises(ValueError, match="r_atomic adds r_part across CTAs, but r_part is a "
-                                         "row max: frost's atomics only add"):
+    assert _gemm_row("sum", scaled=True).stage("r_atomic").src.name == "r_scaled"
+    with pytest.raises(ValueError, match="r_atomic adds r_part across CTAs, but it comes from "
+                                         "r_part, a row max: frost's atomics only add"):
         _gemm_row("max")
+    with pytest.raises(ValueError, match="r_atomic adds r_scaled across CTAs, but it comes "
+                                         "from r_part, a row max"):
+        _gemm_row("max", scaled=True)  # through an elementwise stage
+    # a max that a row sum reduces again is that sum's business, not the atomic's
+    assert _gemm_row("max", then_sum=True).stage("r_scaled").op == "sum"
+
+
+def test_same_named_symbols_of_other_assumptions_are_told_apart():
+    import sympy
+    other = tile("Co", (sympy.Symbol("tile_m"), tile_n), "bf16")
+    with pytest.raises(ValueError, match="same name but other assumptions"):
+        Cast("C_cast", EPI, C, other)

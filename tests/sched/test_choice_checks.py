@@ -29,9 +29,10 @@ def test_sizes_may_be_keyed_by_name_and_plan_the_same():
 
 
 @pytest.mark.parametrize("sizes,match", [
-    ({tile_m: 0, tile_n: 64, tile_k: 32}, r"sizes\[tile_m\] must be a positive int, got 0"),
+    ({tile_m: 0, tile_n: 64, tile_k: 32}, r"sizes\[tile_m\] must be an int >= 1, got 0 \(int\)"),
     ({tile_m: -64, tile_n: 64, tile_k: 32}, r"got -64"),
-    ({tile_m: 64.0, tile_n: 64, tile_k: 32}, r"got 64.0"),
+    ({tile_m: 64.0, tile_n: 64, tile_k: 32}, r"got 64.0 \(float\)"),
+    ({tile_m: 64, "tile_m": 64, tile_n: 64, tile_k: 32}, r"sizes gives tile_m twice"),
     ({tile_m: 64, tile_n: 64}, r"sizes has no value for \['tile_k'\]"),
     ({"tile_m": 64, "tile_n": 64, "tile_k": 32, "tile_q": 8},
      r"sizes names 'tile_q', which gemm_rowsum does not use; its extents are \[.*'tile_k'"),
@@ -44,10 +45,12 @@ def test_bad_sizes_are_refused(sizes, match):
 @pytest.mark.parametrize("kw,match", [
     (dict(rings={"AB": 3}), r"ring_stages names ring 'AB'; gemm_rowsum loads on \['ab'\]"),
     (dict(stages=0), r"ring_stages\['ab'\] must be an int >= 1, got 0"),
+    (dict(stages=None), r"ring_stages\['ab'\] must be an int >= 1, got None"),
     (dict(warps=6), r"mma_warps must be a positive multiple of 4 .* got 6"),
     (dict(warps=0), r"got 0"),
     (dict(warps=32), r"32 MMA warps: 1152 threads exceed 1024"),
-    (dict(exchange_stages=0), r"exchange_stages must be >= 1"),
+    (dict(exchange_stages=0), r"exchange_stages must be an int >= 1"),
+    (dict(exchange_stages=1.5), r"exchange_stages must be an int >= 1, got 1.5"),
 ])
 def test_bad_rings_and_warps_are_refused(kw, match):
     with pytest.raises(Infeasible, match=match):
@@ -93,20 +96,40 @@ def test_an_fp32_gemm_is_refused_for_the_mma():
     assert schedule(_gemm("fp16"), "sm_120a", choice()).kernels[0].name == "main"
 
 
-@pytest.mark.parametrize("level", [Level.PROLOGUE, Level.EPILOGUE])
-def test_a_stationary_load_does_not_hoist_the_gemm_out_of_the_loop(level):
+def test_a_stationary_load_does_not_hoist_the_gemm_out_of_the_loop():
     """A PROLOGUE load makes the body's non-stationary work a hoisting candidate; a GEMM and
     its loop-carried sum are loop work, so the program stays one loop kernel (before, the
     GEMM went to a 128-thread row kernel with no MMA warps)."""
-    ks = partition(_gemm(bias_level=level))
+    ks = partition(_gemm(bias_level=Level.PROLOGUE))
     assert [k.role for k in ks] == ["main"]
     assert {"C_part", "C_acc"} <= {s.name for s in ks[0].program.stages}
-    p = schedule(_gemm(bias_level=level), "sm_120a", choice())
+    p = schedule(_gemm(bias_level=Level.PROLOGUE), "sm_120a", choice())
     assert [(k.name, k.threads) for k in p.kernels] == [("main", 256)]
 
 
+def test_integral_sizes_of_any_kind_and_grid_only_symbols_bind():
+    import numpy as np
+    import sympy
+    ref = schedule(PROG, "sm_120a", choice()).to_json()
+    assert schedule(PROG, "sm_120a", choice(sympy.Integer(64), np.int64(64), 32)).to_json() == ref
+    splits = sympy.Symbol("splits", positive=True, integer=True)
+    prog = Program("gemm_split", PROG.stages, PROG.grid * splits, PROG.trips / splits)
+    p = schedule(prog, "sm_120a", choice(sizes={tile_m: 64, tile_n: 64, tile_k: 32,
+                                                "splits": 2}))
+    assert p.kernel("main").tile["splits"] == 2 and p.kernel("main").params["grid"] == \
+        str(PROG.grid * splits)
+
+
 def test_report_names_the_kernels_no_template_reads():
-    assert has_template("bwd_main") and has_template("rowdot") and not has_template("gemm_rowsum")
+    import pathlib
+
+    import frost.templates
+    from frost.sched.report import PLAN_TEMPLATES
+    root = pathlib.Path(frost.templates.__file__).parent
+    for name in PLAN_TEMPLATES:  # each is a module of frost/templates
+        assert (root / f"{name}.py").is_file() or (root / name / "__init__.py").is_file()
+    assert (root / "gemm.py").is_file() and not has_template("gemm")  # builds its own plan
+    assert has_template("bwd_main") and not has_template("gemm_rowsum")
     text = format_plan(schedule(PROG, "sm_120a", choice()))
     assert "no template reads this plan yet for: zero_rowsum, gemm_rowsum" in text
     assert "no template reads" not in format_plan(plan_sdpa_bwd("sm_120a", 128))
