@@ -233,7 +233,8 @@ from frost.ir.symbols import M, N, K, tile_m, tile_n, tile_k
 
 
 def gemm_scaled(dtype="bf16"):
-    gA, gB, gC = global_("A", (M, K), dtype), global_("B", (N, K), dtype), global_("C", (M, N), dtype)
+    gA, gB = global_("A", (M, K), dtype), global_("B", (N, K), dtype)
+    gC = global_("C", (M, N), dtype)
     A, Bt = tile("A", (tile_m, tile_k), dtype), tile("B", (tile_n, tile_k), dtype)
     Cp, Ca = tile("C_part", (tile_m, tile_n), "fp32"), tile("C_acc", (tile_m, tile_n), "fp32")
     Y, C = tile("Y", (tile_m, tile_n), "fp32"), tile("C", (tile_m, tile_n), dtype)

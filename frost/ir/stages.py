@@ -422,5 +422,6 @@ def _dec(v, field):
     return v
 
 
-__all__ = ["ROW_OPS", "Stage", "Load", "Gemm", "Pointwise", "RowReduce", "Accumulate", "AtomicReduce",
-           "Cast", "Store", "STAGE_KINDS", "stage_from_dict", "exp2", "DType", "Space"]
+__all__ = ["ROW_OPS", "Stage", "Load", "Gemm", "Pointwise", "RowReduce", "Accumulate",
+           "AtomicReduce", "Cast", "Store", "STAGE_KINDS", "stage_from_dict", "exp2", "DType",
+           "Space"]
