@@ -1,0 +1,265 @@
+"""gemm_rowsum: ``C = A·Bᵀ`` with ``r = rowsum(C)`` fused, built from the scheduler's plan of
+:func:`frost.ir.examples.gemm_rowsum_program` (what ``frost plan gemm-rowsum`` prints).
+
+What it does
+------------
+A (M, K) and B (N, K), both K-major, bf16 or fp16; C (M, N) in A's dtype; r (M,) fp32 with
+``r[i] = sum_j C[i, j]`` taken from the fp32 accumulator (before C is rounded).
+
+How: the plan's two kernels, PDL-linked as its edge says
+--------------------------------------------------------
+* ``zero_rowsum`` (the plan's ``zeroes``): r = 0, on the plan's grid, a thread an element.
+* ``gemm_rowsum``: one CTA a (tile_m, tile_n) block of C; every number below is the plan's:
+  warp roles and their ``setmaxnreg`` budgets; the ``ab`` ring's buffers (sA, sB: offsets,
+  swizzles, stages) and mbarriers (``ab_full``: one arrive with both tiles' bytes, ``ab_empty``:
+  one arrive a MMA warp); the MMA warp grid (``c_wm`` x ``c_wn``); the ``epilogue`` named
+  barrier; the C staging buffer sC (the plan aliases it on the A ring, dead after the K loop).
+  The producer warp streams A and B by TMA; the MMA warps run ldmatrix + ``mma.sync`` over K,
+  then the epilogue: each warp's row sums of its accumulator columns (quad butterfly), one fp32
+  ``red.global.add`` a row a warp column into r (the plan's AtomicReduce); C cast, written into
+  sC, and stored by one TMA box.
+
+Constraints (:func:`check_problem`): M % tile_m == N % tile_n == 0 (no edge predication),
+K % 8 == 0 (16-byte TMA row strides); K need not be a multiple of tile_k (TMA zero-fills).
+Extents are runtime values: one compile a plan serves every M, N, K. Run it with
+:func:`run_gemm_rowsum`.
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+
+from frost.sched.plan import Plan, WarpRole
+from frost.tile_dsl import barrier as bar
+from frost.tile_dsl import copy as cp
+from frost.tile_dsl import mma as mm
+from frost.tile_dsl import regs, smem
+
+IO_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+KERNELS = ("zero_rowsum", "gemm_rowsum")
+
+
+class GemmRowsumError(ValueError):
+    """A plan or problem this template cannot run, with the reason."""
+
+
+def check_plan(plan: Plan) -> None:
+    """Refuse a plan that is not gemm_rowsum's chain: its two kernels, the ``ab`` ring, sC."""
+    names = tuple(k.name for k in plan.kernels)
+    if names != KERNELS:
+        raise GemmRowsumError(f"expects the plan of gemm_rowsum_program ({KERNELS}), got {names}")
+    kp = plan.kernel("gemm_rowsum")
+    for b in ("sA", "sB", "sC"):
+        kp.buffer(b)
+    for m in ("ab_full", "ab_empty"):
+        kp.mbarrier(m)
+    if plan.params.get("dtype", "bf16") not in IO_DTYPES:
+        raise GemmRowsumError(f"dtype must be one of {sorted(IO_DTYPES)}, got "
+                              f"{plan.params.get('dtype')!r}")
+
+
+def check_problem(plan: Plan, m: int, n: int, k: int) -> None:
+    """Raise :class:`GemmRowsumError` unless (M, N, K) fits the plan's tiles."""
+    t = plan.kernel("gemm_rowsum").tile
+    if min(m, n, k) <= 0:
+        raise GemmRowsumError(f"extents must be positive, got M={m}, N={n}, K={k}")
+    if m % t["tile_m"] or n % t["tile_n"]:
+        raise GemmRowsumError(f"M={m} and N={n} must be multiples of the plan's tile "
+                              f"({t['tile_m']}, {t['tile_n']})")
+    if k % 8:
+        raise GemmRowsumError(f"K={k} must be a multiple of 8 (16-byte TMA row strides)")
+
+
+class GemmRowsum:
+    """Both kernels of one gemm_rowsum plan. Call (``@cute.jit``)::
+
+        GemmRowsum(plan)(mA, mB, mC, mR, stream)   # A (M, K), B (N, K), C (M, N), r (M,)
+    """
+
+    def __init__(self, plan: Plan, use_pdl: bool = True):
+        check_plan(plan)
+        self.plan, self.use_pdl = plan, use_pdl
+        self.zero, self.main = (plan.kernel(n) for n in KERNELS)
+        self.io = IO_DTYPES[plan.params.get("dtype", "bf16")]
+        t = self.main.tile
+        self.tm, self.tn, self.tk = t["tile_m"], t["tile_n"], t["tile_k"]
+
+    # ------------------------------------------------------------------ host
+    @cute.jit
+    def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, mR: cute.Tensor,
+                 stream: cuda.CUstream):
+        kp = self.main
+        if cutlass.const_expr(mA.element_type != self.io or mB.element_type != self.io
+                              or mC.element_type != self.io):
+            raise GemmRowsumError("A, B and C must be the plan's dtype")
+        if cutlass.const_expr(mR.element_type != cutlass.Float32):
+            raise GemmRowsumError("r must be fp32")
+        tma_a, tA = cp.make_tma_load(mA, smem.composed_layout(kp.buffer("sA")), (self.tm, self.tk))
+        tma_b, tB = cp.make_tma_load(mB, smem.composed_layout(kp.buffer("sB")), (self.tn, self.tk))
+        tma_c, tC = cp.make_tma_store(mC, smem.composed_layout(kp.buffer("sC")), (self.tm, self.tn))
+        tiled_mma = mm.make_tiled_mma(self.io, (kp.tile["c_wm"], kp.tile["c_wn"]))
+        self.zero_kernel(mR).launch(grid=(1, 1, 1), block=(self.zero.threads, 1, 1),
+                                    stream=stream, use_pdl=self.use_pdl)
+        grid = (cute.ceil_div(mC.shape[0], self.tm), cute.ceil_div(mC.shape[1], self.tn), 1)
+        self.main_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mR, tiled_mma).launch(
+            grid=grid, block=(kp.threads, 1, 1), smem=kp.smem_bytes, stream=stream,
+            use_pdl=self.use_pdl)
+
+    # ---------------------------------------------------------------- device
+    @cute.kernel
+    def zero_kernel(self, mR: cute.Tensor):
+        """r = 0 (the plan's grid is one CTA: its threads stride over r)."""
+        tid, _, _ = cute.arch.thread_idx()
+        bar.pdl_wait(self.use_pdl)  # r may still be read by whatever ran before the chain
+        for i in range(tid, mR.shape[0], self.zero.threads):
+            mR[i] = cutlass.Float32(0.0)
+        bar.pdl_launch_dependents(self.use_pdl)
+
+    @cute.kernel
+    def main_kernel(self, tma_a: cute.CopyAtom, tA: cute.Tensor, tma_b: cute.CopyAtom,
+                    tB: cute.Tensor, tma_c: cute.CopyAtom, tC: cute.Tensor, mR: cute.Tensor,
+                    tiled_mma: cute.TiledMma):
+        kp = self.main
+        mma, prod = kp.role(WarpRole.MMA), kp.role(WarpRole.PRODUCER)
+        full_plan, empty_plan = kp.mbarrier("ab_full"), kp.mbarrier("ab_empty")
+        # trace-time protocol checks: a plan the code below does not match fails the compile
+        bar.check_arrive_count(full_plan, bar.arrive_count(bar.Agent.ONE),
+                               cp.tma_tx_bytes((self.tm, self.tk), self.io)
+                               + cp.tma_tx_bytes((self.tn, self.tk), self.io))
+        bar.check_arrive_count(empty_plan, bar.arrive_count(bar.Agent.WARP, mma.num_warps))
+        tid, _, _ = cute.arch.thread_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        lane = cute.arch.lane_idx()
+        bm, bn, _ = cute.arch.block_idx()
+
+        raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
+        sA = smem.tile_tensor(raw, kp.buffer("sA"), self.io, staged=True)
+        sB = smem.tile_tensor(raw, kp.buffer("sB"), self.io, staged=True)
+        full, empty = smem.mbar_ptr(raw, full_plan.offset), smem.mbar_ptr(raw, empty_plan.offset)
+        if warp == prod.first_warp:
+            if lane == 0:
+                cp.prefetch(tma_a)
+                cp.prefetch(tma_b)
+                bar.mbar_init(full, full_plan)
+                bar.mbar_init(empty, empty_plan)
+        bar.mbar_init_fence()
+        cute.arch.sync_threads()
+        bar.pdl_wait(self.use_pdl)  # r is zero_rowsum's output
+
+        k_tiles = cute.ceil_div(tA.shape[1], self.tk)
+        if warp >= mma.first_warp + mma.num_warps:  # the producer's warpgroup (donors exit)
+            cute.arch.setmaxregister_decrease(prod.max_regs)
+            if warp == prod.first_warp:
+                st = bar.DevicePipelineState.start(full_plan.stages, bar.Role.PRODUCER)
+                for kt in range(k_tiles):
+                    bar.mbar_wait(empty, st)
+                    if lane == 0:
+                        cute.arch.mbarrier_arrive_and_expect_tx(full + st.index,
+                                                                full_plan.tx_bytes)
+                    cute.arch.sync_warp()  # (the TMA copies elect their own lane)
+                    for atom, t, s, rows, blk in ((tma_a, tA, sA, self.tm, bm),
+                                                  (tma_b, tB, sB, self.tn, bn)):
+                        s_p, g_p = cp.tma_box(atom, t, s[None, None, st.index],
+                                              (rows, self.tk), (blk, kt))
+                        cute.copy(atom, g_p, s_p, tma_bar_ptr=full + st.index)
+                    st.advance()
+            bar.pdl_launch_dependents(self.use_pdl)
+        else:
+            cute.arch.setmaxregister_increase(mma.max_regs)
+            acc = mm.make_acc(tiled_mma, tid, (self.tm, self.tn))
+            st = bar.DevicePipelineState.start(empty_plan.stages, bar.Role.CONSUMER)
+            for kt in range(k_tiles):
+                bar.mbar_wait(full, st)
+                mm.make_warp_gemm(tiled_mma, sA[None, None, st.index], sB[None, None, st.index],
+                                  tid).gemm(acc)
+                cute.arch.sync_warp()  # every lane's ldmatrix of this slot is done
+                if lane == 0:
+                    bar.mbar_arrive(empty, st)
+                st.advance()
+            bar.pdl_launch_dependents(self.use_pdl)
+            self.epilogue(raw, acc, tiled_mma, tid, lane, mR, tma_c, tC, bm, bn)
+
+    @cute.jit
+    def epilogue(self, raw, acc, tiled_mma, tid, lane, mR, tma_c, tC, bm, bn):
+        """r[rows] += this warp's row sums; C -> sC (on the A ring's bytes) -> one TMA box."""
+        kp = self.main
+        epi = kp.barrier("epilogue")
+        thr = tiled_mma.get_slice(tid)
+        rows = thr.partition_C(cute.make_identity_tensor((self.tm, self.tn)))
+        sums = regs.row_reduce(acc)  # value half + 2 m: row of acc[(0, half), m, 0]
+        if lane % 4 == 0:
+            for m in cutlass.range_constexpr(cute.size(acc, mode=[1])):
+                for half in cutlass.range_constexpr(2):
+                    row = bm * self.tm + rows[(0, half), m, 0][0]
+                    cute.arch.red(mR.iterator + row, sums[half + 2 * m], op="add", dtype="f32",
+                                  sem="relaxed", scope="gpu")
+        sC = smem.tile_tensor(raw, kp.buffer("sC"), self.io, staged=True)
+        bar.sync(epi)  # every MMA warp is done reading the A ring that sC reuses
+        cute.autovec_copy(regs.convert(acc, self.io), thr.partition_C(sC[None, None, 0]))
+        cp.tma_store_fence()
+        bar.sync(epi)
+        if tid == 0:  # (a TMA store elects nothing: one thread issues it)
+            cp.tma_store_fn(tma_c, tC, sC, (self.tm, self.tn))((bm, bn), 0)
+            cp.tma_store_wait(0)
+
+
+# --------------------------------------------------------------------------------------------
+# Host helpers
+# --------------------------------------------------------------------------------------------
+
+
+def fake_args(plan: Plan):
+    """Fake A, B, C, r and stream with runtime M, N, K, for compile-only use."""
+    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+    io = IO_DTYPES[plan.params.get("dtype", "bf16")]
+    m, n, k = cute.sym_int(), cute.sym_int(divisibility=8), cute.sym_int(divisibility=8)
+    a = make_fake_compact_tensor(io, (m, k), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(io, (n, k), stride_order=(1, 0), assumed_align=16)
+    c = make_fake_compact_tensor(io, (m, n), stride_order=(1, 0), assumed_align=16)
+    r = make_fake_compact_tensor(cutlass.Float32, (m,), assumed_align=16)
+    return a, b, c, r, make_fake_stream()
+
+
+_COMPILED: dict = {}  # plan JSON -> compiled callable
+
+
+def run_gemm_rowsum(a, b, plan: Plan, c=None, r=None):
+    """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's two kernels. ``a`` (M, K)
+    and ``b`` (N, K): contiguous CUDA tensors of the plan's dtype; ``c``/``r`` are written in
+    place when given. Compiles once a plan."""
+    import torch
+
+    from cutlass.cute.runtime import from_dlpack
+
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[plan.params.get("dtype", "bf16")]
+    if a.dtype != dt or b.dtype != dt:
+        raise GemmRowsumError(f"a and b must be {dt}, got {a.dtype} and {b.dtype}")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
+        raise GemmRowsumError(f"need a (M, K) and b (N, K), got {tuple(a.shape)} and "
+                              f"{tuple(b.shape)}")
+    if not (a.is_cuda and b.is_cuda and a.is_contiguous() and b.is_contiguous()):
+        raise GemmRowsumError("a and b must be contiguous CUDA tensors")
+    (m, k), n = a.shape, b.shape[0]
+    check_problem(plan, m, n, k)
+    c = torch.empty(m, n, device=a.device, dtype=dt) if c is None else c
+    r = torch.empty(m, device=a.device, dtype=torch.float32) if r is None else r
+    if c.shape != (m, n) or c.dtype != dt or r.shape != (m,) or r.dtype != torch.float32:
+        raise GemmRowsumError(f"c must be ({m}, {n}) {dt} and r ({m},) fp32")
+
+    def dyn(t):
+        return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=t.dim() - 1)
+
+    args = (dyn(a), dyn(b), dyn(c), dyn(r))
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    key = plan.to_json()
+    fn = _COMPILED.get(key)
+    if fn is None:
+        from frost.tile_dsl.nvvm import for_current_device
+
+        with for_current_device():
+            fn = _COMPILED[key] = cute.compile(GemmRowsum(plan), *args, stream)
+    fn(*args, stream)
+    return c, r

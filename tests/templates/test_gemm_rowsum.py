@@ -1,0 +1,135 @@
+"""frost.templates.gemm_rowsum: the second program's template, read from the scheduler's plan.
+Plan checks (CPU), compile-only for sm_120a/sm_121a with PTX and resource asserts, and GPU
+numerics against float64 torch (C and r poisoned before the run)."""
+
+import dataclasses
+
+import pytest
+
+from frost.ir.examples import gemm_rowsum_program
+from frost.sched import TileChoice, plan_sdpa_bwd, schedule
+from frost.templates import gemm_rowsum as GR
+from frost.tile_dsl import barrier as bar
+from tests.conftest import ARCHS
+
+CHOICES = [((64, 64, 32), 2, 4), ((128, 128, 64), 3, 8), ((128, 64, 32), 2, 8)]
+
+
+def plan(tile=(64, 64, 32), stages=2, warps=4, dtype="bf16"):
+    tm, tn, tk = tile
+    return schedule(gemm_rowsum_program(dtype), "sm_120a",
+                    TileChoice({"tile_m": tm, "tile_n": tn, "tile_k": tk}, {"ab": stages}, warps),
+                    {"dtype": dtype})
+
+
+def _ids(c):
+    (tm, tn, tk), s, w = c
+    return f"{tm}x{tn}x{tk}-s{s}-w{w}"
+
+
+# ---- plan checks (CPU) ---------------------------------------------------------------------------
+
+def test_the_template_takes_only_gemm_rowsums_plan():
+    with pytest.raises(GR.GemmRowsumError, match="expects the plan of gemm_rowsum_program"):
+        GR.GemmRowsum(plan_sdpa_bwd("sm_120a", 64))
+    p = plan()
+    with pytest.raises(GR.GemmRowsumError, match=r"multiples of the plan's tile \(64, 64\)"):
+        GR.check_problem(p, 96, 64, 64)
+    with pytest.raises(GR.GemmRowsumError, match="K=36 must be a multiple of 8"):
+        GR.check_problem(p, 64, 64, 36)
+    GR.check_problem(p, 128, 192, 200)  # a K tail is fine: TMA zero-fills it
+
+
+# ---- compile only ----------------------------------------------------------------------------------
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("choice", [CHOICES[0], CHOICES[1]], ids=_ids)
+def test_gemm_rowsum_compiles_from_the_plan(arch, choice):
+    from frost.tile_dsl.compile import compile_for
+
+    p = plan(*choice, dtype="bf16" if choice is CHOICES[0] else "fp16")
+    kp = p.kernel("gemm_rowsum")
+    r = compile_for(GR.GemmRowsum(p), *GR.fake_args(p), arch=arch)
+    ab = "bf16" if p.params["dtype"] == "bf16" else "f16"
+    main = r.entry_ptx("main_kernel")
+    (tm, tn, tk), _, warps = choice
+    per_k_tile = (tm // 16) * (tn // 8) * (tk // 16) // warps  # a warp's MMAs a K tile
+    n_mma = main.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32")
+    assert n_mma >= per_k_tile and n_mma % per_k_tile == 0
+    assert main.count("cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx") >= 2
+    assert main.count("cp.async.bulk.tensor.2d.global.shared::cta") >= 1  # C's TMA store
+    assert main.count("red.relaxed.gpu.global.add.f32") >= 1  # r's atomic rows
+    ptx = " ".join(main.split())  # (ptxas text separates operands by tabs)
+    assert ptx.count(f"setmaxnreg.inc.sync.aligned.u32 {kp.role(GR.WarpRole.MMA).max_regs};") == 1
+    assert ptx.count(f"setmaxnreg.dec.sync.aligned.u32 "
+                     f"{kp.role(GR.WarpRole.PRODUCER).max_regs};") == 1
+    epi = kp.barrier("epilogue")
+    assert ptx.count(f"bar.sync {epi.id}, {epi.threads};") == 2  # before and after sC
+    zero = r.entry_ptx("zero_kernel")
+    for ptx in (main, zero):
+        assert ptx.count("griddepcontrol.wait") == 1 and ptx.count("griddepcontrol.launch_dependents")
+    assert zero.count("mma.sync") == 0 and zero.count("st.global") >= 1
+    assert r.total_spill_bytes == 0
+
+
+@pytest.mark.compile
+def test_a_plan_the_code_does_not_match_fails_at_trace_time():
+    from frost.tile_dsl.compile import compile_for
+
+    p = plan()
+    kp = p.kernel("gemm_rowsum")
+    bad = dataclasses.replace(kp.mbarrier("ab_empty"), arrive_count=128)
+    kp = dataclasses.replace(kp, mbarriers=(kp.mbarrier("ab_full"), bad))
+    p = dataclasses.replace(p, kernels=(p.kernel("zero_rowsum"), kp))
+    with pytest.raises(bar.ArriveCountError, match="'ab_empty' expects 128 arrivals"):
+        compile_for(GR.GemmRowsum(p), *GR.fake_args(p), arch=ARCHS[0])
+
+
+# ---- GPU numerics ----------------------------------------------------------------------------------
+
+TOL = {"bf16": 1e-2, "fp16": 5e-3}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("choice", CHOICES, ids=_ids)
+def test_gemm_rowsum_gpu(choice, dtype):
+    import torch
+
+    p = plan(*choice, dtype=dtype)
+    (tm, tn, tk), _, _ = choice
+    tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    # two sizes through one compile; the second has a K tail that TMA zero-fills
+    for m, n, k in [(2 * tm, 3 * tn, 4 * tk), (3 * tm, 2 * tn, 5 * tk + 40)]:
+        a = torch.randn(m, k, device="cuda").to(tdt)
+        b = torch.randn(n, k, device="cuda").to(tdt)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
+        r = torch.full((m,), float("nan"), device="cuda")  # zero_rowsum must clear every row
+        GR.run_gemm_rowsum(a, b, p, c=c, r=r)
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double().T
+        assert not torch.isnan(c).any() and not torch.isnan(r).any()
+        err_c = ((c.double() - ref).norm() / ref.norm()).item()
+        err_r = ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item()
+        assert err_c <= TOL[dtype], f"{choice} {m},{n},{k}: C rel err {err_c:.3e}"
+        assert err_r <= 1e-5, f"{choice} {m},{n},{k}: r rel err {err_r:.3e} (fp32 sums)"
+    assert p.to_json() in GR._COMPILED  # compiled once for both sizes
+
+
+@pytest.mark.gpu
+def test_gemm_rowsum_twice_adds_nothing_stale():
+    """A second call on the same r starts again from zero (the zero kernel runs each time)."""
+    import torch
+
+    p = plan()
+    a = torch.randn(128, 96, device="cuda").to(torch.bfloat16)
+    b = torch.randn(192, 96, device="cuda").to(torch.bfloat16)
+    r = torch.full((128,), float("nan"), device="cuda")
+    _, r1 = GR.run_gemm_rowsum(a, b, p, r=r)
+    r1 = r1.clone()
+    _, r2 = GR.run_gemm_rowsum(a, b, p, r=r)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double().T).sum(1)
+    assert ((r2.double() - ref).norm() / ref.norm()).item() <= 1e-5
+    assert ((r1 - r2).abs().max() / ref.abs().max()).item() <= 1e-5
