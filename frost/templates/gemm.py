@@ -207,10 +207,7 @@ class Gemm:
 
         if warp == producer.first_warp:
             if lane == 0:
-                cp.prefetch(tma_a)
-                cp.prefetch(tma_b)
-                bar.mbar_init(full, mb_full)
-                bar.mbar_init(empty, mb_empty)
+                bar.init_rings(((full, mb_full), (empty, mb_empty)), (tma_a, tma_b))
         bar.mbar_init_fence()
         cute.arch.sync_threads()
         bar.pdl_wait(cfg.use_pdl)  # A and B may be upstream outputs; C may still be read upstream

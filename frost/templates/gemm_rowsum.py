@@ -140,10 +140,7 @@ class GemmRowsum:
         full, empty = smem.mbar_ptr(raw, full_plan.offset), smem.mbar_ptr(raw, empty_plan.offset)
         if warp == prod.first_warp:
             if lane == 0:
-                cp.prefetch(tma_a)
-                cp.prefetch(tma_b)
-                bar.mbar_init(full, full_plan)
-                bar.mbar_init(empty, empty_plan)
+                bar.init_rings(((full, full_plan), (empty, empty_plan)), (tma_a, tma_b))
         bar.mbar_init_fence()
         cute.arch.sync_threads()
         bar.pdl_wait(self.use_pdl)  # r is zero_rowsum's output

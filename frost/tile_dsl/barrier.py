@@ -319,6 +319,18 @@ def mbar_init(ring_ptr, mb: MbarrierPlan) -> None:
         cute.arch.mbarrier_init(ring_ptr + s, mb.arrive_count)
 
 
+def init_rings(rings, tma_atoms=()) -> None:
+    """A TMA-ring kernel's setup, from ONE thread: prefetch the ``tma_atoms``' descriptors and
+    initialise each ``(ring pointer, MbarrierPlan)`` of ``rings`` (:func:`mbar_init`). Every
+    thread then calls :func:`mbar_init_fence` and meets at a CTA barrier."""
+    from cutlass.cute.nvgpu import cpasync
+
+    for atom in tma_atoms:
+        cpasync.prefetch_descriptor(atom)
+    for ptr, mb in rings:
+        mbar_init(ptr, mb)
+
+
 def mbar_init_fence() -> None:
     """Make mbarrier initialisation visible to the async proxy (TMA)."""
     import cutlass.cute as cute

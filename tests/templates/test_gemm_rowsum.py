@@ -71,6 +71,8 @@ def test_gemm_rowsum_compiles_from_the_plan(arch, choice):
         assert ptx.count("griddepcontrol.wait") == 1 and ptx.count("griddepcontrol.launch_dependents")
     assert zero.count("mma.sync") == 0 and zero.count("st.global") >= 1
     assert r.total_spill_bytes == 0
+    # the launch budget the plan's roles were sized from (setmaxnreg moves registers within it)
+    assert 0 < r.kernel("main_kernel").registers <= kp.params["launch_regs"]
 
 
 @pytest.mark.compile
