@@ -101,7 +101,9 @@ def _partition(prog: Program) -> list[KernelSpec]:
         ring = _body_ring(main_stages)
         main_stages = main_stages + [Load(f"load_{ld.out.name}", ld.level, ld.src, ld.out,
                                           ring=ld.ring or ring) for _, ld in materialised]
-        pre_prog = _sub(prog, "pre", pre_stages, trips=sympy.Integer(1), grid=_row_grid(pre_stages))
+        atomics = [s for s in prog.stages if isinstance(s, AtomicReduce)]
+        pre_prog = _sub(prog, "pre", pre_stages, trips=sympy.Integer(1),
+                        grid=_row_grid(pre_stages, atomics))
         kernels.append(KernelSpec("pre", kn.get("pre", "pre"), pre_prog,
                                   _reads(pre_stages), _writes(pre_stages) + zero, zeroes=zero))
     # Level by level, loads first (loads of hoisted values after the program's own loads).
@@ -151,11 +153,14 @@ def _global_shape(prog: Program, stage: str, t: Tensor):
     raise ValueError(f"cannot tell the global shape of hoisted tile {t.name}")
 
 
-def _row_grid(stages) -> sympy.Expr:
-    """CTAs of a loop-free kernel: one per tile of its first load."""
+def _row_grid(stages, atomics=()) -> sympy.Expr:
+    """CTAs of a loop-free kernel: one per tile of its first load; with no load (a kernel that
+    only zeroes workspaces), one per tile of the first atomic's workspace."""
     for s in stages:
         if isinstance(s, Load):
             return sympy.cancel(s.src.numel / s.out.numel)
+    for s in atomics:
+        return sympy.cancel(s.dst.numel / s.src.numel)
     return sympy.Integer(1)
 
 

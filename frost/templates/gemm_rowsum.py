@@ -8,7 +8,7 @@ A (M, K) and B (N, K), both K-major, bf16 or fp16; C (M, N) in A's dtype; r (M,)
 
 How: the plan's two kernels, PDL-linked as its edge says
 --------------------------------------------------------
-* ``zero_rowsum`` (the plan's ``zeroes``): r = 0, on the plan's grid, a thread an element.
+* ``zero_rowsum`` (the plan's ``zeroes``): r = 0 on the plan's grid (M / tile_m CTAs).
 * ``gemm_rowsum``: one CTA a (tile_m, tile_n) block of C; every number below is the plan's:
   warp roles and their ``setmaxnreg`` budgets; the ``ab`` ring's buffers (sA, sB: offsets,
   swizzles, stages) and mbarriers (``ab_full``: one arrive with both tiles' bytes, ``ab_empty``:
@@ -100,8 +100,10 @@ class GemmRowsum:
         tma_b, tB = cp.make_tma_load(mB, smem.composed_layout(kp.buffer("sB")), (self.tn, self.tk))
         tma_c, tC = cp.make_tma_store(mC, smem.composed_layout(kp.buffer("sC")), (self.tm, self.tn))
         tiled_mma = mm.make_tiled_mma(self.io, (kp.tile["c_wm"], kp.tile["c_wn"]))
-        self.zero_kernel(mR).launch(grid=(1, 1, 1), block=(self.zero.threads, 1, 1),
-                                    stream=stream, use_pdl=self.use_pdl)
+        rows = self.zero.tile["rows_per_cta"]  # the plan's grid: M / tile_m CTAs
+        self.zero_kernel(mR).launch(grid=(cute.ceil_div(mR.shape[0], rows), 1, 1),
+                                    block=(self.zero.threads, 1, 1), stream=stream,
+                                    use_pdl=self.use_pdl)
         grid = (cute.ceil_div(mC.shape[0], self.tm), cute.ceil_div(mC.shape[1], self.tn), 1)
         self.main_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mR, tiled_mma).launch(
             grid=grid, block=(kp.threads, 1, 1), smem=kp.smem_bytes, stream=stream,
@@ -110,10 +112,13 @@ class GemmRowsum:
     # ---------------------------------------------------------------- device
     @cute.kernel
     def zero_kernel(self, mR: cute.Tensor):
-        """r = 0 (the plan's grid is one CTA: its threads stride over r)."""
+        """r = 0: CTA b zeroes rows [b·rows_per_cta, (b + 1)·rows_per_cta), its threads striding."""
         tid, _, _ = cute.arch.thread_idx()
+        b, _, _ = cute.arch.block_idx()
+        rows = self.zero.tile["rows_per_cta"]
         bar.pdl_wait(self.use_pdl)  # r may still be read by whatever ran before the chain
-        for i in range(tid, mR.shape[0], self.zero.threads):
+        for i in range(b * rows + tid, cutlass.min((b + 1) * rows, mR.shape[0]),
+                       self.zero.threads):
             mR[i] = cutlass.Float32(0.0)
         bar.pdl_launch_dependents(self.use_pdl)
 

@@ -38,6 +38,9 @@ def test_the_template_takes_only_gemm_rowsums_plan():
     with pytest.raises(GR.GemmRowsumError, match="K=36 must be a multiple of 8"):
         GR.check_problem(p, 64, 64, 36)
     GR.check_problem(p, 128, 192, 200)  # a K tail is fine: TMA zero-fills it
+    # the zeroing kernel has no load: its grid is one CTA a tile of r (rows_per_cta rows each)
+    zero = p.kernel("zero_rowsum")
+    assert zero.params["grid"] == "M/tile_m" and zero.tile["rows_per_cta"] == 64
 
 
 # ---- compile only ----------------------------------------------------------------------------------
