@@ -19,7 +19,8 @@ How: the plan's two kernels, PDL-linked as its edge says
   ``red.global.add`` a row a warp column into r (the plan's AtomicReduce); C cast, written into
   sC, and stored by one TMA box.
 
-Constraints (:func:`check_problem`): M % tile_m == N % tile_n == 0 (no edge predication),
+Constraints (:func:`check_plan`, :func:`check_problem`): the MMA warps first, no store warp,
+tile_n a multiple of 16·c_wn; M % tile_m == N % tile_n == 0 (no edge predication),
 K % 8 == 0 (16-byte TMA row strides); K need not be a multiple of tile_k (TMA zero-fills).
 Extents are runtime values: one compile a plan serves every M, N, K. Run it with
 :func:`run_gemm_rowsum`.
@@ -58,6 +59,13 @@ def check_plan(plan: Plan) -> None:
     if plan.params.get("dtype", "bf16") not in IO_DTYPES:
         raise GemmRowsumError(f"dtype must be one of {sorted(IO_DTYPES)}, got "
                               f"{plan.params.get('dtype')!r}")
+    mma, t = kp.role(WarpRole.MMA), kp.tile
+    if mma.first_warp != 0 or kp.barrier("epilogue").threads != mma.threads:
+        raise GemmRowsumError("expects the MMA warps first and an epilogue barrier of exactly "
+                              "the MMA threads (no store_warp)")
+    if t["tile_n"] % (16 * t["c_wn"]):  # (mm.make_tiled_mma: two n8 atoms a warp)
+        raise GemmRowsumError(f"tile_n={t['tile_n']} must be a multiple of 16·c_wn = "
+                              f"{16 * t['c_wn']} (this template gives each warp 16 columns)")
 
 
 def check_problem(plan: Plan, m: int, n: int, k: int) -> None:
@@ -105,9 +113,11 @@ class GemmRowsum:
                                     block=(self.zero.threads, 1, 1), stream=stream,
                                     use_pdl=self.use_pdl)
         grid = (cute.ceil_div(mC.shape[0], self.tm), cute.ceil_div(mC.shape[1], self.tn), 1)
+        # (min_blocks_per_mp: with it ptxas knows the entry's register count and honours the
+        # roles' setmaxnreg; without, it drops them, C7508)
         self.main_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mR, tiled_mma).launch(
             grid=grid, block=(kp.threads, 1, 1), smem=kp.smem_bytes, stream=stream,
-            use_pdl=self.use_pdl)
+            use_pdl=self.use_pdl, min_blocks_per_mp=1)
 
     # ---------------------------------------------------------------- device
     @cute.kernel
@@ -185,7 +195,7 @@ class GemmRowsum:
 
     @cute.jit
     def epilogue(self, raw, acc, tiled_mma, tid, lane, mR, tma_c, tC, bm, bn):
-        """r[rows] += this warp's row sums; C -> sC (on the A ring's bytes) -> one TMA box."""
+        """r[rows] += this warp's row sums; C -> sC (maybe on the ring's bytes) -> one TMA box."""
         kp = self.main
         epi = kp.barrier("epilogue")
         thr = tiled_mma.get_slice(tid)
@@ -198,7 +208,7 @@ class GemmRowsum:
                     cute.arch.red(mR.iterator + row, sums[half + 2 * m], op="add", dtype="f32",
                                   sem="relaxed", scope="gpu")
         sC = smem.tile_tensor(raw, kp.buffer("sC"), self.io, staged=True)
-        bar.sync(epi)  # every MMA warp is done reading the A ring that sC reuses
+        bar.sync(epi)  # every MMA warp is done reading the ring that sC may reuse
         cute.autovec_copy(regs.convert(acc, self.io), thr.partition_C(sC[None, None, 0]))
         cp.tma_store_fence()
         bar.sync(epi)
@@ -250,11 +260,17 @@ def run_gemm_rowsum(a, b, plan: Plan, c=None, r=None):
     r = torch.empty(m, device=a.device, dtype=torch.float32) if r is None else r
     if c.shape != (m, n) or c.dtype != dt or r.shape != (m,) or r.dtype != torch.float32:
         raise GemmRowsumError(f"c must be ({m}, {n}) {dt} and r ({m},) fp32")
+    if c.device != a.device or r.device != a.device or b.device != a.device:
+        raise GemmRowsumError("a, b, c and r must be on one device")
+    if not (c.is_contiguous() and r.is_contiguous()):
+        raise GemmRowsumError("c and r must be contiguous")
+    if any(t.data_ptr() % 16 for t in (a, b, c)) or r.data_ptr() % 4:
+        raise GemmRowsumError("a, b and c must start 16-byte aligned (TMA), r 4-byte aligned")
 
-    def dyn(t):
-        return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=t.dim() - 1)
+    def dyn(t, align=16):
+        return from_dlpack(t, assumed_align=align).mark_layout_dynamic(leading_dim=t.dim() - 1)
 
-    args = (dyn(a), dyn(b), dyn(c), dyn(r))
+    args = (dyn(a), dyn(b), dyn(c), dyn(r, 4))
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     key = plan.to_json()
     fn = _COMPILED.get(key)
