@@ -13,7 +13,7 @@ How: the plan's two kernels, PDL-linked as its edge says
   warp roles and their ``setmaxnreg`` budgets; the ``ab`` ring's buffers (sA, sB: offsets,
   swizzles, stages) and mbarriers (``ab_full``: one arrive with both tiles' bytes, ``ab_empty``:
   one arrive a MMA warp); the MMA warp grid (``c_wm`` x ``c_wn``); the ``epilogue`` named
-  barrier; the C staging buffer sC (the plan aliases it on the A ring, dead after the K loop).
+  barrier; the C staging buffer sC (the plan may alias it on the ring, dead after the K loop).
   The producer warp streams A and B by TMA; the MMA warps run ldmatrix + ``mma.sync`` over K,
   then the epilogue: each warp's row sums of its accumulator columns (quad butterfly), one fp32
   ``red.global.add`` a row a warp column into r (the plan's AtomicReduce); C cast, written into
