@@ -44,6 +44,7 @@ import cutlass.cute as cute
 
 from frost.sched.arch import SM120_SMEM_BUDGET
 from frost.sched.plan import BufferPlan, KernelPlan, MbarrierPlan, WarpGroupPlan, WarpRole
+from frost.templates import host
 from frost.tile_dsl import barrier as bar
 from frost.tile_dsl import copy as cp
 from frost.tile_dsl import mma as mm
@@ -254,23 +255,11 @@ class Gemm:
 
 def fake_args(cfg: GemmConfig):
     """Fake A, B, C and stream with runtime (sym int) M, N, K for compile-only use."""
-    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+    from cutlass.cute.runtime import make_fake_stream
 
     io = IO_DTYPES[cfg.io_dtype]
-    c_dt = cutlass.Float32 if cfg.out_dtype == "fp32" else io
-    m, n, k = cute.sym_int(), cute.sym_int(divisibility=8), cute.sym_int(divisibility=8)
-    a = make_fake_compact_tensor(io, (m, k), stride_order=(1, 0), assumed_align=16)
-    b = make_fake_compact_tensor(io, (n, k), stride_order=(1, 0), assumed_align=16)
-    c = make_fake_compact_tensor(c_dt, (m, n), stride_order=(1, 0), assumed_align=16)
+    a, b, c, _ = host.fake_gemm_operands(io, cutlass.Float32 if cfg.out_dtype == "fp32" else io)
     return a, b, c, make_fake_stream()
-
-
-def _dynamic(t, divisibility: int):
-    from cutlass.cute.runtime import from_dlpack
-
-    return (from_dlpack(t, assumed_align=16)
-            .mark_compact_shape_dynamic(mode=1, stride_order=(0, 1), divisibility=divisibility)
-            .mark_compact_shape_dynamic(mode=0, stride_order=(0, 1)))
 
 
 _COMPILED: dict = {}  # GemmConfig -> compiled callable (extents are runtime values)
@@ -291,25 +280,10 @@ def run_gemm(a, b, cfg: GemmConfig | None = None, out=None):
     if cfg.io_dtype != io_name:
         raise GemmError(f"cfg.io_dtype={cfg.io_dtype!r} but the tensors are {io_name}")
     cfg.can_implement()
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
-        raise GemmError(f"need a (M, K) and b (N, K), got {tuple(a.shape)} and {tuple(b.shape)}")
-    m, k = a.shape
-    n = b.shape[0]
+    m, n, k = host.check_ab(a, b, a.dtype, GemmError)
     cfg.check_shape(m, n, k)
-    if not (a.is_cuda and b.is_cuda and a.is_contiguous() and b.is_contiguous()):
-        raise GemmError("a and b must be contiguous CUDA tensors")
-    c_dtype = torch.float32 if cfg.out_dtype == "fp32" else a.dtype
-    if out is None:
-        out = torch.empty(m, n, device=a.device, dtype=c_dtype)
-    elif out.shape != (m, n) or out.dtype != c_dtype or not out.is_contiguous():
-        raise GemmError(f"out must be a contiguous ({m}, {n}) {c_dtype} tensor")
-    args = (_dynamic(a, 8), _dynamic(b, 8), _dynamic(out, 8))
-    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    fn = _COMPILED.get(cfg)
-    if fn is None:
-        from frost.tile_dsl.nvvm import for_current_device
-
-        with for_current_device():
-            fn = _COMPILED[cfg] = cute.compile(Gemm(cfg), *args, stream)
-    fn(*args, stream)
+    out = host.output(out, "out", (m, n), torch.float32 if cfg.out_dtype == "fp32" else a.dtype,
+                      a, GemmError)
+    args = (host.dynamic(a), host.dynamic(b), host.dynamic(out))
+    host.launch_cached(_COMPILED, cfg, lambda: Gemm(cfg), args)
     return out

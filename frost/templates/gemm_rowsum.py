@@ -20,8 +20,9 @@ How: the plan's two kernels, PDL-linked as its edge says
   sC, and stored by one TMA box.
 
 Constraints (:func:`check_plan`, :func:`check_problem`): the MMA warps first, no store warp,
-tile_n a multiple of 16·c_wn; M % tile_m == N % tile_n == 0 (no edge predication),
-K % 8 == 0 (16-byte TMA row strides); K need not be a multiple of tile_k (TMA zero-fills).
+tile_n a multiple of 16·c_wn; N % 8 == K % 8 == 0 (16-byte TMA row strides). M, N and K need
+not be multiples of the tile: TMA zero-fills the loads past each edge (zero rows of A and B add
+nothing to C or r), the TMA store clips C's box at the edge, and the row sums skip rows past M.
 Extents are runtime values: one compile a plan serves every M, N, K. Run it with
 :func:`run_gemm_rowsum`.
 """
@@ -33,6 +34,7 @@ import cutlass
 import cutlass.cute as cute
 
 from frost.sched.plan import Plan, WarpRole
+from frost.templates import host
 from frost.tile_dsl import barrier as bar
 from frost.tile_dsl import copy as cp
 from frost.tile_dsl import mma as mm
@@ -52,10 +54,13 @@ def check_plan(plan: Plan) -> None:
     if names != KERNELS:
         raise GemmRowsumError(f"expects the plan of gemm_rowsum_program ({KERNELS}), got {names}")
     kp = plan.kernel("gemm_rowsum")
-    for b in ("sA", "sB", "sC"):
-        kp.buffer(b)
-    for m in ("ab_full", "ab_empty"):
-        kp.mbarrier(m)
+    missing = ([b for b in ("sA", "sB", "sC") if b not in {x.name for x in kp.buffers}]
+               + [m for m in ("ab_full", "ab_empty") if m not in {x.name for x in kp.mbarriers}]
+               + [b for b in ("epilogue",) if b not in {x.name for x in kp.barriers}])
+    if missing:
+        raise GemmRowsumError(f"the plan's gemm_rowsum kernel lacks {missing} (a plan of "
+                              f"gemm_rowsum_program has the ab ring's sA, sB and mbarriers, sC "
+                              f"and the epilogue barrier)")
     if plan.params.get("dtype", "bf16") not in IO_DTYPES:
         raise GemmRowsumError(f"dtype must be one of {sorted(IO_DTYPES)}, got "
                               f"{plan.params.get('dtype')!r}")
@@ -69,15 +74,15 @@ def check_plan(plan: Plan) -> None:
 
 
 def check_problem(plan: Plan, m: int, n: int, k: int) -> None:
-    """Raise :class:`GemmRowsumError` unless (M, N, K) fits the plan's tiles."""
-    t = plan.kernel("gemm_rowsum").tile
+    """Raise :class:`GemmRowsumError` unless the template can run (M, N, K): positive extents,
+    N and K multiples of 8 (the rows of B and C are 16-byte multiples for TMA). M, N and K need
+    not be multiples of the plan's tile: TMA zero-fills the loads past the edge and clips the
+    store, and the row sums skip rows past M."""
     if min(m, n, k) <= 0:
         raise GemmRowsumError(f"extents must be positive, got M={m}, N={n}, K={k}")
-    if m % t["tile_m"] or n % t["tile_n"]:
-        raise GemmRowsumError(f"M={m} and N={n} must be multiples of the plan's tile "
-                              f"({t['tile_m']}, {t['tile_n']})")
-    if k % 8:
-        raise GemmRowsumError(f"K={k} must be a multiple of 8 (16-byte TMA row strides)")
+    for name, v in (("N", n), ("K", k)):
+        if v % 8:
+            raise GemmRowsumError(f"{name}={v} must be a multiple of 8 (16-byte TMA row strides)")
 
 
 class GemmRowsum:
@@ -205,8 +210,9 @@ class GemmRowsum:
             for m in cutlass.range_constexpr(cute.size(acc, mode=[1])):
                 for half in cutlass.range_constexpr(2):
                     row = bm * self.tm + rows[(0, half), m, 0][0]
-                    cute.arch.red(mR.iterator + row, sums[half + 2 * m], op="add", dtype="f32",
-                                  sem="relaxed", scope="gpu")
+                    if row < mR.shape[0]:  # (rows past M: A's zero fill, summed to nothing)
+                        cute.arch.red(mR.iterator + row, sums[half + 2 * m], op="add",
+                                      dtype="f32", sem="relaxed", scope="gpu")
         sC = smem.tile_tensor(raw, kp.buffer("sC"), self.io, staged=True)
         bar.sync(epi)  # every MMA warp is done reading the ring that sC may reuse
         cute.autovec_copy(regs.convert(acc, self.io), thr.partition_C(sC[None, None, 0]))
@@ -227,10 +233,7 @@ def fake_args(plan: Plan):
     from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
     io = IO_DTYPES[plan.params.get("dtype", "bf16")]
-    m, n, k = cute.sym_int(), cute.sym_int(divisibility=8), cute.sym_int(divisibility=8)
-    a = make_fake_compact_tensor(io, (m, k), stride_order=(1, 0), assumed_align=16)
-    b = make_fake_compact_tensor(io, (n, k), stride_order=(1, 0), assumed_align=16)
-    c = make_fake_compact_tensor(io, (m, n), stride_order=(1, 0), assumed_align=16)
+    a, b, c, m = host.fake_gemm_operands(io, io)
     r = make_fake_compact_tensor(cutlass.Float32, (m,), assumed_align=16)
     return a, b, c, r, make_fake_stream()
 
@@ -241,43 +244,15 @@ _COMPILED: dict = {}  # plan JSON -> compiled callable
 def run_gemm_rowsum(a, b, plan: Plan, c=None, r=None):
     """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's two kernels. ``a`` (M, K)
     and ``b`` (N, K): contiguous CUDA tensors of the plan's dtype; ``c``/``r`` are written in
-    place when given. Compiles once a plan."""
+    place when given. Compiles once a plan; M and N need not be multiples of the tile."""
     import torch
 
-    from cutlass.cute.runtime import from_dlpack
-
-    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[plan.params.get("dtype", "bf16")]
-    if a.dtype != dt or b.dtype != dt:
-        raise GemmRowsumError(f"a and b must be {dt}, got {a.dtype} and {b.dtype}")
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
-        raise GemmRowsumError(f"need a (M, K) and b (N, K), got {tuple(a.shape)} and "
-                              f"{tuple(b.shape)}")
-    if not (a.is_cuda and b.is_cuda and a.is_contiguous() and b.is_contiguous()):
-        raise GemmRowsumError("a and b must be contiguous CUDA tensors")
-    (m, k), n = a.shape, b.shape[0]
+    check_plan(plan)
+    dt = host.torch_dtype(plan.params.get("dtype", "bf16"))
+    m, n, k = host.check_ab(a, b, dt, GemmRowsumError)
     check_problem(plan, m, n, k)
-    c = torch.empty(m, n, device=a.device, dtype=dt) if c is None else c
-    r = torch.empty(m, device=a.device, dtype=torch.float32) if r is None else r
-    if c.shape != (m, n) or c.dtype != dt or r.shape != (m,) or r.dtype != torch.float32:
-        raise GemmRowsumError(f"c must be ({m}, {n}) {dt} and r ({m},) fp32")
-    if c.device != a.device or r.device != a.device or b.device != a.device:
-        raise GemmRowsumError("a, b, c and r must be on one device")
-    if not (c.is_contiguous() and r.is_contiguous()):
-        raise GemmRowsumError("c and r must be contiguous")
-    if any(t.data_ptr() % 16 for t in (a, b, c)) or r.data_ptr() % 4:
-        raise GemmRowsumError("a, b and c must start 16-byte aligned (TMA), r 4-byte aligned")
-
-    def dyn(t, align=16):
-        return from_dlpack(t, assumed_align=align).mark_layout_dynamic(leading_dim=t.dim() - 1)
-
-    args = (dyn(a), dyn(b), dyn(c), dyn(r, 4))
-    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    key = plan.to_json()
-    fn = _COMPILED.get(key)
-    if fn is None:
-        from frost.tile_dsl.nvvm import for_current_device
-
-        with for_current_device():
-            fn = _COMPILED[key] = cute.compile(GemmRowsum(plan), *args, stream)
-    fn(*args, stream)
+    c = host.output(c, "c", (m, n), dt, a, GemmRowsumError)
+    r = host.output(r, "r", (m,), torch.float32, a, GemmRowsumError, align=4)
+    args = (host.dynamic(a), host.dynamic(b), host.dynamic(c), host.dynamic(r, 4))
+    host.launch_cached(_COMPILED, plan.to_json(), lambda: GemmRowsum(plan), args)
     return c, r

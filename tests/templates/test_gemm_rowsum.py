@@ -34,11 +34,14 @@ def test_the_template_takes_only_gemm_rowsums_plan():
     with pytest.raises(GR.GemmRowsumError, match="expects the plan of gemm_rowsum_program"):
         GR.GemmRowsum(plan_sdpa_bwd("sm_120a", 64))
     p = plan()
-    with pytest.raises(GR.GemmRowsumError, match=r"multiples of the plan's tile \(64, 64\)"):
-        GR.check_problem(p, 96, 64, 64)
     with pytest.raises(GR.GemmRowsumError, match="K=36 must be a multiple of 8"):
         GR.check_problem(p, 64, 64, 36)
+    with pytest.raises(GR.GemmRowsumError, match="N=68 must be a multiple of 8"):
+        GR.check_problem(p, 64, 68, 64)
+    with pytest.raises(GR.GemmRowsumError, match="extents must be positive"):
+        GR.check_problem(p, 0, 64, 64)
     GR.check_problem(p, 128, 192, 200)  # a K tail is fine: TMA zero-fills it
+    GR.check_problem(p, 97, 72, 64)  # so are M and N tails (zero fill, clipped store)
     with pytest.raises(GR.GemmRowsumError, match=r"tile_n=48 must be a multiple of 16·c_wn"):
         GR.GemmRowsum(plan((64, 48, 32), 2, 8))
     sw = schedule(gemm_rowsum_program(), "sm_120a",
@@ -46,6 +49,12 @@ def test_the_template_takes_only_gemm_rowsums_plan():
                              store_warp=1), {"dtype": "bf16"})
     with pytest.raises(GR.GemmRowsumError, match="no store_warp"):
         GR.GemmRowsum(sw)
+    # a plan missing what the template reads is refused by name, not by the plan's KeyError
+    kp = p.kernel("gemm_rowsum")
+    thin = dataclasses.replace(p, kernels=(p.kernel("zero_rowsum"), dataclasses.replace(
+        kp, buffers=tuple(b for b in kp.buffers if b.name != "sC"), barriers=())))
+    with pytest.raises(GR.GemmRowsumError, match=r"lacks \['sC', 'epilogue'\]"):
+        GR.check_plan(thin)
     # the zeroing kernel has no load: its grid is one CTA a tile of r (rows_per_cta rows each)
     zero = p.kernel("zero_rowsum")
     assert zero.params["grid"] == "M/tile_m" and zero.tile["rows_per_cta"] == 64
@@ -116,16 +125,21 @@ def test_gemm_rowsum_gpu(choice, dtype):
     p = plan(*choice, dtype=dtype)
     (tm, tn, tk), _, _ = choice
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-    # two sizes through one compile; the second has a K tail that TMA zero-fills
-    for m, n, k in [(2 * tm, 3 * tn, 4 * tk), (3 * tm, 2 * tn, 5 * tk + 40)]:
+    # three sizes through one compile: whole tiles; a K tail that TMA zero-fills; M and N
+    # tails (zero-filled loads, a clipped C store, row sums skipping rows past M)
+    for m, n, k in [(2 * tm, 3 * tn, 4 * tk), (3 * tm, 2 * tn, 5 * tk + 40),
+                    (2 * tm + 17, tn + 24, 3 * tk + 8)]:
         a = torch.randn(m, k, device="cuda").to(tdt)
         b = torch.randn(n, k, device="cuda").to(tdt)
-        c = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
-        r = torch.full((m,), float("nan"), device="cuda")  # zero_rowsum must clear every row
+        # C and r poisoned, and a guard row after each: the tails must not write past M or N
+        c_buf = torch.full((m + 1, n), float("nan"), device="cuda", dtype=tdt)
+        r_buf = torch.full((m + 4,), float("nan"), device="cuda")  # zero_rowsum clears each row
+        c, r = c_buf[:m], r_buf[:m]
         GR.run_gemm_rowsum(a, b, p, c=c, r=r)
         torch.cuda.synchronize()
         ref = a.double() @ b.double().T
         assert not torch.isnan(c).any() and not torch.isnan(r).any()
+        assert torch.isnan(c_buf[m:]).all() and torch.isnan(r_buf[m:]).all()  # guards untouched
         err_c = ((c.double() - ref).norm() / ref.norm()).item()
         err_r = ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item()
         worst = ((c.double() - ref).abs().max() / ref.abs().max()).item()  # no element far off

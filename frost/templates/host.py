@@ -1,0 +1,87 @@
+"""Host-side helpers the GEMM templates share (:mod:`~frost.templates.gemm`,
+:mod:`~frost.templates.gemm_rowsum`): fake operands for compile-only use, torch operand checks,
+and a compile-once cache keyed by the caller.
+
+The torch parts import torch when called, so importing this module needs only CuTe DSL.
+"""
+
+from __future__ import annotations
+
+import cutlass.cute as cute
+
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def fake_gemm_operands(io, c_dtype):
+    """Fake row-major A (M, K), B (N, K) of ``io`` and C (M, N) of ``c_dtype`` with runtime M,
+    N, K (N and K divisible by 8: TMA rows are 16-byte multiples). Returns (a, b, c, m)."""
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    m, n, k = cute.sym_int(), cute.sym_int(divisibility=8), cute.sym_int(divisibility=8)
+    a = make_fake_compact_tensor(io, (m, k), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(io, (n, k), stride_order=(1, 0), assumed_align=16)
+    c = make_fake_compact_tensor(c_dtype, (m, n), stride_order=(1, 0), assumed_align=16)
+    return a, b, c, m
+
+
+def torch_dtype(name: str):
+    """The torch dtype of a plan dtype name ("bf16", "fp16", "fp32")."""
+    import torch
+
+    return getattr(torch, TORCH_DTYPES[name])
+
+
+def check_ab(a, b, dtype, error: type[Exception]) -> tuple[int, int, int]:
+    """Check ``a`` (M, K) and ``b`` (N, K): ``dtype``, contiguous, on one CUDA device, 16-byte
+    aligned (TMA). Raise ``error`` naming what is wrong; return (M, N, K)."""
+    if a.dtype != dtype or b.dtype != dtype:
+        raise error(f"a and b must be {dtype}, got {a.dtype} and {b.dtype}")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
+        raise error(f"need a (M, K) and b (N, K), got {tuple(a.shape)} and {tuple(b.shape)}")
+    if not (a.is_cuda and b.is_cuda and a.is_contiguous() and b.is_contiguous()):
+        raise error("a and b must be contiguous CUDA tensors")
+    if b.device != a.device:
+        raise error(f"a and b must be on one device, got {a.device} and {b.device}")
+    if a.data_ptr() % 16 or b.data_ptr() % 16:
+        raise error("a and b must start 16-byte aligned (TMA)")
+    (m, k), n = a.shape, b.shape[0]
+    return m, n, k
+
+
+def output(t, name: str, shape: tuple[int, ...], dtype, like, error: type[Exception],
+           align: int = 16):
+    """``t``, or a new tensor when None: a contiguous ``shape`` tensor of ``dtype`` on ``like``'s
+    device, starting ``align``-byte aligned. Raise ``error`` naming ``name`` otherwise."""
+    import torch
+
+    if t is None:
+        return torch.empty(shape, device=like.device, dtype=dtype)
+    if tuple(t.shape) != tuple(shape) or t.dtype != dtype:
+        raise error(f"{name} must be a {shape} {dtype} tensor, got {tuple(t.shape)} {t.dtype}")
+    if t.device != like.device or not t.is_contiguous() or t.data_ptr() % align:
+        raise error(f"{name} must be contiguous on {like.device}, starting {align}-byte aligned")
+    return t
+
+
+def dynamic(t, align: int = 16):
+    """``t`` as a CuTe tensor whose extents and strides are runtime values (one compile serves
+    every size), the last dimension contiguous."""
+    from cutlass.cute.runtime import from_dlpack
+
+    return from_dlpack(t, assumed_align=align).mark_layout_dynamic(leading_dim=t.dim() - 1)
+
+
+def launch_cached(cache: dict, key, make, args: tuple) -> None:
+    """Run ``make()``'s ``@cute.jit`` on ``args`` and the current torch stream, compiling it for
+    the current device the first time ``key`` is seen (``cache[key]`` keeps the result)."""
+    import cuda.bindings.driver as cuda
+    import torch
+
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    fn = cache.get(key)
+    if fn is None:
+        from frost.tile_dsl.nvvm import for_current_device
+
+        with for_current_device():
+            fn = cache[key] = cute.compile(make(), *args, stream)
+    fn(*args, stream)
