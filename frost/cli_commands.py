@@ -10,6 +10,7 @@
     frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--deterministic]
                            [--code reg_usage=7 ...] [--standalone]
                            [--tile ...] [--from-model] [--json]
+    frost compile gemm-rowsum --arch sm_120a [--dtype fp16] [--tile tile_m=64 ...] [--json]
 
 sdpa-bwd plans are the ones ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`): sm_90a
 shows the sm_120a plan, and ``--tile`` keys are forced on top of the measured default;
@@ -179,8 +180,10 @@ def _sdpa_args(args: argparse.Namespace) -> None:
     ``frost plan``, ``--shape``: the plan does not depend on it, the grid model does)."""
     given = [flag for flag, attr, unset in SDPA_ONLY if getattr(args, attr, unset) != unset]
     if args.program != "sdpa-bwd" and given:
+        takes = "--dtype, --tile, --json and --graph" if hasattr(args, "graph") else \
+            "--dtype, --tile and --json"
         raise ValueError(f"{', '.join(given)}: sdpa-bwd only ({args.program} takes --arch, "
-                         f"--dtype, --tile, --json and --graph)")
+                         f"{takes})")
     if args.causal_align is not None and not args.causal:
         raise ValueError("--causal-align goes with --causal (it places the causal diagonal)")
     if args.causal_align is not None and getattr(args, "shape", False) is None:
@@ -327,7 +330,10 @@ def register_compile(sub) -> None:
                        description="Compile every kernel of the chain for an arch "
                                    "and print registers, spills, shared memory and PTX instruction "
                                    "counts. Needs no GPU.")
-    p.add_argument("program", choices=("sdpa-bwd",))
+    p.add_argument("program", choices=("sdpa-bwd", "gemm-rowsum"),
+                   help="sdpa-bwd: the chain frost.sdpa runs; gemm-rowsum: "
+                        "frost.templates.gemm_rowsum from the plan frost plan gemm-rowsum "
+                        "prints (same --tile keys)")
     _common_args(p)
     p.add_argument("--causal-align", default=None, choices=("bottom_right", "top_left"),
                    help="with --causal: the diagonal's alignment (default bottom_right)")
@@ -360,6 +366,8 @@ def run_compile(args: argparse.Namespace) -> int:
     from frost.templates.bwd_main.code import CALL_DECIDES, CodeChoices
 
     _sdpa_args(args)
+    if args.program == "gemm-rowsum":
+        return _compile_gemm_rowsum(args)
     code = CodeChoices.parse(args.code)
     if CALL_DECIDES & code.keys():
         raise ValueError(f"--code {sorted(CALL_DECIDES & code.keys())}: not a variant's choice "
@@ -378,6 +386,11 @@ def run_compile(args: argparse.Namespace) -> int:
                                describe_variant(args.head_dim, args.causal, args.causal_align,
                                                 args.dtype, args.deterministic, not args.no_pdl,
                                                 (tile or {}).get("head_pad", 0))))
+    return _spill_exit(rows)
+
+
+def _spill_exit(rows) -> int:
+    """0, or :data:`SPILL_EXIT` naming the spilling kernels on stderr."""
     spills = {r.kernel: r.spill_bytes for r in rows if r.spill_bytes}
     if spills:
         import sys
@@ -385,3 +398,33 @@ def run_compile(args: argparse.Namespace) -> int:
         print(f"frost: spills: {spills} (bytes per kernel)", file=sys.stderr)
         return SPILL_EXIT
     return 0
+
+
+def _compile_gemm_rowsum(args: argparse.Namespace) -> int:
+    """``frost compile gemm-rowsum``: the plan ``frost plan gemm-rowsum`` prints, compiled."""
+    import json
+
+    from frost.sched.arch import get_arch
+    from frost.templates.resources import format_resources, gemm_rowsum_resources
+
+    given = [f for f, on in (("--code", args.code), ("--standalone", args.standalone),
+                             ("--deterministic", args.deterministic),
+                             ("--no-pdl", args.no_pdl)) if on]
+    if given:
+        raise ValueError(f"{', '.join(given)}: sdpa-bwd only (gemm-rowsum takes --arch, "
+                         f"--dtype, --tile and --json)")
+    plan, _ = _plan(args)
+    rows = gemm_rowsum_resources(plan, args.arch)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=1))
+    else:
+        from frost.sched.plan import WarpRole
+
+        kp = plan.kernel("gemm_rowsum")
+        t = kp.tile
+        variant = (f"{args.dtype}, tile {t['tile_m']}x{t['tile_n']}x{t['tile_k']}, "
+                   f"{kp.role(WarpRole.MMA).num_warps} MMA warps ({t['c_wm']}x{t['c_wn']}), "
+                   f"ab ring of {kp.mbarrier('ab_full').stages} stages")
+        print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget, "one module",
+                               variant, chain="gemm_rowsum chain"))
+    return _spill_exit(rows)

@@ -181,6 +181,10 @@ def test_from_model_without_tile_is_the_models_pick(capsys):
     (["plan", "sdpa-bwd", "--causal", "--causal-align", "top_left"], "--causal-align goes with --shape"),
     (["compile", "sdpa-bwd", "--causal-align", "top_left"], "--causal-align goes with --causal"),
     (["plan", "sdpa-bwd", "--tile", "tile_m=64", "--tile", "tile_m=32"], "tile_m is given twice"),
+    (["compile", "gemm-rowsum", "--causal"], "--causal: sdpa-bwd only (gemm-rowsum takes --arch, "
+                                             "--dtype, --tile and --json)"),
+    (["compile", "gemm-rowsum", "--code", "reg_usage=7", "--no-pdl"], "--code, --no-pdl: sdpa-bwd only"),
+    (["compile", "gemm-rowsum", "--tile", "tile_q=64"], "unknown tile keys ['tile_q']"),
 ])
 def test_flags_that_would_be_ignored_are_refused(argv, msg, capsys):
     """A flag the command would not use (sdpa-bwd's knobs on gemm-rowsum, an alignment without
@@ -324,3 +328,33 @@ def test_a_users_program_errors_exit_2(tmp_path, capsys, suffix, extra, msg):
     assert msg in err and "Traceback" not in err
     assert main(["plan", f"{tmp_path}/missing.py:f"]) == 2
     assert "no file" in capsys.readouterr().err
+
+
+@pytest.mark.compile
+def test_compile_gemm_rowsum_reports_the_plans_kernels(capsys):
+    """``frost compile gemm-rowsum`` compiles the plan ``frost plan gemm-rowsum`` prints (the
+    same --tile keys) and reports both kernels: the plan's threads and smem, ptxas' registers,
+    and the template's instruction classes counted in each entry."""
+    import json
+
+    from frost.sched.plan import Plan, WarpRole
+
+    argv = ["--arch", "sm_121a", "--dtype", "fp16", "--tile", "tile_m=64",
+            "--tile", "num_mma_warps=4"]
+    assert main(["plan", "gemm-rowsum", *argv, "--json"]) == 0
+    kp = Plan.from_json(capsys.readouterr().out).kernel("gemm_rowsum")
+    assert main(["compile", "gemm-rowsum", *argv, "--json"]) == 0
+    zero, gemm = json.loads(capsys.readouterr().out)
+    assert (zero["kernel"], gemm["kernel"]) == ("zero_rowsum", "gemm_rowsum")
+    assert (gemm["threads"], gemm["smem_bytes"]) == (kp.threads, kp.smem_bytes)
+    assert gemm["registers"] == min(kp.params["launch_regs"], kp.role(WarpRole.MMA).max_regs)
+    assert gemm["spill_bytes"] == 0 and zero["ptx"]["mma.sync"] == 0
+    # a warp's MMAs a K tile: (64/16)·(128/8)·(64/16) over 4 warps, a multiple of it in the PTX
+    assert gemm["ptx"]["mma.sync"] % 64 == 0 and gemm["ptx"]["mma.sync"] >= 64
+    assert gemm["ptx"]["tma.store"] >= 1 and gemm["ptx"]["red.f32"] >= 1
+    assert gemm["ptx"]["setmaxnreg"] == 2 and zero["ptx"]["pdl.wait"] == 1
+    assert main(["compile", "gemm-rowsum", *argv]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("frost compile: gemm_rowsum chain for sm_121a (one module)")
+    assert "  fp16, tile 64x128x64, 4 MMA warps (2x2), ab ring of 3 stages\n" in out
+    assert f"largest kernel smem {kp.smem_bytes:,} B of 101,376 B: OK" in out

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from frost.templates.resources import KernelResources, entry_row, format_resources
+
+__all__ = ["PTX_NEEDLES", "KernelResources", "chain_resources", "format_resources",
+           "describe_variant"]
+
 # instruction classes worth counting, as PTX substrings
 PTX_NEEDLES = {
     "mma.sync": "mma.sync.aligned.m16n8k16",
@@ -25,24 +30,6 @@ PTX_NEEDLES = {
     "pdl.wait": "griddepcontrol.wait",
     "pdl.trigger": "griddepcontrol.launch_dependents",
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class KernelResources:
-    """One kernel's compile report: ``ptx`` counts the :data:`PTX_NEEDLES`, ``code`` holds the
-    template's code choices (bwd_main only)."""
-
-    kernel: str
-    threads: int
-    smem_bytes: int
-    registers: int
-    spill_bytes: int
-    ptx: dict
-    code: dict = dataclasses.field(default_factory=dict)  # template code choices (bwd_main)
-    divergent_collectives: int = 0  # ptx_lint findings (compile_for refuses any, so 0)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 # the chain module's kernels: (row name, a substring of its entry's mangled name)
@@ -80,7 +67,6 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     from frost.templates.rowdot import RowDot
     from frost.templates.rowdot import fake_args as rowdot_fake_args
     from frost.tile_dsl.compile import compile_for
-    from frost.tile_dsl.ptx_lint import divergent_collectives
 
     if dtype not in ("bf16", "fp16"):
         raise ValueError(f"dtype must be 'bf16' or 'fp16', got {dtype!r}")
@@ -111,39 +97,8 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
         entries = {name: (rep, part) for name, part in CHAIN_KERNELS}
 
     smem = {"rowdot": 0, "bwd_main": plan.kernel("bwd_main").smem_bytes, "dq_convert": 0}
-    rows = []
-    for name, _ in CHAIN_KERNELS:
-        rep, part = entries[name]
-        k = rep.kernel(part)
-        body = rep.entry_ptx(part)
-        counts = {n: body.count(v) for n, v in PTX_NEEDLES.items()}
-        rows.append(KernelResources(name, threads[name], smem[name], k.registers, k.spills,
-                                    counts, codes.get(name, {}), len(divergent_collectives(body))))
-    return rows
-
-
-def format_resources(rows: list[KernelResources], arch: str, budget: int,
-                     module: str = "one module", variant: str = "") -> str:
-    """A table of ``rows`` with the smem budget check (``module``: how they were compiled;
-    ``variant``: what was compiled, e.g. :func:`describe_variant`'s line)."""
-    names = list(PTX_NEEDLES)
-    head = f"{'kernel':<11}{'threads':>8}{'smem B':>9}{'regs':>6}{'spill B':>8}  " + \
-        "  ".join(f"{n:>{max(4, len(n))}}" for n in names)
-    out = [f"frost compile: sdpa_bwd chain for {arch} ({module})"] + \
-        ([f"  {variant}"] if variant else []) + ["", head, "-" * len(head)]
-    for r in rows:
-        out.append(f"{r.kernel:<11}{r.threads:>8}{r.smem_bytes:>9,}{r.registers:>6}{r.spill_bytes:>8}  " +
-                   "  ".join(f"{r.ptx[n]:>{max(4, len(n))}}" for n in names))
-    for r in rows:
-        if r.code:
-            out.append(f"{r.kernel} code: " + ", ".join(f"{k}={v}" for k, v in r.code.items()))
-    worst = max(r.smem_bytes for r in rows)
-    spills = sum(r.spill_bytes for r in rows)
-    out += ["", f"Budget: largest kernel smem {worst:,} B of {budget:,} B: "
-            f"{'OK' if worst <= budget else 'OVER'}; spill bytes in total: {spills}",
-            f"Warp-collectives in lane-divergent code (frost.tile_dsl.ptx_lint): "
-            f"{sum(r.divergent_collectives for r in rows) or 'none'}"]
-    return "\n".join(out)
+    return [entry_row(entries[name][0], name, entries[name][1], threads[name], smem[name],
+                      PTX_NEEDLES, codes.get(name)) for name, _ in CHAIN_KERNELS]
 
 
 def describe_variant(head_dim: int, causal: bool, causal_align: str, dtype: str,
