@@ -936,3 +936,28 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
     assert "refused: lookahead=1: no room" in out.err
     saved = json.load(open(tmp_path / "spill_grid.json"))
     assert saved["meta"]["archs"] == ["sm_90a", "sm_120a"] and len(saved["results"]) == 8
+
+
+def test_gemm_rowsum_bench_plans_as_the_cli_and_reports_ratios(tmp_path, capsys):
+    """bench/gemm_rowsum.py times the plan ``frost plan gemm-rowsum`` prints for the same
+    --tile keys, and its table and plot show frost's ratio to each torch peer."""
+    from frost import cli
+
+    script = os.path.join(ROOT, "bench", "gemm_rowsum.py")
+    _help_lists(script, "--tile", "--peers", "--commit")
+    mod = _load(script)
+    assert cli.main(["plan", "gemm-rowsum", "--tile", "tile_m=64", "--dtype", "fp16",
+                     "--json"]) == 0
+    assert json.loads(mod.make_plan("fp16", {"tile_m": 64}).to_json()) == \
+        json.loads(capsys.readouterr().out)
+    rows = [dict(shape=dict(M=4096, N=4096, K=4096),
+                 tflops={"frost": 300.0, "torch": 600.0, "torch_compile": 400.0}),
+            dict(shape=dict(M=1024, N=1024, K=1024), tflops={"frost": 90.0, "torch": 60.0})]
+    mod.print_table(rows, list(mod.PEERS))
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split()[-2:] == ["0.500", "0.750"]
+    assert out[3].split()[-3:] == ["error", "1.500", "-"]  # no torch_compile time: no ratio
+    meta = dict(gpu="H200", date="2026-12-04T12:00", commit="abc", dtype="bf16", tile="t")
+    png = tmp_path / "g.png"
+    mod.plot(rows, list(mod.PEERS), str(png), meta)
+    assert png.stat().st_size > 5000
