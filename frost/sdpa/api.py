@@ -23,6 +23,7 @@ import dataclasses
 import math
 
 from frost.sdpa import chain as _chain
+from frost.templates.host import raw_stream
 from frost.sdpa.workspace import (  # noqa: F401  (re-exported; backward calls them from here)
     _free_bytes, check_workspace, workspace_bytes, workspace_layout)
 from frost.sdpa.validation import (  # noqa: F401  (re-exported: the API's names)
@@ -410,7 +411,7 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     ws = torch.empty(run.ws_floats, dtype=torch.float32, device=dev)
     a, rows = ws.data_ptr(), run.ws_rows  # rows: a multiple of 32, regions stay 128-B aligned
     idx = q.get_device()
-    stream = _stream(torch, idx)
+    stream = raw_stream(idx)
     slots = counters = 0
     if run.n_split:  # the arrival counters start at zero on every call (a memset)
         ws[run.counters_at:run.ws_floats].zero_()
@@ -425,14 +426,6 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     return dq, dk, dv
 
 
-def _stream(torch, idx: int) -> int:
-    """The raw handle of device ``idx``'s current stream (torch's cheap accessor where this torch
-    build has it: 0.15 µs against 2.8–4.7 µs for ``torch.cuda.current_stream(idx).cuda_stream``
-    on the H200 host, bench/results/v43)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(idx) if raw is not None else torch.cuda.current_stream(idx).cuda_stream
-
-
 def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deterministic, ws=None):
     """Allocate the workspace (unless given) and build the chain's scalar arguments
     (order: :data:`frost.sdpa.chain.ARG_NAMES`). Returns (workspace, values)."""
@@ -445,5 +438,5 @@ def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deter
     vals = [q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), do.data_ptr(), lse.data_ptr(),
             dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows, a + 8 * rows, 0, 0,
             *_scalars(p, s_pad, n_splits, _io_strides(q, k, v, o, do, lse), scale),
-            _stream(torch, q.get_device())]
+            raw_stream(q.get_device())]
     return ws, vals

@@ -17,6 +17,7 @@ import types
 
 from frost.sdpa import api as _api
 from frost.templates.chain import main_only
+from frost.templates.host import raw_stream
 
 
 def build_main_only(main, arch: str, head_dim: int | None = None) -> _api.CompiledChain:
@@ -88,4 +89,4 @@ def main_only_values(ch: _api.CompiledChain, q, k, v, do, lse_log2, delta, dq_ac
             counters.data_ptr() if counters is not None else 0,
             *_api._scalars(p, s_pad, n_splits, _api._io_strides(q, k, v, q, do, lse_log2), scale,
                            tail),
-            _api._stream(torch, q.get_device())]
+            raw_stream(q.get_device())]

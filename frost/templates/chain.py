@@ -191,8 +191,6 @@ def main_only(main, head_dim: int | None = None) -> tuple:
 
 def compile_args(dtype) -> tuple:
     """Example arguments for ``cute.compile`` (values are irrelevant, only their types count)."""
-    from cutlass.cute.runtime import make_fake_stream
+    from frost.templates.launch import example_args
 
-    conv = {ctypes.c_int64: Int64(0), ctypes.c_int32: Int32(1), ctypes.c_float: Float32(1.0)}
-    vals = [conv[k] for k in ARG_KINDS[:-1]]
-    return tuple(vals) + (make_fake_stream(),)
+    return example_args(ARG_KINDS)

@@ -29,12 +29,14 @@ Extents are runtime values: one compile a plan serves every M, N, K. Run it with
 
 from __future__ import annotations
 
+import ctypes
+
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 
 from frost.sched.plan import Plan, WarpRole
-from frost.templates import host
+from frost.templates import host, launch
 from frost.tile_dsl import barrier as bar
 from frost.tile_dsl import copy as cp
 from frost.tile_dsl import mma as mm
@@ -238,21 +240,86 @@ def fake_args(plan: Plan):
     return a, b, c, r, make_fake_stream()
 
 
-_COMPILED: dict = {}  # plan JSON -> compiled callable
+# run_gemm_rowsum's host ABI (frost.templates.launch): A, B, C, r addresses; M, N, K; stream
+ARG_KINDS = (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3 + (ctypes.c_void_p,)
+
+
+class GemmRowsumByAddress:
+    """:class:`GemmRowsum` called by addresses and extents (what :func:`run_gemm_rowsum`
+    launches, :data:`ARG_KINDS`): row-major A (M, K), B (N, K) and C (M, N) of the plan's dtype,
+    16-byte aligned, N and K multiples of 8; r (M,) fp32. Call (``@cute.jit``)::
+
+        GemmRowsumByAddress(plan)(a, b, c, r, M, N, K, stream)
+    """
+
+    def __init__(self, plan: Plan, use_pdl: bool = True):
+        self.op = GemmRowsum(plan, use_pdl)
+
+    @cute.jit
+    def __call__(self, a: cutlass.Int64, b: cutlass.Int64, c: cutlass.Int64, r: cutlass.Int64,
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
+        io, gmem = self.op.io, cute.AddressSpace.gmem
+
+        def rows(addr, extent, cols):  # (extent, cols), row stride cols (a multiple of 8)
+            return cute.make_tensor(cute.make_ptr(io, addr, gmem, assumed_align=16),
+                                    cute.make_layout((extent, cols), stride=(
+                                        cute.assume(cutlass.Int64(cols), divby=8), 1)))
+
+        mR = cute.make_tensor(cute.make_ptr(cutlass.Float32, r, gmem, assumed_align=4),
+                              cute.make_layout((m,)))
+        self.op(rows(a, m, k), rows(b, n, k), rows(c, m, n), mR, stream)
+
+
+_COMPILED: dict = {}  # (plan JSON, device index) -> launcher
+_KEYS: dict = {}      # id(plan) -> (plan, its JSON): a plan's JSON is ~0.4 ms to write
 
 
 def run_gemm_rowsum(a, b, plan: Plan, c=None, r=None):
     """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's two kernels. ``a`` (M, K)
     and ``b`` (N, K): contiguous CUDA tensors of the plan's dtype; ``c``/``r`` are written in
-    place when given. Compiles once a plan; M and N need not be multiples of the tile."""
+    place when given. M and N need not be multiples of the tile.
+
+    Compiles once a plan (and device): later calls, any size, launch the compiled chain through
+    :class:`frost.templates.launch.FastLauncher` on the current torch stream."""
     import torch
 
-    check_plan(plan)
+    seen = _KEYS.get(id(plan))
+    if seen is None or seen[0] is not plan:
+        check_plan(plan)
+        seen = _KEYS[id(plan)] = (plan, plan.to_json())
     dt = host.torch_dtype(plan.params.get("dtype", "bf16"))
     m, n, k = host.check_ab(a, b, dt, GemmRowsumError)
     check_problem(plan, m, n, k)
     c = host.output(c, "c", (m, n), dt, a, GemmRowsumError)
     r = host.output(r, "r", (m,), torch.float32, a, GemmRowsumError, align=4)
-    args = (host.dynamic(a), host.dynamic(b), host.dynamic(c), host.dynamic(r, 4))
-    host.launch_cached(_COMPILED, plan.to_json(), lambda: GemmRowsum(plan), args)
+    idx = a.get_device()
+    values = (a.data_ptr(), b.data_ptr(), c.data_ptr(), r.data_ptr(), m, n, k,
+              host.raw_stream(idx))
+    key = (seen[1], idx)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        fn = _COMPILED[key] = _compile(plan, idx)
+    if idx == torch.cuda.current_device():
+        fn(values)
+    else:
+        with torch.cuda.device(idx):
+            fn(values)
     return c, r
+
+
+def _compile(plan: Plan, idx: int):
+    """The launcher of ``plan``'s chain for device ``idx``: the fast one, or the DSL's own
+    marshalling where the executor lacks what the fast one needs."""
+    import torch
+
+    from frost.tile_dsl.nvvm import for_current_device
+
+    with torch.cuda.device(idx), for_current_device():
+        compiled = cute.compile(GemmRowsumByAddress(plan), *launch.example_args(ARG_KINDS))
+        fast = launch.FastLauncher.create(compiled, ARG_KINDS, "gemm_rowsum")
+    if fast is not None:
+        return fast
+
+    def slow(values):
+        compiled(*values[:-1], cuda.CUstream(values[-1]))
+    return slow

@@ -168,13 +168,14 @@ def test_main_only_values_follow_the_chain_arguments(monkeypatch):
     import types
 
     torch = pytest.importorskip("torch")
+    from frost.sdpa import main_only as mo
     from frost.sdpa.main_only import main_only_values
     from frost.templates.bwd_main import BwdMainKernel, default_plan
 
     kern = BwdMainKernel(default_plan("sm_120a", 64))
     fn, _ = chain.main_only(kern, head_dim=64)
     ch = types.SimpleNamespace(cfg=fn.cfg, main=kern)
-    monkeypatch.setattr(api, "_stream", lambda torch, idx: 7)
+    monkeypatch.setattr(mo, "raw_stream", lambda idx: 7)
     b, s, h, d = 2, 200, 4, 64
     s_pad = 256  # whole 128-row blocks and q tiles
     q, k, v, do = (torch.randn(b, s, h, d).to(torch.bfloat16) for _ in range(4))

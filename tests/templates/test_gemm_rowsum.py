@@ -99,6 +99,27 @@ def test_gemm_rowsum_compiles_from_the_plan(arch, choice):
 
 
 @pytest.mark.compile
+def test_the_address_entry_builds_the_same_kernels_and_packs_the_dsls_abi():
+    """What run_gemm_rowsum launches: the template by addresses and extents. Its kernels match
+    the tensor entry's (MMAs, TMA, atomics), and the fast launcher's packing is what the DSL's
+    own marshalling passes."""
+    from frost.templates import launch
+    from frost.tile_dsl.compile import compile_for
+
+    p = plan(*CHOICES[1])
+    rep = compile_for(GR.GemmRowsumByAddress(p), *launch.example_args(GR.ARG_KINDS),
+                      arch=ARCHS[0])
+    ref = compile_for(GR.GemmRowsum(p), *GR.fake_args(p), arch=ARCHS[0])
+    for needle in ("mma.sync.aligned.m16n8k16", "cp.async.bulk.tensor.2d",
+                   "red.relaxed.gpu.global.add.f32", "griddepcontrol.wait"):
+        assert rep.count(needle) == ref.count(needle) > 0, needle
+    assert rep.total_spill_bytes == 0 and len(rep.kernels) == 2
+    vals = [(1 << 40) + 256 * i for i in range(4)] + [1000, 2048, 4104, 0]
+    got = launch.marshalled_values(rep.compiled, vals, GR.ARG_KINDS)
+    assert got[:-1] == vals[:-1] and not got[-1]
+
+
+@pytest.mark.compile
 def test_a_plan_the_code_does_not_match_fails_at_trace_time():
     from frost.tile_dsl.compile import compile_for
 
@@ -146,7 +167,8 @@ def test_gemm_rowsum_gpu(choice, dtype):
         assert worst <= 4 * TOL[dtype], f"{choice} {m},{n},{k}: worst element {worst:.3e}"
         assert err_c <= TOL[dtype], f"{choice} {m},{n},{k}: C rel err {err_c:.3e}"
         assert err_r <= 1e-5, f"{choice} {m},{n},{k}: r rel err {err_r:.3e} (fp32 sums)"
-    assert p.to_json() in GR._COMPILED  # compiled once for both sizes
+    # compiled once for the three sizes (the cache: one launcher a plan and device)
+    assert [key for key in GR._COMPILED if key[0] == p.to_json()] == [(p.to_json(), 0)]
 
 
 @pytest.mark.gpu
