@@ -20,7 +20,8 @@ How: the plan's two kernels, PDL-linked as its edge says
   sC, and stored by one TMA box.
 
 Constraints (:func:`check_plan`, :func:`check_problem`): the MMA warps first, no store warp,
-tile_n a multiple of 16·c_wn; N % 8 == K % 8 == 0 (16-byte TMA row strides). M, N and K need
+tile_n a multiple of 8·c_wn (each warp takes 16 columns a MMA step, or 8 where 16·c_wn does
+not divide tile_n: :func:`warp_columns`); N % 8 == K % 8 == 0 (16-byte TMA row strides). M, N and K need
 not be multiples of the tile: TMA zero-fills the loads past each edge (zero rows of A and B add
 nothing to C or r), the TMA store clips C's box at the edge, and the row sums skip rows past M.
 Extents are runtime values: one compile a plan serves every M, N, K. Run it with
@@ -70,9 +71,16 @@ def check_plan(plan: Plan) -> None:
     if mma.first_warp != 0 or kp.barrier("epilogue").threads != mma.threads:
         raise GemmRowsumError("expects the MMA warps first and an epilogue barrier of exactly "
                               "the MMA threads (no store_warp)")
-    if t["tile_n"] % (16 * t["c_wn"]):  # (mm.make_tiled_mma: two n8 atoms a warp)
-        raise GemmRowsumError(f"tile_n={t['tile_n']} must be a multiple of 16·c_wn = "
-                              f"{16 * t['c_wn']} (this template gives each warp 16 columns)")
+    if t["tile_n"] % (8 * t["c_wn"]):  # (mm.make_tiled_mma: one or two n8 atoms a warp)
+        raise GemmRowsumError(f"tile_n={t['tile_n']} must be a multiple of 8·c_wn = "
+                              f"{8 * t['c_wn']} (each warp's MMA step takes 8 or 16 columns)")
+
+
+def warp_columns(plan: Plan) -> int:
+    """Columns a warp takes a MMA step: 16 (two n8 atoms, B by ``ldmatrix.x4``) where tile_n
+    is a multiple of 16·c_wn, else 8 (one atom, ``ldmatrix.x2``)."""
+    t = plan.kernel("gemm_rowsum").tile
+    return 16 if t["tile_n"] % (16 * t["c_wn"]) == 0 else 8
 
 
 def check_problem(plan: Plan, m: int, n: int, k: int) -> None:
@@ -114,7 +122,8 @@ class GemmRowsum:
         tma_a, tA = cp.make_tma_load(mA, smem.composed_layout(kp.buffer("sA")), (self.tm, self.tk))
         tma_b, tB = cp.make_tma_load(mB, smem.composed_layout(kp.buffer("sB")), (self.tn, self.tk))
         tma_c, tC = cp.make_tma_store(mC, smem.composed_layout(kp.buffer("sC")), (self.tm, self.tn))
-        tiled_mma = mm.make_tiled_mma(self.io, (kp.tile["c_wm"], kp.tile["c_wn"]))
+        tiled_mma = mm.make_tiled_mma(self.io, (kp.tile["c_wm"], kp.tile["c_wn"]),
+                                      n_per_warp=warp_columns(self.plan))
         rows = self.zero.tile["rows_per_cta"]  # the plan's grid: M / tile_m CTAs
         self.zero_kernel(mR).launch(grid=(cute.ceil_div(mR.shape[0], rows), 1, 1),
                                     block=(self.zero.threads, 1, 1), stream=stream,

@@ -13,7 +13,7 @@ from frost.tile_dsl import barrier as bar
 from tests.conftest import ARCHS
 
 CHOICES = [((64, 64, 32), 2, 4), ((128, 128, 64), 3, 8), ((128, 64, 32), 2, 8),
-           ((128, 128, 32), 2, 16), ((64, 128, 64), 2, 4)]
+           ((128, 128, 32), 2, 16), ((64, 128, 64), 2, 4), ((64, 48, 32), 2, 8)]
 
 
 def plan(tile=(64, 64, 32), stages=2, warps=4, dtype="bf16"):
@@ -42,8 +42,13 @@ def test_the_template_takes_only_gemm_rowsums_plan():
         GR.check_problem(p, 0, 64, 64)
     GR.check_problem(p, 128, 192, 200)  # a K tail is fine: TMA zero-fills it
     GR.check_problem(p, 97, 72, 64)  # so are M and N tails (zero fill, clipped store)
-    with pytest.raises(GR.GemmRowsumError, match=r"tile_n=48 must be a multiple of 16·c_wn"):
-        GR.GemmRowsum(plan((64, 48, 32), 2, 8))
+    narrow = plan((64, 48, 32), 2, 8)  # 2 warp columns: 24 columns a warp, an n8 atom a step
+    assert GR.warp_columns(narrow) == 8 and GR.warp_columns(p) == 16
+    kp = narrow.kernel("gemm_rowsum")
+    wide = dataclasses.replace(narrow, kernels=(narrow.kernel("zero_rowsum"), dataclasses.replace(
+        kp, tile={**kp.tile, "c_wm": 2, "c_wn": 4})))  # (the scheduler never makes this)
+    with pytest.raises(GR.GemmRowsumError, match=r"tile_n=48 must be a multiple of 8·c_wn = 32"):
+        GR.GemmRowsum(wide)
     sw = schedule(gemm_rowsum_program(), "sm_120a",
                   TileChoice({"tile_m": 64, "tile_n": 64, "tile_k": 32}, {"ab": 2}, 4,
                              store_warp=1), {"dtype": "bf16"})
@@ -64,7 +69,7 @@ def test_the_template_takes_only_gemm_rowsums_plan():
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("choice", [CHOICES[0], CHOICES[1]], ids=_ids)
+@pytest.mark.parametrize("choice", [CHOICES[0], CHOICES[1], CHOICES[5]], ids=_ids)
 def test_gemm_rowsum_compiles_from_the_plan(arch, choice):
     from frost.tile_dsl.compile import compile_for
 
@@ -77,6 +82,8 @@ def test_gemm_rowsum_compiles_from_the_plan(arch, choice):
     per_k_tile = (tm // 16) * (tn // 8) * (tk // 16) // warps  # a warp's MMAs a K tile
     n_mma = main.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32")
     assert n_mma >= per_k_tile and n_mma % per_k_tile == 0
+    # B by ldmatrix.x4 where a warp takes 16 columns a step, by .x2 where it takes 8
+    assert (main.count("ldmatrix.sync.aligned.m8n8.x2") > 0) == (GR.warp_columns(p) == 8)
     assert main.count("cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx") >= 2
     assert main.count("cp.async.bulk.tensor.2d.global.shared::cta") >= 1  # C's TMA store
     assert main.count("red.relaxed.gpu.global.add.f32") >= 1  # r's atomic rows
