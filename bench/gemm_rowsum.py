@@ -17,7 +17,8 @@ peer's time is the median of its round medians. TFLOP/s = 2·M·N·K / time.
 
 Usage (on the GPU host)::
 
-    python3 bench/gemm_rowsum.py [--tile tile_m=128 ...] [--out DIR] [--commit SHA]
+    python3 bench/gemm_rowsum.py [--tile tile_m=128 ...] [--shape M,N,K ...] [--peers frost,torch]
+                                 [--out DIR] [--commit SHA]
 
 Writes ``gemm_rowsum.json`` and ``gemm_rowsum.png`` to ``--out`` (default ``$OUT`` when set,
 else ``bench/out``), with the card, the date and the commit.
@@ -149,6 +150,8 @@ def main(argv=None):
                     help="frost plan gemm-rowsum's --tile keys (tile_m, tile_n, tile_k, "
                          "ab_stages, num_mma_warps)")
     ap.add_argument("--peers", default=",".join(PEERS), help="a subset of " + ",".join(PEERS))
+    ap.add_argument("--shape", action="append", default=[], metavar="M,N,K",
+                    help="time this shape instead of the default list (repeatable)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--sets", type=int, default=3)
@@ -160,6 +163,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.iters < 20 or args.sets < 3 or args.rounds < 1:
         ap.error("--iters must be >= 20, --sets >= 3 and --rounds >= 1")
+    try:
+        shapes = [tuple(int(x) for x in sh.split(",")) for sh in args.shape] or SHAPES
+    except ValueError:
+        ap.error(f"--shape takes M,N,K, got {args.shape}")
+    if any(len(sh) != 3 or min(sh) < 1 for sh in shapes):
+        ap.error(f"--shape takes three positive extents M,N,K, got {args.shape}")
     names = [p for p in args.peers.split(",") if p]
     bad = sorted(set(names) - set(PEERS))
     if bad:
@@ -175,7 +184,7 @@ def main(argv=None):
     tile_s = f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']}/{plan.kernel('gemm_rowsum').threads}thr"
     fns = {p: f for p, f in peers(torch, plan).items() if p in names}
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
-    rows = [bench_shape(torch, sh, fns, args, dtype) for sh in SHAPES]
+    rows = [bench_shape(torch, sh, fns, args, dtype) for sh in shapes]
     meta = dict(gpu=torch.cuda.get_device_name(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(),
                 commit=commit_id(args.commit), dtype=args.dtype, tile=tile_s,

@@ -27,6 +27,15 @@ PLAN_TEMPLATES = {"rowdot": "rowdot", "bwd_main": "bwd_main", "dq_convert": "dq_
                   "zero_rowsum": "gemm_rowsum", "gemm_rowsum": "gemm_rowsum"}
 
 
+def _reused(b, buffers) -> str | None:
+    """The regions whose bytes ``b`` reuses: its ``alias_of``, plus the next regions when it
+    spans a run of them (``sA+sB``)."""
+    if not b.alias_of:
+        return None
+    return "+".join(r.name for r in buffers
+                    if not r.alias_of and r.offset < b.end and b.offset < r.end) or b.alias_of
+
+
 def has_template(name: str) -> bool:
     """Whether a template reads the plan of a kernel called ``name``."""
     return name in PLAN_TEMPLATES
@@ -100,8 +109,8 @@ def format_plan(plan: Plan) -> str:
             out.append(table(["buffer", "offset", "end", "bytes", "rows x cols", "dtype", "stages",
                               "swizzle", "alias of", "live"], [
                 [b.name, b.offset, b.end, b.nbytes, f"{b.rows} x {b.cols}", b.dtype, b.stages,
-                 f"S<{','.join(map(str, b.swizzle))}>" if b.swizzle else None, b.alias_of,
-                 f"{b.live[0]}..{b.live[1]}"] for b in k.buffers]))
+                 f"S<{','.join(map(str, b.swizzle))}>" if b.swizzle else None,
+                 _reused(b, k.buffers), f"{b.live[0]}..{b.live[1]}"] for b in k.buffers]))
         if k.mbarriers:
             out += ["", "  Mbarriers"]
             out.append(table(["name", "offset", "stages", "arrive", "tx bytes"], [

@@ -3,12 +3,14 @@
 Buffers are placed in order of first use. A buffer reuses the bytes of an earlier *region* (a
 buffer placed at the end of the map, plus everything later placed inside it) when every
 occupant of that region it would overlap is dead while it is live; it then records
-``alias_of = <region>``. Buffers filled asynchronously by TMA never reuse bytes: the producer
+``alias_of = <region>``. Where no one region has room, it may span a run of adjacent
+regions (an epilogue tile over the A and B rings together), and records the first region it
+touches. Buffers filled asynchronously by TMA never reuse bytes: the producer
 warp runs ahead of the consumers and would overwrite a tile they still read. The exception is a
 *guarded* buffer, whose ring's first fills wait for the consumers to release it once after
 their prologue: it may take the bytes of a tile that dies there. Preference: a region of
 exactly its own shape (so epilogue staging of dK lands on K), then the smallest region that
-fits. Otherwise it is appended at the end.
+fits, then the shortest run of regions. Otherwise it is appended at the end.
 
 Swizzled buffers start on 1024-byte boundaries (the 128-byte swizzle repeats every 1024 bytes
 and TMA wants it), others on 128. Mbarriers follow the buffers, 8 bytes each.
@@ -89,6 +91,8 @@ def allocate(reqs: list[BufferRequest]) -> tuple[list[BufferPlan], int, sympy.Ex
 
 
 def _reuse(r: BufferRequest, regions, placed):
+    """(offset, region) where ``r`` can reuse bytes, or None: one region first (its own shape
+    preferred, then the smallest), else the shortest run of adjacent regions."""
     def score(root):
         same = (root.rows, root.cols, root.dtype, root.stages) == (r.rows, r.cols, r.dtype, r.stages)
         return (not same, root.nbytes)
@@ -96,16 +100,30 @@ def _reuse(r: BufferRequest, regions, placed):
     for root in sorted(regions, key=score):
         if root.nbytes < r.nbytes:
             continue
-        occupants = [b for b in placed if b.name == root.name or b.alias_of == root.name]
-        busy = sorted((b.offset, b.end) for b in occupants if _overlap(b.live, r.live))
-        off = align_up(root.offset, r.align)
-        for lo, hi in busy:
-            if off + r.nbytes <= lo:
-                break
-            off = max(off, align_up(hi, r.align))
-        if off + r.nbytes <= root.end:
+        off = _fit(r, root.offset, root.end, placed)
+        if off is not None:
             return off, root
+    spans = sorted((regions[j].end - regions[i].offset, i, j)
+                   for i in range(len(regions)) for j in range(i + 1, len(regions))
+                   if regions[j].end - regions[i].offset >= r.nbytes)
+    for _, i, j in spans:
+        off = _fit(r, regions[i].offset, regions[j].end, placed)
+        if off is not None:
+            return off, next(g for g in regions[i:j + 1] if off < g.end)
     return None
+
+
+def _fit(r: BufferRequest, lo: int, hi: int, placed) -> int | None:
+    """The lowest aligned offset in [lo, hi) where ``r``'s bytes meet no placed buffer that is
+    live while ``r`` is (by bytes, so a buffer spanning regions counts in each), or None."""
+    busy = sorted((b.offset, b.end) for b in placed
+                  if b.offset < hi and lo < b.end and _overlap(b.live, r.live))
+    off = align_up(lo, r.align)
+    for b_lo, b_hi in busy:
+        if off + r.nbytes <= b_lo:
+            break
+        off = max(off, align_up(b_hi, r.align))
+    return off if off + r.nbytes <= hi else None
 
 
 def _plan(r: BufferRequest, offset: int, alias_of: str | None = None) -> BufferPlan:

@@ -14,7 +14,7 @@ def plan(tm=128, tn=128, tk=64, stages=3, warps=8, arch="sm_120a"):
 
 
 @pytest.mark.parametrize("tm,tn,tk,stages,warps", [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4),
-                                                   (128, 64, 32, 2, 8)])
+                                                   (128, 64, 32, 2, 8), (128, 256, 32, 3, 8)])
 def test_gemm_rowsum_plan(tm, tn, tk, stages, warps):
     p = plan(tm, tn, tk, stages, warps)
     check_plan(p)
@@ -35,6 +35,21 @@ def test_gemm_rowsum_plan(tm, tn, tk, stages, warps):
     wm, wn = main.tile["c_wm"], main.tile["c_wn"]
     assert wm * wn == warps and tm % (16 * wm) == 0 and tn % (8 * wn) == 0
     assert [b.name for b in main.barriers] == ["epilogue"]  # nothing exchanged in the loop
+
+
+def test_a_wide_tiles_staging_spans_both_rings():
+    """At 128x256 with a 3-deep ring of k=32, C's staging (64 KiB) is larger than either ring
+    (24 and 48 KiB) but not than both: it takes the bytes of both, and the plan fits in
+    73,776 B instead of needing 139,312."""
+    from frost.sched.report import format_plan
+
+    main = plan(128, 256, 32, 3, 8).kernel("gemm_rowsum")
+    sA, sB, sC = main.buffer("sA"), main.buffer("sB"), main.buffer("sC")
+    assert sC.offset == sA.offset and sA.end < sC.end <= sB.end
+    assert main.smem_bytes == sB.end + 8 * 2 * 3 == 73_776  # the rings and their mbarriers
+    row = next(ln for ln in format_plan(plan(128, 256, 32, 3, 8)).splitlines()
+               if ln.strip().startswith("sC "))
+    assert " sA+sB " in row
 
 
 def test_gemm_rowsum_too_big():

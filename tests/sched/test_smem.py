@@ -34,6 +34,26 @@ def test_two_live_buffers_pack_inside_one_dead_region():
     check_no_overlap(bufs)
 
 
+def test_a_buffer_no_one_region_holds_spans_adjacent_dead_regions():
+    """An epilogue tile larger than either ring takes the bytes of both (they are adjacent and
+    dead), recorded against the first; a later buffer live with it is not placed over the part
+    in the second region; a region still live breaks the run."""
+    rings = [req("A", 128, 32, (0, 3), stages=3, async_write=True),
+             req("B", 256, 32, (0, 3), stages=3, async_write=True)]
+    bufs, end, expr = allocate(rings + [req("C", 128, 256, (4, 7)), req("D", 16, 64, (5, 6))])
+    by = {b.name: b for b in bufs}
+    assert by["C"].alias_of == "A" and by["C"].offset == 0
+    assert by["A"].end < by["C"].end <= by["B"].end  # C spans A and part of B
+    assert by["D"].alias_of == "B" and by["D"].offset >= by["C"].end  # not over C's bytes
+    assert end == by["B"].end and expr == sum(r.nbytes for r in rings)
+    check_no_overlap(bufs)
+    # B still live when C starts: no run of dead regions holds C, so it is appended
+    live_b = [rings[0], dataclasses.replace(rings[1], live=(0, 4))]
+    bufs, end, _ = allocate(live_b + [req("C", 128, 256, (4, 7))])
+    assert bufs[2].alias_of is None and bufs[2].offset >= bufs[1].end
+    check_no_overlap(bufs)
+
+
 def test_async_buffers_never_alias():
     bufs, _, _ = allocate([req("big", 64, 256, (0, 1)), req("ring", 32, 64, (2, 9), stages=2,
                                                             async_write=True)])

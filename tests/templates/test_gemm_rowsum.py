@@ -13,7 +13,8 @@ from frost.tile_dsl import barrier as bar
 from tests.conftest import ARCHS
 
 CHOICES = [((64, 64, 32), 2, 4), ((128, 128, 64), 3, 8), ((128, 64, 32), 2, 8),
-           ((128, 128, 32), 2, 16), ((64, 128, 64), 2, 4), ((64, 48, 32), 2, 8)]
+           ((128, 128, 32), 2, 16), ((64, 128, 64), 2, 4), ((64, 48, 32), 2, 8),
+           ((128, 256, 32), 3, 8)]  # (the last: sC spans both rings)
 
 
 def plan(tile=(64, 64, 32), stages=2, warps=4, dtype="bf16"):
