@@ -30,6 +30,10 @@ def command(fn):
 
 
 PROGRAMS = ("sdpa-bwd", "gemm-rowsum")
+# gemm-rowsum's default plan: the fastest of bench/gemm_rowsum_tiles.sh's five on the H200
+# (bench/RESULTS.md v131: 477.5 TFLOP/s at 4096³ against 430.8 for 128x128x64)
+GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 32, "ab_stages": 3,
+                       "num_mma_warps": 8}
 USER_TILE_DEFAULTS = {"num_mma_warps": 4, "exchange_stages": 1}  # and 2 stages a body ring
 
 
@@ -211,7 +215,7 @@ def _plan(args: argparse.Namespace):
     from frost.ir.symbols import tile_k, tile_m, tile_n
     from frost.sched import TileChoice, schedule
 
-    t = {"tile_m": 128, "tile_n": 128, "tile_k": 64, "ab_stages": 3, "num_mma_warps": 8}
+    t = dict(GEMM_ROWSUM_DEFAULT)
     unknown = set(tile or {}) - set(t)
     if unknown:
         raise ValueError(f"unknown tile keys {sorted(unknown)}; choose from {sorted(t)}")

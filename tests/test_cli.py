@@ -339,8 +339,8 @@ def test_compile_gemm_rowsum_reports_the_plans_kernels(capsys):
 
     from frost.sched.plan import Plan, WarpRole
 
-    argv = ["--arch", "sm_121a", "--dtype", "fp16", "--tile", "tile_m=64",
-            "--tile", "num_mma_warps=4"]
+    argv = ["--arch", "sm_121a", "--dtype", "fp16", "--tile", "tile_m=64", "--tile", "tile_n=128",
+            "--tile", "tile_k=64", "--tile", "num_mma_warps=4"]
     assert main(["plan", "gemm-rowsum", *argv, "--json"]) == 0
     kp = Plan.from_json(capsys.readouterr().out).kernel("gemm_rowsum")
     assert main(["compile", "gemm-rowsum", *argv, "--json"]) == 0
