@@ -47,11 +47,9 @@ PEERS = ("frost", "torch", "torch_compile")
 
 def make_plan(dtype: str, tile: dict[str, int]):
     """The plan ``frost plan gemm-rowsum --dtype DTYPE --tile ...`` prints."""
-    from frost.cli_commands import _plan
+    from frost.sched import plan_gemm_rowsum
 
-    ns = argparse.Namespace(program="gemm-rowsum", arch="sm_120a", dtype=dtype,
-                            tile=[f"{k}={v}" for k, v in tile.items()])
-    return _plan(ns)[0]
+    return plan_gemm_rowsum("sm_120a", dtype, tile)
 
 
 def peers(torch, plan):

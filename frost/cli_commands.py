@@ -30,10 +30,6 @@ def command(fn):
 
 
 PROGRAMS = ("sdpa-bwd", "gemm-rowsum")
-# gemm-rowsum's default plan: the fastest of bench/gemm_rowsum_tiles.sh's five on the H200
-# (bench/RESULTS.md v131: 477.5 TFLOP/s at 4096³ against 430.8 for 128x128x64)
-GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 32, "ab_stages": 3,
-                       "num_mma_warps": 8}
 USER_TILE_DEFAULTS = {"num_mma_warps": 4, "exchange_stages": 1}  # and 2 stages a body ring
 
 
@@ -212,26 +208,9 @@ def _plan(args: argparse.Namespace):
     if args.program not in PROGRAMS:
         return _user_plan(args, tile)
     from frost.ir.examples import gemm_rowsum_program
-    from frost.ir.symbols import tile_k, tile_m, tile_n
-    from frost.sched import TileChoice, schedule
+    from frost.sched.gemm_rowsum import plan_gemm_rowsum
 
-    t = dict(GEMM_ROWSUM_DEFAULT)
-    unknown = set(tile or {}) - set(t)
-    if unknown:
-        raise ValueError(f"unknown tile keys {sorted(unknown)}; choose from {sorted(t)}")
-    for k, v in (tile or {}).items():
-        ok = v in (4, 8, 16) if k == "num_mma_warps" else (1 <= v <= 8 if k == "ab_stages"
-                                                            else 16 <= v <= 256 and v % 16 == 0)
-        if not ok:
-            raise ValueError(f"tile key {k}={v} is not allowed; " + (
-                "num_mma_warps may be 4, 8, 16" if k == "num_mma_warps" else
-                "ab_stages may be 1..8" if k == "ab_stages" else
-                f"{k} may be a multiple of 16 in 16..256"))
-    t.update(tile or {})
-    prog = gemm_rowsum_program(args.dtype)
-    choice = TileChoice({tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]},
-                        {"ab": t["ab_stages"]}, t["num_mma_warps"])
-    return schedule(prog, args.arch, choice, {"dtype": args.dtype, "arch": args.arch}), prog
+    return plan_gemm_rowsum(args.arch, args.dtype, tile), gemm_rowsum_program(args.dtype)
 
 
 def _check_graph_path(path: str | None) -> None:

@@ -283,15 +283,29 @@ _COMPILED: dict = {}  # (plan JSON, device index) -> launcher
 _KEYS: dict = {}      # id(plan) -> (plan, its JSON): a plan's JSON is ~0.4 ms to write
 
 
-def run_gemm_rowsum(a, b, plan: Plan, c=None, r=None):
+_DEFAULT_PLANS: dict = {}  # dtype -> plan_gemm_rowsum's default plan
+
+
+def run_gemm_rowsum(a, b, plan: Plan | None = None, c=None, r=None):
     """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's two kernels. ``a`` (M, K)
     and ``b`` (N, K): contiguous CUDA tensors of the plan's dtype; ``c``/``r`` are written in
-    place when given. M and N need not be multiples of the tile.
+    place when given. M and N need not be multiples of the tile. Without ``plan``:
+    :func:`frost.sched.plan_gemm_rowsum`'s default for ``a``'s dtype (the sm_120a plan, which
+    the H200 runs as well).
 
     Compiles once a plan (and device): later calls, any size, launch the compiled chain through
     :class:`frost.templates.launch.FastLauncher` on the current torch stream."""
     import torch
 
+    if plan is None:
+        name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(a.dtype)
+        if name is None:
+            raise GemmRowsumError(f"a must be bf16 or fp16, got {a.dtype}")
+        if name not in _DEFAULT_PLANS:
+            from frost.sched import plan_gemm_rowsum
+
+            _DEFAULT_PLANS[name] = plan_gemm_rowsum("sm_120a", name)
+        plan = _DEFAULT_PLANS[name]
     seen = _KEYS.get(id(plan))
     if seen is None or seen[0] is not plan:
         check_plan(plan)

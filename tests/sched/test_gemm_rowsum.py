@@ -55,3 +55,24 @@ def test_a_wide_tiles_staging_spans_both_rings():
 def test_gemm_rowsum_too_big():
     with pytest.raises(Infeasible, match="shared memory"):
         plan(128, 128, 128, 4, 8)
+
+
+def test_the_default_plan_is_the_measured_tile_with_forced_keys_on_top():
+    """plan_gemm_rowsum: GEMM_ROWSUM_DEFAULT (v131's fastest), forced keys on top, each bad key
+    refused by name before scheduling."""
+    from frost.sched import plan_gemm_rowsum
+    from frost.sched.gemm_rowsum import GEMM_ROWSUM_DEFAULT
+
+    t = plan_gemm_rowsum().kernel("gemm_rowsum").tile
+    assert {k: t[k] for k in GEMM_ROWSUM_DEFAULT} == GEMM_ROWSUM_DEFAULT
+    assert plan_gemm_rowsum(tile={"tile_n": 128, "tile_k": 64}).to_json() == \
+        schedule(gemm_rowsum_program(), "sm_120a",
+                 TileChoice({tile_m: 128, tile_n: 128, tile_k: 64}, {"ab": 3}, 8),
+                 {"dtype": "bf16", "arch": "sm_120a"}).to_json()
+    assert plan_gemm_rowsum("sm_121a", "fp16").params == {"dtype": "fp16", "arch": "sm_121a"}
+    for tile, msg in (({"tile_q": 64}, r"unknown tile keys \['tile_q'\]"),
+                      ({"ab_stages": 9}, "ab_stages may be 1..8"),
+                      ({"num_mma_warps": 6}, "num_mma_warps may be 4, 8, 16"),
+                      ({"tile_k": 24}, "tile_k may be a multiple of 16 in 16..256")):
+        with pytest.raises(ValueError, match=msg):
+            plan_gemm_rowsum(tile=tile)

@@ -195,3 +195,26 @@ def test_gemm_rowsum_twice_adds_nothing_stale():
     ref = (a.double() @ b.double().T).sum(1)
     assert ((r2.double() - ref).norm() / ref.norm()).item() <= 1e-5
     assert ((r1 - r2).abs().max() / ref.abs().max()).item() <= 1e-5
+
+
+@pytest.mark.gpu
+def test_without_a_plan_it_runs_the_default_one():
+    """run_gemm_rowsum(a, b): plan_gemm_rowsum's default for a's dtype (128x256 tiles), here on
+    M and N tails, C and r poisoned."""
+    import torch
+
+    from frost.sched import plan_gemm_rowsum
+
+    m, n, k = 300, 264, 200
+    a = torch.randn(m, k, device="cuda").to(torch.float16)
+    b = torch.randn(n, k, device="cuda").to(torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    r = torch.full((m,), float("nan"), device="cuda")
+    GR.run_gemm_rowsum(a, b, c=c, r=r)
+    torch.cuda.synchronize()
+    assert GR._DEFAULT_PLANS["fp16"].to_json() == plan_gemm_rowsum("sm_120a", "fp16").to_json()
+    ref = a.double() @ b.double().T
+    assert ((c.double() - ref).norm() / ref.norm()).item() <= TOL["fp16"]
+    assert ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item() <= 1e-5
+    with pytest.raises(GR.GemmRowsumError, match="bf16 or fp16"):
+        GR.run_gemm_rowsum(a.float(), b.float())
