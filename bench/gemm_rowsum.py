@@ -43,6 +43,7 @@ SHAPES = [  # (M, N, K)
     (1024, 1024, 1024), (4000, 4040, 4096),  # the last: M and N tails
 ]
 PEERS = ("frost", "torch", "torch_compile")
+TOL = {"bf16": 1e-2, "fp16": 5e-3}  # ‖out − ref‖ / ‖ref‖ against float64, C and r each
 
 
 def make_plan(dtype: str, tile: dict[str, int]):
@@ -76,13 +77,17 @@ def bench_shape(torch, shape, fns, args, dtype):
                          r=torch.empty(m, device="cuda")))
     row = dict(shape=dict(M=m, N=n, K=k), tflops={}, ms={}, errors={}, check={}, rounds={})
     ref = sets[0]["a"].double() @ sets[0]["b"].double().T
-    for name, fn in fns.items():  # numerics first: a wrong peer is not timed
+    tol = TOL[args.dtype]
+    for name, fn in fns.items():  # numerics first: a peer that fails or is wrong is not timed
         try:
             t = dict(sets[0], c=torch.full_like(sets[0]["c"], float("nan")),
                      r=torch.full_like(sets[0]["r"], float("nan")))
             c, r = fn(t)
             torch.cuda.synchronize()
-            row["check"][name] = dict(c=rel_err(torch, c, ref), r=rel_err(torch, r, ref.sum(1)))
+            got = row["check"][name] = dict(c=rel_err(torch, c, ref),
+                                            r=rel_err(torch, r, ref.sum(1)))
+            if not max(got.values()) <= tol:  # (NaN, an unwritten element, fails too)
+                row["errors"][name] = f"relative error {got} over {tol} against float64"
         except Exception:  # noqa: BLE001
             row["errors"][name] = traceback.format_exc()
     del ref

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# gemm_rowsum's plans on the GPU host: bench/gemm_rowsum.py once a plan (the CLI's --tile keys),
-# frost alone, two large shapes; torch once, for the ratio. Usage: bench/gemm_rowsum_tiles.sh SHA
-# (results under $OUT/gemm_rowsum_tiles/<plan>/).
+# gemm_rowsum's plans on the GPU host: bench/gemm_rowsum.py once a plan (every --tile key given,
+# so the list does not move with the default), frost alone, two large shapes; torch once, for
+# the ratio. Usage: bench/gemm_rowsum_tiles.sh SHA (results under $OUT/gemm_rowsum_tiles/<plan>/).
 set -u
 sha=${1:?usage: $0 COMMIT}
 out=${OUT:-bench/out}/gemm_rowsum_tiles
 shapes=(--shape 4096,4096,4096 --shape 8192,8192,4096)
 python3 bench/gemm_rowsum.py --peers torch "${shapes[@]}" --commit "$sha" --out "$out/torch" \
     2>&1 | grep -v Warning | sed -n '4,5p'
-while read -r name tiles; do
-    # shellcheck disable=SC2086
-    python3 bench/gemm_rowsum.py --peers frost "${shapes[@]}" $tiles --commit "$sha" \
-        --out "$out/$name" 2>&1 | grep -v Warning | sed -n "4,5s/^/$name /p"
+while read -r name m n k s w; do
+    python3 bench/gemm_rowsum.py --peers frost "${shapes[@]}" --tile "tile_m=$m" \
+        --tile "tile_n=$n" --tile "tile_k=$k" --tile "ab_stages=$s" --tile "num_mma_warps=$w" \
+        --commit "$sha" --out "$out/$name" 2>&1 | grep -v Warning | sed -n "4,5s/^/$name /p"
 done <<'PLANS'
-default
-k32s4 --tile tile_k=32 --tile ab_stages=4
-n256 --tile tile_n=256 --tile tile_k=32
-m256w16 --tile tile_m=256 --tile tile_k=32 --tile num_mma_warps=16
-w4 --tile num_mma_warps=4
+m128n256k32s3w8 128 256 32 3 8
+m128n128k64s3w8 128 128 64 3 8
+m128n128k32s4w8 128 128 32 4 8
+m256n128k32s3w16 256 128 32 3 16
+m128n128k64s3w4 128 128 64 3 4
 PLANS

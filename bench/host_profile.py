@@ -40,6 +40,7 @@ def main(argv=None) -> int:
     import torch
 
     from frost.sdpa import api
+    from frost.templates.host import raw_stream
 
     g = torch.Generator(device="cuda").manual_seed(1)
     q, k, v, o, do = (torch.randn(1, 128, 2, 64, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
                                               torch.empty((1, 128, 2, 64), dtype=q.dtype, device=dev),
                                               torch.empty(floats, dtype=torch.float32, device=dev)), n),
         "current stream": per_call_us(lambda: torch.cuda.current_stream(dev).cuda_stream, n),
-        "raw stream": per_call_us(lambda: api._stream(torch, 0), n),
+        "raw stream": per_call_us(lambda: raw_stream(0), n),
         "current device": per_call_us(lambda: (q.get_device(), torch.cuda.current_device()), n),
         "10 data_ptr": per_call_us(lambda: [t.data_ptr() for t in (q, k, v, o, do, lse, dq, dk, dv, ws)], n),
         "chain launch": per_call_us(lambda: ch.launch(vals, 0), n),

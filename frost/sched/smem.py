@@ -3,9 +3,9 @@
 Buffers are placed in order of first use. A buffer reuses the bytes of an earlier *region* (a
 buffer placed at the end of the map, plus everything later placed inside it) when every
 occupant of that region it would overlap is dead while it is live; it then records
-``alias_of = <region>``. Where no one region has room, it may span a run of adjacent
-regions (an epilogue tile over the A and B rings together), and records the first region it
-touches. Buffers filled asynchronously by TMA never reuse bytes: the producer
+``alias_of = <region>``. Where no one region has room, a buffer not filled by TMA may span a
+run of adjacent regions (an epilogue tile over the A and B rings together), and records the
+region it starts in. Buffers filled asynchronously by TMA never reuse bytes: the producer
 warp runs ahead of the consumers and would overwrite a tile they still read. The exception is a
 *guarded* buffer, whose ring's first fills wait for the consumers to release it once after
 their prologue: it may take the bytes of a tile that dies there. Preference: a region of
@@ -103,13 +103,15 @@ def _reuse(r: BufferRequest, regions, placed):
         off = _fit(r, root.offset, root.end, placed)
         if off is not None:
             return off, root
+    if r.async_write:  # a guarded ring's guard covers the one region it names
+        return None
     spans = sorted((regions[j].end - regions[i].offset, i, j)
                    for i in range(len(regions)) for j in range(i + 1, len(regions))
                    if regions[j].end - regions[i].offset >= r.nbytes)
     for _, i, j in spans:
         off = _fit(r, regions[i].offset, regions[j].end, placed)
-        if off is not None:
-            return off, next(g for g in regions[i:j + 1] if off < g.end)
+        if off is not None:  # named by the last region starting at or before it
+            return off, [g for g in regions[i:j + 1] if g.offset <= off][-1]
     return None
 
 

@@ -262,7 +262,7 @@ def fake_args(cfg: GemmConfig):
     return a, b, c, make_fake_stream()
 
 
-_COMPILED: dict = {}  # GemmConfig -> compiled callable (extents are runtime values)
+_COMPILED: dict = {}  # (GemmConfig, device index) -> compiled callable (runtime extents)
 
 
 def run_gemm(a, b, cfg: GemmConfig | None = None, out=None):
@@ -285,5 +285,5 @@ def run_gemm(a, b, cfg: GemmConfig | None = None, out=None):
     out = host.output(out, "out", (m, n), torch.float32 if cfg.out_dtype == "fp32" else a.dtype,
                       a, GemmError)
     args = (host.dynamic(a), host.dynamic(b), host.dynamic(out))
-    host.launch_cached(_COMPILED, cfg, lambda: Gemm(cfg), args)
+    host.launch_cached(_COMPILED, cfg, lambda: Gemm(cfg), args, a.get_device())
     return out

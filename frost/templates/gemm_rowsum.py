@@ -45,6 +45,7 @@ from frost.tile_dsl import regs, smem
 
 IO_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 KERNELS = ("zero_rowsum", "gemm_rowsum")
+MAX_GRID_Y = 65535  # the grid's y extent (N / tile_n CTAs)
 
 
 class GemmRowsumError(ValueError):
@@ -90,6 +91,12 @@ def check_problem(plan: Plan, m: int, n: int, k: int) -> None:
     store, and the row sums skip rows past M."""
     if min(m, n, k) <= 0:
         raise GemmRowsumError(f"extents must be positive, got M={m}, N={n}, K={k}")
+    if max(m, n, k) >= 2 ** 31:
+        raise GemmRowsumError(f"extents must be below 2**31 (32-bit), got M={m}, N={n}, K={k}")
+    t = plan.kernel("gemm_rowsum").tile
+    if -(-n // t["tile_n"]) > MAX_GRID_Y:
+        raise GemmRowsumError(f"N={n} needs {-(-n // t['tile_n'])} column tiles of "
+                              f"{t['tile_n']}: the grid's y extent is at most {MAX_GRID_Y}")
     for name, v in (("N", n), ("K", k)):
         if v % 8:
             raise GemmRowsumError(f"{name}={v} must be a multiple of 8 (16-byte TMA row strides)")
@@ -280,7 +287,26 @@ class GemmRowsumByAddress:
 
 
 _COMPILED: dict = {}  # (plan JSON, device index) -> launcher
-_KEYS: dict = {}      # id(plan) -> (plan, its JSON): a plan's JSON is ~0.4 ms to write
+_KEYS: dict = {}      # id(plan) -> (weakref, its JSON, a copy of its dicts): JSON takes ~0.4 ms
+
+
+def _plan_key(plan: Plan) -> str:
+    """``plan``'s JSON, written once a plan object (checked the first time). A plan is frozen,
+    but its kernels' ``tile`` and ``params`` are dicts: a hit compares them with the copies
+    taken then (~1 µs), so a plan changed in place is checked and written again, not run as the
+    old one. The entry goes when the plan does."""
+    import copy
+    import weakref
+
+    snap = (plan.params, [(k.tile, k.params) for k in plan.kernels])
+    seen = _KEYS.get(id(plan))
+    if seen is not None and seen[0]() is plan and seen[2] == snap:
+        return seen[1]
+    check_plan(plan)
+    if seen is None or seen[0]() is not plan:
+        weakref.finalize(plan, _KEYS.pop, id(plan), None)
+    _KEYS[id(plan)] = (weakref.ref(plan), plan.to_json(), copy.deepcopy(snap))
+    return _KEYS[id(plan)][1]
 
 
 _DEFAULT_PLANS: dict = {}  # dtype -> plan_gemm_rowsum's default plan
@@ -306,10 +332,7 @@ def run_gemm_rowsum(a, b, plan: Plan | None = None, c=None, r=None):
 
             _DEFAULT_PLANS[name] = plan_gemm_rowsum("sm_120a", name)
         plan = _DEFAULT_PLANS[name]
-    seen = _KEYS.get(id(plan))
-    if seen is None or seen[0] is not plan:
-        check_plan(plan)
-        seen = _KEYS[id(plan)] = (plan, plan.to_json())
+    key = _plan_key(plan)
     dt = host.torch_dtype(plan.params.get("dtype", "bf16"))
     m, n, k = host.check_ab(a, b, dt, GemmRowsumError)
     check_problem(plan, m, n, k)
@@ -318,7 +341,7 @@ def run_gemm_rowsum(a, b, plan: Plan | None = None, c=None, r=None):
     idx = a.get_device()
     values = (a.data_ptr(), b.data_ptr(), c.data_ptr(), r.data_ptr(), m, n, k,
               host.raw_stream(idx))
-    key = (seen[1], idx)
+    key = (key, idx)
     fn = _COMPILED.get(key)
     if fn is None:
         fn = _COMPILED[key] = _compile(plan, idx)

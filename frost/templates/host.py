@@ -63,12 +63,15 @@ def output(t, name: str, shape: tuple[int, ...], dtype, like, error: type[Except
     return t
 
 
-def dynamic(t, align: int = 16):
-    """``t`` as a CuTe tensor whose extents and strides are runtime values (one compile serves
-    every size), the last dimension contiguous."""
+def dynamic(t, align: int = 16, divisibility: int = 8):
+    """Row-major 2-D ``t`` as a CuTe tensor whose extents and row stride are runtime values (one
+    compile serves every size), the row stride known to be a multiple of ``divisibility``
+    elements (so stores along a row vectorize)."""
     from cutlass.cute.runtime import from_dlpack
 
-    return from_dlpack(t, assumed_align=align).mark_layout_dynamic(leading_dim=t.dim() - 1)
+    return (from_dlpack(t, assumed_align=align)
+            .mark_compact_shape_dynamic(mode=1, stride_order=(0, 1), divisibility=divisibility)
+            .mark_compact_shape_dynamic(mode=0, stride_order=(0, 1)))
 
 
 def raw_stream(idx: int) -> int:
@@ -81,17 +84,18 @@ def raw_stream(idx: int) -> int:
     return raw(idx) if raw is not None else torch.cuda.current_stream(idx).cuda_stream
 
 
-def launch_cached(cache: dict, key, make, args: tuple) -> None:
-    """Run ``make()``'s ``@cute.jit`` on ``args`` and the current torch stream, compiling it for
-    the current device the first time ``key`` is seen (``cache[key]`` keeps the result)."""
+def launch_cached(cache: dict, key, make, args: tuple, device: int) -> None:
+    """Run ``make()``'s ``@cute.jit`` on ``args`` and device ``device``'s current torch stream,
+    compiling it for that device the first time ``(key, device)`` is seen (the cache keeps it)."""
     import cuda.bindings.driver as cuda
     import torch
 
-    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    fn = cache.get(key)
-    if fn is None:
-        from frost.tile_dsl.nvvm import for_current_device
+    from frost.tile_dsl.nvvm import for_current_device
 
-        with for_current_device():
-            fn = cache[key] = cute.compile(make(), *args, stream)
-    fn(*args, stream)
+    with torch.cuda.device(device):
+        stream = cuda.CUstream(raw_stream(device))
+        fn = cache.get((key, device))
+        if fn is None:
+            with for_current_device():
+                fn = cache[(key, device)] = cute.compile(make(), *args, stream)
+        fn(*args, stream)

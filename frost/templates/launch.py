@@ -40,11 +40,13 @@ class FastLauncher:
     ``struct.pack_into`` of the new values plus the compiled entry point. Relies on the executor
     internals of nvidia-cutlass-dsl 4.8.1 (``capi_func``, ``cuda_result``, ``exec_context``);
     :meth:`create` returns None when they are missing, and the caller falls back to
-    ``compiled(*args)``.
+    ``compiled(*args)``. One buffer a launcher: a lock keeps two threads' packing and launching
+    apart.
     """
 
     def __init__(self, executor, kinds: tuple, what: str = "a compiled kernel"):
         import struct
+        import threading
 
         self._struct = struct.Struct(pack_format(kinds))
         self._buf = ctypes.create_string_buffer(self._struct.size)
@@ -61,6 +63,7 @@ class FastLauncher:
         self._result = executor.cuda_result
         self._executor = executor  # keeps the module loaded
         self._what = what
+        self._lock = threading.Lock()
 
     @classmethod
     def create(cls, compiled, kinds: tuple, what: str = "a compiled kernel"):
@@ -71,10 +74,12 @@ class FastLauncher:
             return None
 
     def __call__(self, values) -> None:
-        self._struct.pack_into(self._buf, 0, *values)
-        self._capi(self._packed)
-        if self._result is not None and self._result.value != 0:
-            raise RuntimeError(f"CUDA error {self._result.value} launching {self._what}")
+        with self._lock:
+            self._struct.pack_into(self._buf, 0, *values)
+            self._capi(self._packed)
+            err = 0 if self._result is None else self._result.value
+        if err:
+            raise RuntimeError(f"CUDA error {err} launching {self._what}")
 
 
 def marshalled_values(compiled, values, kinds: tuple) -> list:

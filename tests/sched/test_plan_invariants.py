@@ -30,11 +30,14 @@ def check_plan(p: Plan):
         ends = [b.end for b in k.buffers] + [m.offset + 8 * m.stages for m in k.mbarriers]
         assert max(ends, default=0) <= k.smem_bytes
         for b in k.buffers:
-            if b.alias_of:  # starts in its region, ends in it or in a later one of the run
+            if b.alias_of:  # starts in its region (or the alignment gap after it) ...
                 root = k.buffer(b.alias_of)
-                roots = [r for r in k.buffers if not r.alias_of]
-                assert root.alias_of is None and root.offset <= b.offset < root.end
-                assert b.end <= max(r.end for r in roots if r.offset < b.end)
+                roots = sorted((r for r in k.buffers if not r.alias_of), key=lambda r: r.offset)
+                nxt = [r.offset for r in roots if r.offset > root.offset]
+                assert root.alias_of is None
+                assert root.offset <= b.offset < max(root.end, min(nxt, default=root.end))
+                # ... and ends inside the run of regions from it (never past the last one)
+                assert b.end <= max(r.end for r in roots)
             assert 0 <= b.live[0] <= b.live[1] < max(len(k.stage_order), 1)
         mb = sorted((m.offset, m.offset + 8 * m.stages) for m in k.mbarriers)
         assert all(m.offset % 8 == 0 for m in k.mbarriers)

@@ -47,6 +47,10 @@ def test_a_buffer_no_one_region_holds_spans_adjacent_dead_regions():
     assert by["D"].alias_of == "B" and by["D"].offset >= by["C"].end  # not over C's bytes
     assert end == by["B"].end and expr == sum(r.nbytes for r in rings)
     check_no_overlap(bufs)
+    # a guarded TMA ring may take one dead region's bytes, never a run (its guard covers one)
+    guarded = dataclasses.replace(req("G", 128, 256, (4, 7), async_write=True), guarded=True)
+    bufs, _, _ = allocate(rings + [guarded])
+    assert bufs[2].alias_of is None and bufs[2].offset >= bufs[1].end
     # B still live when C starts: no run of dead regions holds C, so it is appended
     live_b = [rings[0], dataclasses.replace(rings[1], live=(0, 4))]
     bufs, end, _ = allocate(live_b + [req("C", 128, 256, (4, 7))])

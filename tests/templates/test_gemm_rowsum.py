@@ -66,6 +66,35 @@ def test_the_template_takes_only_gemm_rowsums_plan():
     assert zero.params["grid"] == "M/tile_m" and zero.tile["rows_per_cta"] == 64
 
 
+def test_the_plan_key_follows_a_plan_changed_in_place_and_goes_with_it():
+    """run_gemm_rowsum writes a plan's JSON once (it is its compile key) but checks the plan's
+    dicts on every hit: one changed in place is checked and keyed again, not run as the old
+    plan; the entry goes when the plan is garbage."""
+    import gc
+
+    p = plan()
+    key = GR._plan_key(p)
+    assert GR._plan_key(p) is key and key == p.to_json()
+    p.kernel("gemm_rowsum").tile["tile_n"] = 128
+    assert GR._plan_key(p) == p.to_json() != key
+    p.params["dtype"] = "fp8"  # checked again: refused
+    with pytest.raises(GR.GemmRowsumError, match="dtype must be one of"):
+        GR._plan_key(p)
+    n = len(GR._KEYS)
+    del p
+    gc.collect()
+    assert len(GR._KEYS) == n - 1
+
+
+def test_problems_past_32_bits_or_the_grid_are_refused():
+    p = plan()  # tile_n = 64
+    with pytest.raises(GR.GemmRowsumError, match="below 2\\*\\*31"):
+        GR.check_problem(p, 2 ** 31, 64, 64)
+    with pytest.raises(GR.GemmRowsumError, match="grid's y extent is at most 65535"):
+        GR.check_problem(p, 64, 64 * 65536, 64)
+    GR.check_problem(p, 64, 64 * 65535, 64)
+
+
 # ---- compile only ----------------------------------------------------------------------------------
 
 @pytest.mark.compile
