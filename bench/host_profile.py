@@ -52,16 +52,10 @@ def main(argv=None) -> int:
     sig = api._signature(q, k, v, o, do, lse, False, "bottom_right", None, False)
     prep = api._SIGS[sig]
     ch = prep.chains[api._PDL["enabled"]].chain
-    s_pad, n_splits, floats = api.workspace_layout(ch.cfg, prep.p, False)
+    _, _, floats = api.workspace_layout(ch.cfg, prep.p, False)
     dev = q.device
-    ws = torch.empty(floats, dtype=torch.float32, device=dev)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    a = ws.data_ptr()
-    rows = prep.p.b * prep.p.h_q * s_pad
-    vals = [q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), do.data_ptr(), lse.data_ptr(),
-            dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), a, a + 4 * rows, a + 8 * rows,
-            prep.p.b, prep.p.s_q, prep.p.s_kv, prep.p.h_q, prep.p.h_kv, s_pad, n_splits,
-            *prep.strides, prep.scale, torch.cuda.current_stream(dev).cuda_stream]
+    ws, vals = api.launch_values(ch.cfg, prep.p, q, k, v, o, do, lse, dq, dk, dv, prep.scale, False)
     n = args.n
     res = {
         "whole call": per_call_us(call, n),
