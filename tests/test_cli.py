@@ -183,7 +183,8 @@ def test_from_model_without_tile_is_the_models_pick(capsys):
     (["plan", "sdpa-bwd", "--tile", "tile_m=64", "--tile", "tile_m=32"], "tile_m is given twice"),
     (["compile", "gemm-rowsum", "--causal"], "--causal: sdpa-bwd only (gemm-rowsum takes --arch, "
                                              "--dtype, --tile and --json)"),
-    (["compile", "gemm-rowsum", "--code", "reg_usage=7", "--no-pdl"], "--code, --no-pdl: sdpa-bwd only"),
+    (["compile", "gemm-rowsum", "--code", "reg_usage=7", "--no-pdl"],
+     "--code, --no-pdl: sdpa-bwd only"),
     (["compile", "gemm-rowsum", "--tile", "tile_q=64"], "unknown tile keys ['tile_q']"),
 ])
 def test_flags_that_would_be_ignored_are_refused(argv, msg, capsys):

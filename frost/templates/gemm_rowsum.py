@@ -21,9 +21,10 @@ How: the plan's two kernels, PDL-linked as its edge says
 
 Constraints (:func:`check_plan`, :func:`check_problem`): the MMA warps first, no store warp,
 tile_n a multiple of 8·c_wn (each warp takes 16 columns a MMA step, or 8 where 16·c_wn does
-not divide tile_n: :func:`warp_columns`); N % 8 == K % 8 == 0 (16-byte TMA row strides). M, N and K need
-not be multiples of the tile: TMA zero-fills the loads past each edge (zero rows of A and B add
-nothing to C or r), the TMA store clips C's box at the edge, and the row sums skip rows past M.
+not divide tile_n: :func:`warp_columns`); N % 8 == K % 8 == 0 (16-byte TMA row strides). M, N
+and K need not be multiples of the tile: TMA zero-fills the loads past each edge (zero rows of
+A and B add nothing to C or r), the TMA store clips C's box at the edge, and the row sums skip
+rows past M.
 Extents are runtime values: one compile a plan serves every M, N, K. Run it with
 :func:`run_gemm_rowsum`.
 """

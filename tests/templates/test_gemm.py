@@ -134,7 +134,7 @@ def test_gemm_gpu(cfg, io, out_dtype):
         assert err <= TOL[io], f"{cfg} M,N,K={m},{n},{k}: rel err {err:.3e}"
         if out_dtype == "fp32":
             assert err <= 1e-5, f"fp32 output should only see accumulation-order error, got {err:.3e}"
-    assert (cfg, 0) in G._COMPILED  # compiled once (a config and device), reused for the second size
+    assert (cfg, 0) in G._COMPILED  # compiled once (a config, a device), reused for the next size
 
 
 @pytest.mark.gpu

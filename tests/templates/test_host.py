@@ -25,7 +25,8 @@ def test_check_ab_names_what_is_wrong():
     a, b = torch.zeros(4, 8, dtype=bf), torch.zeros(6, 8, dtype=bf)
     with pytest.raises(Refused, match="must be torch.float16, got torch.bfloat16"):
         host.check_ab(a, b, torch.float16, Refused)
-    with pytest.raises(Refused, match=r"need a \(M, K\) and b \(N, K\), got \(4, 8\) and \(6, 16\)"):
+    with pytest.raises(Refused,
+                       match=r"need a \(M, K\) and b \(N, K\), got \(4, 8\) and \(6, 16\)"):
         host.check_ab(a, torch.zeros(6, 16, dtype=bf), bf, Refused)
     with pytest.raises(Refused, match="contiguous CUDA tensors"):
         host.check_ab(a, b, bf, Refused)  # (CPU tensors)
