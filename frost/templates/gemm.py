@@ -273,7 +273,7 @@ def run_gemm(a, b, cfg: GemmConfig | None = None, out=None):
     """
     import torch
 
-    io_name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(a.dtype)
+    io_name = host.io_name(a.dtype)
     if io_name is None or b.dtype != a.dtype:
         raise GemmError(f"a and b must both be bf16 or fp16, got {a.dtype} and {b.dtype}")
     cfg = cfg or GemmConfig(io_dtype=io_name)

@@ -325,7 +325,7 @@ def run_gemm_rowsum(a, b, plan: Plan | None = None, c=None, r=None):
     import torch
 
     if plan is None:
-        name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(a.dtype)
+        name = host.io_name(a.dtype)
         if name is None:
             raise GemmRowsumError(f"a must be bf16 or fp16, got {a.dtype}")
         if name not in _DEFAULT_PLANS:

@@ -1,6 +1,7 @@
 """Host-side helpers the GEMM templates share (:mod:`~frost.templates.gemm`,
 :mod:`~frost.templates.gemm_rowsum`): fake operands for compile-only use, torch operand checks,
-and a compile-once cache keyed by the caller.
+a compile-once cache keyed by the caller and device, and the current stream's raw handle (which
+:mod:`frost.sdpa` launches on too).
 
 The torch parts import torch when called, so importing this module needs only CuTe DSL.
 """
@@ -22,6 +23,11 @@ def fake_gemm_operands(io, c_dtype):
     b = make_fake_compact_tensor(io, (n, k), stride_order=(1, 0), assumed_align=16)
     c = make_fake_compact_tensor(c_dtype, (m, n), stride_order=(1, 0), assumed_align=16)
     return a, b, c, m
+
+
+def io_name(dtype) -> str | None:
+    """"bf16" or "fp16" for a torch io dtype, else None."""
+    return {"bfloat16": "bf16", "float16": "fp16"}.get(str(dtype).removeprefix("torch."))
 
 
 def torch_dtype(name: str):

@@ -47,6 +47,8 @@ def test_output_checks_or_allocates():
 
 def test_torch_dtype_names():
     torch = pytest.importorskip("torch")
+    assert host.io_name(torch.bfloat16) == "bf16" and host.io_name(torch.float16) == "fp16"
+    assert host.io_name(torch.float32) is None
     assert host.torch_dtype("bf16") is torch.bfloat16
     assert host.torch_dtype("fp16") is torch.float16
     with pytest.raises(KeyError):
