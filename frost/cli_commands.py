@@ -171,7 +171,9 @@ def _tile_arg(items: list[str]) -> dict[str, int] | None:
 # sdpa-bwd's knobs: refused for gemm-rowsum rather than ignored (flag, attribute, unset value)
 SDPA_ONLY = (("--head-dim", "head_dim", None), ("--head-dim-v", "head_dim_v", None),
              ("--causal", "causal", False), ("--from-model", "from_model", False),
-             ("--causal-align", "causal_align", None))
+             ("--causal-align", "causal_align", None), ("--code", "code", []),
+             ("--standalone", "standalone", False), ("--deterministic", "deterministic", False),
+             ("--no-pdl", "no_pdl", False))
 
 
 def _sdpa_args(args: argparse.Namespace) -> None:
@@ -390,13 +392,7 @@ def _compile_gemm_rowsum(args: argparse.Namespace) -> int:
     from frost.sched.arch import get_arch
     from frost.templates.resources import format_resources, gemm_rowsum_resources
 
-    given = [f for f, on in (("--code", args.code), ("--standalone", args.standalone),
-                             ("--deterministic", args.deterministic),
-                             ("--no-pdl", args.no_pdl)) if on]
-    if given:
-        raise ValueError(f"{', '.join(given)}: sdpa-bwd only (gemm-rowsum takes --arch, "
-                         f"--dtype, --tile and --json)")
-    plan, _ = _plan(args)
+    plan, _ = _plan(args)  # (_sdpa_args refused sdpa-bwd's flags)
     rows = gemm_rowsum_resources(plan, args.arch)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
