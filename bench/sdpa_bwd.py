@@ -50,8 +50,9 @@ SM120_PEERS = ("frost_sm120", "fa4_sm120")
 
 
 def flops(b, h, s, d, causal):
-    f = 10.0 * b * h * s * s * d
-    return f / 2 if causal else f
+    from frost.run import sdpa_bwd_flops
+
+    return sdpa_bwd_flops(b, h, s, s, d, causal)
 
 
 def make_set(torch, b, h, s, d, causal, dtype, seed):
@@ -137,18 +138,9 @@ PEERS = {"frost": peer_frost, "frost_sm120": peer_frost_sm120, "fa4_sm120": peer
 
 # ---------------------------------------------------------------------------------- timing
 def time_ms(torch, fn, sets, warmup, iters):
-    for i in range(warmup):
-        fn(sets[i % len(sets)])
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        t = sets[i % len(sets)]
-        starts[i].record()
-        fn(t)
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    from frost.templates.host import time_ms as frost_time_ms
+
+    return frost_time_ms(fn, sets, warmup, iters)
 
 
 ALLOC_COUNTERS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")

@@ -3,9 +3,11 @@
     frost plan sdpa-bwd --arch sm_120a --head-dim 128 [--causal] [--json] [--graph out.png]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...]
     frost compile sdpa-bwd --arch sm_121a --head-dim 64 [--causal] [--code reg_usage=7]
+    frost run sdpa-bwd --shape 2,16,2048 --head-dim 128 [--causal]     (needs a CUDA GPU)
     python3 -m frost ...     (the same)
 
-Sub-commands live in :mod:`frost.cli_commands` (one ``register`` function each).
+Sub-commands live in :mod:`frost.cli_commands` and :mod:`frost.cli_run` (``frost run``), one
+``register`` function each.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"frost {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     sub.required = True
-    from frost import cli_commands  # noqa: F401  (registers sub-commands)
+    from frost import cli_commands, cli_run  # noqa: F401  (they register the sub-commands)
 
     for register in cli_commands.REGISTRY:
         register(sub)

@@ -112,6 +112,34 @@ def backward(q, k, v, do, *, causal=False, causal_align="bottom_right", scale=No
     return dq.permute(0, 2, 1, 3).contiguous(), group_sum(dk), group_sum(dv)
 
 
+def by_head(q, k, v, do=None, *, causal=False, causal_align="bottom_right", scale=None):
+    """:func:`forward` (``do`` None) or :func:`backward`, one (batch, query head) at a time, so
+    float64 memory is bounded by one head's (S_q, S_kv) matrices whatever B, H and the GQA ratio.
+    Returns what the whole-tensor function returns (the forward's lse in float64)."""
+    _check_shapes(q, k, v, do)
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    b, s_q, h_q, _ = q.shape
+    rep = h_q // k.shape[2]
+    kw = dict(causal=causal, causal_align=causal_align, scale=scale)
+    f64 = dict(dtype=torch.float64, device=q.device)
+    if do is None:
+        o = torch.empty(b, s_q, h_q, v.shape[3], **f64)
+        lse = torch.empty(b, h_q, s_q, **f64)
+    else:
+        dq, dk, dv = (torch.zeros(x.shape, **f64) for x in (q, k, v))
+    for i in range(b):
+        for h in range(h_q):
+            one = (slice(i, i + 1), slice(None), slice(h, h + 1))
+            kv = (slice(i, i + 1), slice(None), slice(h // rep, h // rep + 1))
+            if do is None:
+                o[one], lse_h = forward(q[one], k[kv], v[kv], **kw)
+                lse[i, h] = lse_h[0, 0]
+            else:
+                dqh, dkh, dvh = backward(q[one], k[kv], v[kv], do[one], **kw)
+                dq[one], dk[kv], dv[kv] = dqh, dk[kv] + dkh, dv[kv] + dvh
+    return (o, lse) if do is None else (dq, dk, dv)
+
+
 def make_inputs(b, s_q, s_kv, h_q, h_kv, d, *, dtype=torch.bfloat16, device="cuda", causal=False,
                 causal_align="bottom_right", scale=None, generator=None):
     """Random q, k, v, dO in ``dtype`` plus o (``dtype``) and lse (fp32) from the float64 forward."""

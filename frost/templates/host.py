@@ -105,3 +105,27 @@ def launch_cached(cache: dict, key, make, args: tuple, device: int) -> None:
             with for_current_device():
                 fn = cache[(key, device)] = cute.compile(make(), *args, stream)
         fn(*args, stream)
+
+
+def time_ms(fn, sets: list, warmup: int = 3, iters: int = 20) -> float:
+    """The median of ``iters`` CUDA-event timings of ``fn(sets[i % len(sets)])`` on the current
+    stream, after ``warmup`` untimed calls. Several ``sets`` (copies of the inputs at other
+    addresses) keep a call from finding the previous call's inputs in the L2."""
+    import statistics
+
+    import torch
+
+    if iters < 1 or warmup < 0 or not sets:
+        raise ValueError(f"need iters >= 1, warmup >= 0 and a set, got {iters}, {warmup}, "
+                         f"{len(sets)}")
+    for i in range(warmup):
+        fn(sets[i % len(sets)])
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(iters)]
+    for i, (start, end) in enumerate(ev):
+        start.record()
+        fn(sets[i % len(sets)])
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in ev)

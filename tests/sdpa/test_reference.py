@@ -1,4 +1,5 @@
-"""The float64 reference against torch autograd of a plain softmax-attention forward (CPU)."""
+"""The float64 reference (whole and one head at a time) against torch autograd of a plain
+softmax-attention forward (CPU)."""
 
 import pytest
 import torch
@@ -26,8 +27,14 @@ def test_backward_matches_autograd(causal, align, s_q, s_kv, h_q, h_kv):
     o.backward(do)
     dq, dk, dv = R.backward(q.detach(), k.detach(), v.detach(), do, causal=causal, causal_align=align, scale=0.3)
     o2, lse = R.forward(q.detach(), k.detach(), v.detach(), causal=causal, causal_align=align, scale=0.3)
-    for a, b in ((dq, q.grad), (dk, k.grad), (dv, v.grad), (o2, o.detach())):
+    kw = dict(causal=causal, causal_align=align, scale=0.3)
+    hq, hk, hv = R.by_head(q.detach(), k.detach(), v.detach(), do, **kw)  # one head at a time
+    ho, hlse = R.by_head(q.detach(), k.detach(), v.detach(), **kw)
+    for a, b in ((dq, q.grad), (dk, k.grad), (dv, v.grad), (o2, o.detach()), (hq, q.grad),
+                 (hk, k.grad), (hv, v.grad), (ho, o.detach())):
         assert torch.allclose(a, b, atol=1e-12)
+    assert torch.equal(hlse.isinf(), lse.isinf())
+    assert torch.allclose(hlse[~lse.isinf()], lse[~lse.isinf()], atol=1e-12)
     masked_rows = (~R.causal_mask(s_q, s_kv, align)).all(-1).sum().item() if causal else 0
     assert torch.isinf(lse).sum().item() == masked_rows * 2 * h_q
 
