@@ -89,7 +89,7 @@ class RunReport:
             rows = [[n, f"{ms:.3f}", f"{self.tflops(n):.1f}",
                      f"{base / ms:.3f}" if base else "-"] for n, ms in self.times_ms.items()]
             lines += ["", "time (median of CUDA events)",
-                      table(["", "ms", "TFLOP/s", "frost time / this"], rows)]
+                      table(["", "ms", "TFLOP/s", "speed / frost's"], rows)]
         lines += [f"note: {n}" for n in self.notes]
         lines.append("\n" + ("PASSED" if self.ok else "FAILED: " + "; ".join(self.failures()))
                      if self.errors or self.unwritten else "\n(not checked)")
@@ -211,6 +211,9 @@ def _time_torch_sdpa(torch, report, sets, causal, causal_align, s_q, s_kv, h, h_
     """torch's SDPA backward (default backend) timed into ``report``, or a note why not."""
     import torch.nn.functional as F
 
+    if torch.cuda.get_device_capability()[0] < 12:
+        report.notes.append("torch sdpa runs this GPU's own kernels (on Hopper: wgmma), which "
+                            "SM120 cards lack; bench/sdpa_bwd.py times the SM120-class peers")
     if causal and s_q != s_kv and causal_align != "top_left":
         report.notes.append("torch sdpa not timed: its causal mask is top-left aligned")
         return

@@ -103,6 +103,8 @@ def test_gpu_sdpa_run_checks_gqa_causal_tails():
     assert any("top-left" in n for n in rep.notes)  # torch's mask differs: not timed
     rep = run.run_sdpa_bwd(1, 2, 256, head_dim=128, iters=2, warmup=1, dtype="fp16")
     assert rep.ok and rep.errors["dq"] <= 5e-3 and "torch sdpa" in rep.times_ms
+    hopper_note = any("SM120 cards lack" in n for n in rep.notes)
+    assert hopper_note == (torch.cuda.get_device_capability()[0] < 12)
 
 
 @gpu
