@@ -106,8 +106,11 @@ def trip_work(prog: Program, kp: KernelPlan, narrow: float = 1.0) -> TripWork:
     return TripWork(flops, smem, gmem, red, once)
 
 
-def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()) -> float:
-    """Estimated clocks per GEMM FLOP for the concrete main program ``prog`` planned as ``kp``."""
+def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel(),
+                   loop_tile: str = "tile_m") -> float:
+    """Estimated clocks per GEMM FLOP for the concrete main program ``prog`` planned as ``kp``;
+    its once-a-CTA bytes are spread over ``nominal_extent / tile[loop_tile]`` trips (the
+    attention backward walks q tiles, a GEMM walks K in ``tile_k`` steps)."""
     tile = kp.tile
     w = trip_work(prog, kp, model.narrow_warp_tile)
     stages = min([v for k, v in tile.items()
@@ -123,7 +126,7 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
     risk = model.spill_risk_from or _mma_budget(kp)
     t *= 1 + max(0, regs - risk) / risk
     t += model.per_trip_clocks
-    trips = model.nominal_extent / max(int(tile.get("tile_m", 1)), 1)
+    trips = model.nominal_extent / max(int(tile.get(loop_tile, 1)), 1)
     t += w.once / model.gmem_bytes_per_clk / max(trips, 1.0)
     return t / w.flops
 
