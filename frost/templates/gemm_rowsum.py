@@ -184,9 +184,11 @@ class GemmRowsum:
         cute.arch.sync_threads()
         bar.pdl_wait(self.use_pdl)  # r is zero_rowsum's output
 
-        k_tiles = cute.ceil_div(tA.shape[1], self.tk)
+        # (each role computes the K-loop's extent after its setmaxnreg: a value live across it
+        # is what ptxas spills, 8 B at 128x256x64, bench/RESULTS.md v132)
         if warp >= mma.first_warp + mma.num_warps:  # the producer's warpgroup (donors exit)
             cute.arch.setmaxregister_decrease(prod.max_regs)
+            k_tiles = cute.ceil_div(tA.shape[1], self.tk)
             if warp == prod.first_warp:
                 st = bar.DevicePipelineState.start(full_plan.stages, bar.Role.PRODUCER)
                 for kt in range(k_tiles):
@@ -204,6 +206,7 @@ class GemmRowsum:
             bar.pdl_launch_dependents(self.use_pdl)
         else:
             cute.arch.setmaxregister_increase(mma.max_regs)
+            k_tiles = cute.ceil_div(tA.shape[1], self.tk)
             acc = mm.make_acc(tiled_mma, tid, (self.tm, self.tn))
             st = bar.DevicePipelineState.start(empty_plan.stages, bar.Role.CONSUMER)
             for kt in range(k_tiles):
