@@ -38,12 +38,14 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sdpa_bwd import commit_id, rel_err, time_ms  # noqa: E402  (bench/ is not a package)
 
+from frost.run import TOLERANCE  # noqa: E402
+
 SHAPES = [  # (M, N, K)
     (4096, 4096, 4096), (8192, 8192, 4096), (4096, 4096, 1024), (16384, 1024, 1024),
     (1024, 1024, 1024), (4000, 4040, 4096),  # the last: M and N tails
 ]
 PEERS = ("frost", "torch", "torch_compile")
-TOL = {"bf16": 1e-2, "fp16": 5e-3}  # ‖out − ref‖ / ‖ref‖ against float64, C and r each
+TOL = TOLERANCE  # ‖out − ref‖ / ‖ref‖ against float64, C and r each
 
 
 def make_plan(dtype: str, tile: dict[str, int]):

@@ -34,8 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one ``frost`` command; returns its exit code (2: bad arguments or an unwritable
-    path, with a message; 1: the reader of the output went away)."""
+    """Run one ``frost`` command; returns its exit code (2: bad arguments, an unwritable path or
+    no CUDA GPU for ``frost run``, with a message; 1: the reader of the output went away, or
+    ``frost run``'s check failed; 3: ``frost compile`` found spills)."""
     parser = build_parser()
     args = parser.parse_args(_negative_values(sys.argv[1:] if argv is None else argv))
     try:

@@ -100,7 +100,8 @@ def run_run(args: argparse.Namespace) -> int:
     common = dict(dtype=args.dtype, check=not args.no_check, peer=not args.no_peer,
                   iters=args.iters, warmup=args.warmup, seed=args.seed)
     if args.program == "sdpa-bwd":
-        report = run.run_sdpa_bwd(*shape, head_dim=args.head_dim or 128,
+        report = run.run_sdpa_bwd(*shape, head_dim=128 if args.head_dim is None
+                                  else args.head_dim,
                                   heads_kv=args.heads_kv, causal=args.causal,
                                   causal_align=args.causal_align or "bottom_right",
                                   deterministic=args.deterministic, **common)

@@ -10,8 +10,10 @@ Each run:
 
 1. draws fresh random inputs (for the SDPA backward, ``o`` and ``lse`` come from the float64
    forward, one (batch, head) at a time);
-2. fills the caching allocator (and the outputs frost takes as arguments) with NaN, so an
-   element the kernels leave unwritten shows up (:attr:`RunReport.unwritten`);
+2. poisons the outputs with NaN, so an element the kernels leave unwritten shows up
+   (:attr:`RunReport.unwritten`): the ones frost takes as arguments directly, the ones
+   ``frost.sdpa.backward`` allocates through :func:`frost.templates.host.poisoned` (an output
+   the allocator places elsewhere gets a note instead of a count);
 3. compares every output with a float64 reference by ‖out − ref‖ / ‖ref‖, against
    :data:`TOLERANCE` (bf16 1e-2, fp16 5e-3);
 4. times frost and a torch peer (median of CUDA-event timings after a warm-up, the inputs
@@ -23,6 +25,7 @@ This is a check and a quick comparison for one shape. The benchmarks (``bench/sd
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
@@ -65,8 +68,8 @@ class RunReport:
         return self.flops / self.times_ms[name] / 1e9
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)  # a NaN error becomes None (JSON has no NaN)
-        d["errors"] = {n: None if math.isnan(e) else e for n, e in self.errors.items()}
+        d = dataclasses.asdict(self)  # a NaN or infinite error becomes None (not JSON)
+        d["errors"] = {n: e if math.isfinite(e) else None for n, e in self.errors.items()}
         d["ok"] = self.ok
         d["tflops"] = {n: self.tflops(n) for n in self.times_ms}
         return d
@@ -116,10 +119,14 @@ def cuda_torch():
     return torch
 
 
-def _poison(torch, nbytes: int) -> None:
-    """Hand the caching allocator ``nbytes`` of NaN, so tensors allocated next start as NaN."""
-    x = torch.full((max(nbytes, 1 << 20) // 4,), math.nan, device="cuda")
-    del x
+@contextlib.contextmanager
+def _memory_hint(torch):
+    """The float64 reference out of device memory -> :class:`RunError` saying what to try."""
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError as e:
+        raise RunError(f"the float64 reference ran out of device memory ({str(e)[:80]}...): "
+                       f"try a smaller --shape") from None
 
 
 def _nan_count(t) -> int:
@@ -163,7 +170,7 @@ def run_sdpa_bwd(b: int, h: int, s_q: int, s_kv: int | None = None, head_dim: in
     torch = cuda_torch()
     import frost.sdpa
     from frost.sdpa import reference as R
-    from frost.templates.host import time_ms, torch_dtype
+    from frost.templates.host import covered, poisoned, time_ms, torch_dtype
 
     g = torch.Generator(device="cuda").manual_seed(seed)
     tdt = torch_dtype(dtype)
@@ -173,11 +180,13 @@ def run_sdpa_bwd(b: int, h: int, s_q: int, s_kv: int | None = None, head_dim: in
 
     q, k, v, do = rnd(s_q, h), rnd(s_kv, h_kv), rnd(s_kv, h_kv), rnd(s_q, h)
     kw = dict(causal=causal, causal_align=causal_align)
-    # the API's own refusals (head dim, arch, ...) before the float64 forward: do stands in for o
+    # the API's own argument checks before the float64 forward (do stands in for o)
     frost.sdpa.validate(q, k, v, do, do, torch.empty(b, h, s_q, device="cuda"), **kw,
                         deterministic=deterministic)
-    o, lse = R.by_head(q, k, v, **kw)
+    with _memory_hint(torch):
+        o, lse = R.by_head(q, k, v, **kw)
     x = dict(q=q, k=k, v=v, o=o.to(tdt), do=do, lse=lse.float())
+    del o, lse
 
     def call(t):
         return frost.sdpa.backward(**t, **kw, deterministic=deterministic)
@@ -189,12 +198,17 @@ def run_sdpa_bwd(b: int, h: int, s_q: int, s_kv: int | None = None, head_dim: in
                        dtype, torch.cuda.get_device_name(), sdpa_bwd_flops(
                            b, h, s_q, s_kv, head_dim, causal), TOLERANCE[dtype])
     if check:
-        _poison(torch, 4 * (q.numel() + k.numel() + v.numel()) * tdt.itemsize)
-        out = call(x)
+        with poisoned(q, k, v) as ranges:
+            out = call(x)
         torch.cuda.synchronize()
-        ref = R.by_head(q, k, v, do, **kw)
+        with _memory_hint(torch):
+            ref = R.by_head(q, k, v, do, **kw)
         for name, got, want in zip(("dq", "dk", "dv"), out, ref):
-            report.unwritten[name] = _nan_count(got)
+            if covered(got, ranges):
+                report.unwritten[name] = _nan_count(got)
+            else:
+                report.notes.append(f"{name} was not allocated on poisoned memory: its "
+                                    f"unwritten elements are not counted")
             report.errors[name] = R.rel_err(got, want)
         del out, ref
     if iters:
@@ -210,6 +224,9 @@ def _time_torch_sdpa(torch, report, sets, causal, causal_align, s_q, s_kv, h, h_
                      iters) -> None:
     """torch's SDPA backward (default backend) timed into ``report``, or a note why not."""
     import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from frost.templates.host import time_ms
 
     if torch.cuda.get_device_capability()[0] < 12:
         report.notes.append("torch sdpa runs this GPU's own kernels (on Hopper: wgmma), which "
@@ -223,15 +240,16 @@ def _time_torch_sdpa(torch, report, sets, causal, causal_align, s_q, s_kv, h, h_
         gqa = {"enable_gqa": True} if h != h_kv else {}
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa), (q, k, v)
 
+    fast = [SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+            SDPBackend.EFFICIENT_ATTENTION]  # not the MATH fallback: a refusal becomes a note
     try:
-        graphs = [graph(t) for t in sets]
+        with sdpa_kernel(fast):
+            graphs = [graph(t) for t in sets]
         dos = [t["do"].transpose(1, 2) for t in sets]
-        from frost.templates.host import time_ms
-
         report.times_ms["torch sdpa"] = time_ms(
             lambda i: torch.autograd.grad(graphs[i][0], graphs[i][1], dos[i], retain_graph=True),
             list(range(len(sets))), warmup, iters)
-    except (RuntimeError, TypeError) as e:  # a backend that refuses this shape or dtype
+    except (RuntimeError, TypeError) as e:  # no fused backend takes this shape or dtype
         report.notes.append(f"torch sdpa not timed: {str(e).splitlines()[0][:120]}")
 
 
@@ -247,10 +265,12 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
         raise RunError(f"dtype must be one of {sorted(TOLERANCE)}, got {dtype!r}")
     from frost.sched.gemm_rowsum import plan_gemm_rowsum
 
+    from frost.templates import gemm_rowsum as GR
+
     plan = plan_gemm_rowsum("sm_120a", dtype, tile)  # refusals first: no GPU needed for them
+    GR.check_problem(plan, m, n, k)
     torch = cuda_torch()
     from frost.sdpa.reference import rel_err
-    from frost.templates.gemm_rowsum import run_gemm_rowsum as frost_gemm_rowsum
     from frost.templates.host import time_ms, torch_dtype
 
     g = torch.Generator(device="cuda").manual_seed(seed)
@@ -265,11 +285,11 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
                        dtype, torch.cuda.get_device_name(), 2.0 * m * n * k, TOLERANCE[dtype])
 
     def call(x):
-        return frost_gemm_rowsum(x["a"], x["b"], plan, c=x["c"], r=x["r"])
+        return GR.run_gemm_rowsum(x["a"], x["b"], plan, c=x["c"], r=x["r"])
 
     x = dict(a=a, b=b, c=c, r=r)
     if check:
-        frost_gemm_rowsum(a, b, plan, c=c, r=r)
+        GR.run_gemm_rowsum(a, b, plan, c=c, r=r)
         torch.cuda.synchronize()
         ref_c = a.double() @ b.double().T
         for name, got, want in (("C", c, ref_c), ("r", r, ref_c.sum(1))):

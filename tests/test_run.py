@@ -98,7 +98,8 @@ def test_gpu_sdpa_run_checks_gqa_causal_tails():
                            seed=3)
     assert rep.ok, rep.failures()
     assert set(rep.errors) == {"dq", "dk", "dv"} and max(rep.errors.values()) <= 1e-2
-    assert rep.unwritten == {"dq": 0, "dk": 0, "dv": 0}
+    assert rep.unwritten == {"dq": 0, "dk": 0, "dv": 0}  # counted: each output got poison
+    assert not any("poisoned" in n for n in rep.notes)
     assert rep.times_ms["frost"] > 0
     assert any("top-left" in n for n in rep.notes)  # torch's mask differs: not timed
     rep = run.run_sdpa_bwd(1, 2, 256, head_dim=128, iters=2, warmup=1, dtype="fp16")
@@ -113,20 +114,38 @@ def test_gpu_sdpa_run_catches_a_wrong_and_an_unwritten_output(monkeypatch, capsy
 
     real = frost.sdpa.backward
 
-    def faulty(*a, **kw):
-        dq, dk, dv = real(*a, **kw)
-        dv = dv.clone()
-        dv[0, -1, 0, :5] = math.nan
-        return dq * 1.05, dk, dv
+    def faulty(q, k, v, *a, **kw):
+        # outputs allocated first, as the API does (they take the poisoned blocks); five
+        # elements of dv never written; dq 5 % off
+        dq, dk, dv = (torch.empty_like(x) for x in (q, k, v))
+        rq, rk, rv = real(q, k, v, *a, **kw)
+        dq.copy_(rq * 1.05)
+        dk.copy_(rk)
+        dv.view(-1)[5:].copy_(rv.view(-1)[5:])
+        return dq, dk, dv
 
     monkeypatch.setattr(frost.sdpa, "backward", faulty)
     rep = run.run_sdpa_bwd(1, 2, 128, head_dim=64, iters=0)
-    assert rep.unwritten["dv"] == 5 and rep.unwritten["dq"] == 0
+    assert rep.notes == []  # every output was allocated on poisoned memory
+    assert rep.unwritten == {"dq": 0, "dk": 0, "dv": 5}
     assert rep.errors["dq"] > 1e-2 and rep.errors["dk"] <= 1e-2
     assert [f.split(":")[0] for f in rep.failures()] == ["dv", "dq", "dv"]
     assert cli.main(["run", "sdpa-bwd", "--shape", "1,2,128", "--head-dim", "64",
                      "--iters", "0"]) == 1
     assert "check failed: dv: 5 unwritten" in capsys.readouterr().err
+
+
+@gpu
+def test_gpu_poisoned_blocks_read_nan_in_every_float_dtype():
+    from frost.templates import host
+
+    like = [torch.empty(3, 1000, device="cuda", dtype=dt)
+            for dt in (torch.bfloat16, torch.float16, torch.float32)]
+    with host.poisoned(*like) as ranges:
+        got = [torch.empty_like(x) for x in like]
+    for x in got:
+        assert host.covered(x, ranges) and x.isnan().all(), x.dtype
+    assert not host.covered(like[0], ranges)
 
 
 @gpu

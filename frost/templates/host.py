@@ -8,6 +8,8 @@ The torch parts import torch when called, so importing this module needs only Cu
 
 from __future__ import annotations
 
+import contextlib
+
 import cutlass.cute as cute
 
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -107,6 +109,41 @@ def launch_cached(cache: dict, key, make, args: tuple, device: int) -> None:
         fn(*args, stream)
 
 
+@contextlib.contextmanager
+def poisoned(*like):
+    """Poison the next allocations of ``like``'s sizes, for outputs a function allocates itself::
+
+        with poisoned(q, k, v) as ranges:
+            dq, dk, dv = frost.sdpa.backward(...)
+        covered(dq, ranges)   # True: dq's memory held NaN before the call
+
+    The caching allocator gets one free block of each size filled with all-ones bytes (NaN as
+    fp32, bf16 and fp16), kept apart by held spacers so that freed neighbours do not merge, and
+    hands each back to the first allocation of that size (best fit; lowest address among equal
+    sizes), so an element the call leaves unwritten reads NaN. A block of the same size left
+    free elsewhere may be picked instead: :func:`covered` says whether an output got poison."""
+    import torch
+
+    torch.cuda.empty_cache()  # fewer stray free blocks to compete with the poisoned ones
+    blocks, spacers = [], []
+    for t in like:
+        blocks.append(torch.full((t.numel() * t.element_size(),), 255, dtype=torch.uint8,
+                                 device=t.device))
+        spacers.append(torch.empty(2 << 20, dtype=torch.uint8, device=t.device))
+    ranges = [(b.data_ptr(), b.numel()) for b in blocks]
+    del blocks
+    try:
+        yield ranges
+    finally:
+        del spacers
+
+
+def covered(t, ranges) -> bool:
+    """Whether tensor ``t``'s bytes lie in one of :func:`poisoned`'s ``ranges``."""
+    lo, n = t.data_ptr(), t.numel() * t.element_size()
+    return any(p <= lo and lo + n <= p + size for p, size in ranges)
+
+
 def time_ms(fn, sets: list, warmup: int = 3, iters: int = 20) -> float:
     """The median of ``iters`` CUDA-event timings of ``fn(sets[i % len(sets)])`` on the current
     stream, after ``warmup`` untimed calls. Several ``sets`` (copies of the inputs at other
@@ -123,9 +160,9 @@ def time_ms(fn, sets: list, warmup: int = 3, iters: int = 20) -> float:
     torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
           for _ in range(iters)]
-    for i, (start, end) in enumerate(ev):
+    for i, (start, end) in enumerate(ev):  # (continuing the warm-up's rotation)
         start.record()
-        fn(sets[i % len(sets)])
+        fn(sets[(warmup + i) % len(sets)])
         end.record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in ev)

@@ -1,7 +1,8 @@
 """frost.sdpa.backward end to end on the GPU against the float64 reference (L1).
 
-Outputs are poisoned: the caching allocator is first filled with NaN, so any element the chain
-fails to write shows up as NaN in dq / dk / dv.
+Outputs are poisoned: the caching allocator gets a block of each output's size filled with NaN
+bytes (:func:`frost.templates.host.poisoned`), and each output must land on one, so any element
+the chain fails to write shows up as NaN in dq / dk / dv.
 """
 
 import pytest
@@ -10,14 +11,18 @@ import torch
 import frost.sdpa as sdpa
 from frost.sdpa import api
 from frost.sdpa import reference as R
+from frost.templates import host
 
 pytestmark = pytest.mark.gpu
 TOL = {torch.bfloat16: 1e-2, torch.float16: 5e-3}
 
 
-def _poison_allocator(nbytes=256 << 20):
-    x = torch.full((nbytes // 4,), float("nan"), device="cuda")
-    del x
+def _backward_poisoned(q, k, v, *args, **kw):
+    """frost.sdpa.backward with its outputs allocated on NaN (asserted)."""
+    with host.poisoned(q, k, v) as ranges:
+        out = sdpa.backward(q, k, v, *args, **kw)
+    assert all(host.covered(x, ranges) for x in out), "an output missed the poisoned blocks"
+    return out
 
 
 def _check(b, s_q, s_kv, h_q, h_kv, d, *, dtype=torch.bfloat16, causal=False, align="bottom_right",
@@ -25,8 +30,8 @@ def _check(b, s_q, s_kv, h_q, h_kv, d, *, dtype=torch.bfloat16, causal=False, al
     g = torch.Generator().manual_seed(seed)
     q, k, v, o, do, lse = R.make_inputs(b, s_q, s_kv, h_q, h_kv, d, dtype=dtype, device="cuda",
                                         causal=causal, causal_align=align, scale=scale, generator=g)
-    _poison_allocator()
-    dq, dk, dv = sdpa.backward(q, k, v, o, do, lse, causal=causal, causal_align=align, scale=scale)
+    dq, dk, dv = _backward_poisoned(q, k, v, o, do, lse, causal=causal, causal_align=align,
+                                    scale=scale)
     torch.cuda.synchronize()
     rq, rk, rv = R.backward(q, k, v, do, causal=causal, causal_align=align, scale=scale)
     errs = {n: R.rel_err(x, r) for n, x, r in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv))}
@@ -118,14 +123,12 @@ def test_deterministic_mode(causal):
     g = torch.Generator().manual_seed(9)
     args = R.make_inputs(1, 257, 333, 4, 2, 64, device="cuda", generator=g, causal=causal)
     q, k, v, o, do, lse = args
-    _poison_allocator()
-    first = sdpa.backward(*args, causal=causal, deterministic=True)
+    first = _backward_poisoned(*args, causal=causal, deterministic=True)
     ref = R.backward(q, k, v, do, causal=causal)
     errs = [R.rel_err(x, r) for x, r in zip(first, ref)]
     assert max(errs) <= TOL[torch.bfloat16], errs
     for _ in range(3):
-        _poison_allocator()
-        again = sdpa.backward(*args, causal=causal, deterministic=True)
+        again = _backward_poisoned(*args, causal=causal, deterministic=True)
         assert all(torch.equal(a, b) for a, b in zip(first, again))
 
 
@@ -147,8 +150,7 @@ def test_deterministic_workspace_too_large_is_refused_before_compiling(monkeypat
     with pytest.raises(ValueError, match="deterministic=True needs"):  # again: nothing cached
         sdpa.backward(*args, deterministic=True)
     assert api.cache_info()["compiles"] == before and key not in api.cache_info()["keys"]
-    _poison_allocator()
-    dq, dk, dv = sdpa.backward(*args)
+    dq, dk, dv = _backward_poisoned(*args)
     ref = R.backward(args[0], args[1], args[2], args[4])
     assert max(R.rel_err(x, r) for x, r in zip((dq, dk, dv), ref)) <= TOL[torch.float16]
 
