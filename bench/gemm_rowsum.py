@@ -3,7 +3,8 @@
 Peers (each guarded: a failing peer is recorded in the JSON, the run goes on):
 
 * ``frost``          the plan ``frost plan gemm-rowsum`` prints (``--tile`` as there; by default
-  128x256x32, a 3-deep ring, 8 MMA warps: bench/gemm_rowsum_tiles.sh's fastest), run by
+  128x256x64, a 2-deep ring, 8 MMA warps: the cost model's pick and bench/gemm_rowsum_tiles.sh's
+  fastest, v132), run by
   :func:`frost.templates.gemm_rowsum.run_gemm_rowsum`: zero r, then the fused GEMM, PDL-linked;
 * ``torch``          ``c = a @ b.T`` then ``r = c.sum(1, dtype=float32)`` (cuBLAS, then a
   reduction kernel: r is summed from the rounded C);

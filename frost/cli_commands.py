@@ -81,7 +81,8 @@ def _user_program(spec: str, dtype: str):
 def _user_plan(args: argparse.Namespace, tile: dict[str, int] | None):
     """(plan, program) of a user's program: ``--tile`` keys ``num_mma_warps``,
     ``exchange_stages`` and ``<ring>_stages`` shape the TileChoice; every other key binds a
-    size (``tile_m=64``); the scheduler refuses what does not fit, naming it."""
+    size (``tile_m=64``); the scheduler refuses what does not fit, naming it. With
+    ``--from-model`` the keys are forced and :func:`frost.sched.rank.best_plan` picks the rest."""
     from frost.ir.stages import Load
     from frost.ir.symbols import Level
     from frost.sched import TileChoice, schedule
@@ -100,8 +101,15 @@ def _user_plan(args: argparse.Namespace, tile: dict[str, int] | None):
         raise ValueError(f"--tile {stray[0]}: not a body ring of {prog.name} (ring keys: "
                          f"{', '.join(f'{r}_stages' for r in rings) or 'none'}; a ring loaded "
                          f"only before or after the loop has one stage)")
-    choice = TileChoice(t, stages, warps, exchange_stages=x)
     params = {"arch": args.arch, **({"dtype": args.dtype} if took_dtype else {})}
+    if args.from_model:  # the sizes, depths and warps --tile leaves open: the cost model's
+        from frost.sched.plan import with_tile_source
+        from frost.sched.rank import best_plan
+
+        return with_tile_source(best_plan(prog, args.arch, tile, params),
+                                "cost model (frost.sched.rank)"
+                                + (f"; forced {tile}" if tile else "")), prog
+    choice = TileChoice(t, stages, warps, exchange_stages=x)
     return schedule(prog, args.arch, choice, params), prog
 
 
@@ -121,8 +129,9 @@ def _common_args(p) -> None:
 
 def _model_arg(p) -> None:
     p.add_argument("--from-model", action="store_true",
-                   help="sdpa-bwd: the cost model's pick (among the plans with the --tile keys "
-                        "forced, if any) instead of the measured default")
+                   help="the cost model's pick among the plans with the --tile keys forced "
+                        "(sdpa-bwd, gemm-rowsum: instead of the measured default; FILE.py:"
+                        "FUNCTION: the sizes, ring depths and warps --tile leaves open)")
 
 
 @command
@@ -170,7 +179,7 @@ def _tile_arg(items: list[str]) -> dict[str, int] | None:
 
 # sdpa-bwd's knobs: refused for gemm-rowsum rather than ignored (flag, attribute, unset value)
 SDPA_ONLY = (("--head-dim", "head_dim", None), ("--head-dim-v", "head_dim_v", None),
-             ("--causal", "causal", False), ("--from-model", "from_model", False),
+             ("--causal", "causal", False),
              ("--causal-align", "causal_align", None), ("--code", "code", []),
              ("--standalone", "standalone", False), ("--deterministic", "deterministic", False),
              ("--no-pdl", "no_pdl", False))
@@ -182,8 +191,8 @@ def _sdpa_args(args: argparse.Namespace) -> None:
     ``frost plan``, ``--shape``: the plan does not depend on it, the grid model does)."""
     given = [flag for flag, attr, unset in SDPA_ONLY if getattr(args, attr, unset) != unset]
     if args.program != "sdpa-bwd" and given:
-        takes = "--dtype, --tile, --json and --graph" if hasattr(args, "graph") else \
-            "--dtype, --tile and --json"
+        takes = "--dtype, --tile, --from-model, --json and --graph" if hasattr(args, "graph") \
+            else "--dtype, --tile, --from-model and --json"
         raise ValueError(f"{', '.join(given)}: sdpa-bwd only ({args.program} takes --arch, "
                          f"{takes})")
     if args.causal_align is not None and not args.causal:
@@ -212,7 +221,8 @@ def _plan(args: argparse.Namespace):
     from frost.ir.examples import gemm_rowsum_program
     from frost.sched.gemm_rowsum import plan_gemm_rowsum
 
-    return plan_gemm_rowsum(args.arch, args.dtype, tile), gemm_rowsum_program(args.dtype)
+    return (plan_gemm_rowsum(args.arch, args.dtype, tile, from_model=args.from_model),
+            gemm_rowsum_program(args.dtype))
 
 
 def _check_graph_path(path: str | None) -> None:

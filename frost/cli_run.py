@@ -2,7 +2,7 @@
 
     frost run sdpa-bwd [--shape B,H,S[,S_KV]] [--head-dim 128] [--heads-kv N] [--causal
                        [--causal-align top_left]] [--dtype fp16] [--deterministic]
-    frost run gemm-rowsum [--shape M,N,K] [--dtype fp16] [--tile tile_m=128 ...]
+    frost run gemm-rowsum [--shape M,N,K] [--dtype fp16] [--tile tile_m=128 ...] [--from-model]
         [--iters 20] [--warmup 3] [--no-check] [--no-peer] [--seed 0] [--json]
 
 The work is :mod:`frost.run`'s; this module parses and prints.
@@ -45,6 +45,8 @@ def register_run(sub) -> None:
     p.add_argument("--deterministic", action="store_true", help="sdpa-bwd")
     p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
                    help="gemm-rowsum: a plan key forced on the default, as in frost plan")
+    p.add_argument("--from-model", action="store_true",
+                   help="gemm-rowsum: the cost model's plan, as frost plan --from-model")
     p.add_argument("--iters", type=int, default=20, help="timed calls (0: check only)")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     p.add_argument("--no-check", action="store_true", help="time only")
@@ -60,7 +62,7 @@ def register_run(sub) -> None:
 ONLY = {"sdpa-bwd": (("--head-dim", "head_dim", None), ("--heads-kv", "heads_kv", None),
                      ("--causal", "causal", False), ("--causal-align", "causal_align", None),
                      ("--deterministic", "deterministic", False)),
-        "gemm-rowsum": (("--tile", "tile", []),)}
+        "gemm-rowsum": (("--tile", "tile", []), ("--from-model", "from_model", False))}
 
 
 def _shape(args: argparse.Namespace) -> list[int]:
@@ -106,7 +108,8 @@ def run_run(args: argparse.Namespace) -> int:
                                   causal_align=args.causal_align or "bottom_right",
                                   deterministic=args.deterministic, **common)
     else:
-        report = run.run_gemm_rowsum(*shape, tile=_tile_arg(args.tile), **common)
+        report = run.run_gemm_rowsum(*shape, tile=_tile_arg(args.tile),
+                                     from_model=args.from_model, **common)
     print(json.dumps(report.to_dict(), indent=1) if args.json else report.format())
     if not report.ok:
         print(f"frost run: check failed: {'; '.join(report.failures())}", file=sys.stderr)

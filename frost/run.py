@@ -254,11 +254,13 @@ def _time_torch_sdpa(torch, report, sets, causal, causal_align, s_q, s_kv, h, h_
 
 
 def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
-                    tile: dict[str, int] | None = None, check: bool = True, peer: bool = True,
-                    iters: int = 20, warmup: int = 3, seed: int = 0) -> RunReport:
+                    tile: dict[str, int] | None = None, from_model: bool = False,
+                    check: bool = True, peer: bool = True, iters: int = 20, warmup: int = 3,
+                    seed: int = 0) -> RunReport:
     """:func:`frost.templates.gemm_rowsum.run_gemm_rowsum` with the plan ``frost plan
-    gemm-rowsum --tile ...`` prints, on fresh A (M, K) and B (N, K): C and r checked against
-    float64 when ``check``, timed beside torch's ``a @ b.T`` and its row sum when ``peer``."""
+    gemm-rowsum --tile ... [--from-model]`` prints, on fresh A (M, K) and B (N, K): C and r
+    checked against float64 when ``check``, timed beside torch's ``a @ b.T`` and its row sum
+    when ``peer``."""
     _positive(M=m, N=n, K=k)
     _timing_args(iters, warmup)
     if dtype not in TOLERANCE:
@@ -267,7 +269,7 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
 
     from frost.templates import gemm_rowsum as GR
 
-    plan = plan_gemm_rowsum("sm_120a", dtype, tile)  # refusals first: no GPU needed for them
+    plan = plan_gemm_rowsum("sm_120a", dtype, tile, from_model)  # refusals first: no GPU
     GR.check_problem(plan, m, n, k)
     torch = cuda_torch()
     from frost.sdpa.reference import rel_err

@@ -175,14 +175,14 @@ def test_from_model_without_tile_is_the_models_pick(capsys):
 
 @pytest.mark.parametrize("argv,msg", [
     (["plan", "gemm-rowsum", "--causal"], "--causal: sdpa-bwd only"),
-    (["plan", "gemm-rowsum", "--head-dim", "64", "--from-model"], "--head-dim, --from-model: sdpa-bwd only"),
+    (["plan", "gemm-rowsum", "--head-dim", "64", "--from-model"], "--head-dim: sdpa-bwd only"),
     (["plan", "gemm-rowsum", "--head-dim-v", "64"], "--head-dim-v: sdpa-bwd only"),
     (["plan", "sdpa-bwd", "--causal-align", "top_left"], "--causal-align goes with --causal"),
     (["plan", "sdpa-bwd", "--causal", "--causal-align", "top_left"], "--causal-align goes with --shape"),
     (["compile", "sdpa-bwd", "--causal-align", "top_left"], "--causal-align goes with --causal"),
     (["plan", "sdpa-bwd", "--tile", "tile_m=64", "--tile", "tile_m=32"], "tile_m is given twice"),
     (["compile", "gemm-rowsum", "--causal"], "--causal: sdpa-bwd only (gemm-rowsum takes --arch, "
-                                             "--dtype, --tile and --json)"),
+                                             "--dtype, --tile, --from-model and --json)"),
     (["compile", "gemm-rowsum", "--code", "reg_usage=7", "--no-pdl"],
      "--code, --no-pdl: sdpa-bwd only"),
     (["compile", "gemm-rowsum", "--tile", "tile_q=64"], "unknown tile keys ['tile_q']"),
@@ -357,5 +357,5 @@ def test_compile_gemm_rowsum_reports_the_plans_kernels(capsys):
     assert main(["compile", "gemm-rowsum", *argv]) == 0
     out = capsys.readouterr().out
     assert out.startswith("frost compile: gemm_rowsum chain for sm_121a (one module)")
-    assert "  fp16, tile 64x128x64, 4 MMA warps (2x2), ab ring of 3 stages\n" in out
+    assert "  fp16, tile 64x128x64, 4 MMA warps (2x2), ab ring of 2 stages\n" in out
     assert f"largest kernel smem {kp.smem_bytes:,} B of 101,376 B: OK" in out

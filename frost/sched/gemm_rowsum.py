@@ -4,28 +4,20 @@
 
 from __future__ import annotations
 
-from frost.sched.plan import Plan
+from frost.sched.plan import Plan, with_tile_source
 
-# the default tile: the fastest of bench/gemm_rowsum_tiles.sh's five plans on the H200
-# (bench/RESULTS.md v131: 477.5 TFLOP/s at 4096³ against 430.8 for 128x128x64)
-GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 32, "ab_stages": 3,
+# the default tile: the cost model's pick (frost.sched.rank), and the fastest plan the H200
+# timed (bench/RESULTS.md v132: 518.4 TFLOP/s at 4096³ against 475.2 for v131's 128x256x32 s3)
+GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 64, "ab_stages": 2,
                        "num_mma_warps": 8}
 
 
-def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
-                     tile: dict[str, int] | None = None) -> Plan:
-    """Schedule gemm_rowsum_program for ``arch`` with :data:`GEMM_ROWSUM_DEFAULT`, ``tile``'s
-    keys forced on top. ValueError names an unknown key or a value out of range; the scheduler's
-    :class:`~frost.sched.Infeasible` names what does not fit (e.g. the shared memory)."""
-    from frost.ir.examples import gemm_rowsum_program
-    from frost.ir.symbols import tile_k, tile_m, tile_n
-    from frost.sched.scheduler import TileChoice, schedule
-
-    t = dict(GEMM_ROWSUM_DEFAULT)
-    unknown = set(tile or {}) - set(t)
+def _check_keys(tile: dict[str, int]) -> None:
+    unknown = set(tile) - set(GEMM_ROWSUM_DEFAULT)
     if unknown:
-        raise ValueError(f"unknown tile keys {sorted(unknown)}; choose from {sorted(t)}")
-    for k, v in (tile or {}).items():
+        raise ValueError(f"unknown tile keys {sorted(unknown)}; choose from "
+                         f"{sorted(GEMM_ROWSUM_DEFAULT)}")
+    for k, v in tile.items():
         ok = v in (4, 8, 16) if k == "num_mma_warps" else (1 <= v <= 8 if k == "ab_stages"
                                                             else 16 <= v <= 256 and v % 16 == 0)
         if not ok:
@@ -33,7 +25,27 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
                 "num_mma_warps may be 4, 8, 16" if k == "num_mma_warps" else
                 "ab_stages may be 1..8" if k == "ab_stages" else
                 f"{k} may be a multiple of 16 in 16..256"))
-    t.update(tile or {})
+
+
+def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
+                     tile: dict[str, int] | None = None, from_model: bool = False) -> Plan:
+    """Schedule gemm_rowsum_program for ``arch`` with :data:`GEMM_ROWSUM_DEFAULT`, ``tile``'s
+    keys forced on top; with ``from_model``, the cost model's pick among the plans with
+    ``tile``'s keys forced (:func:`frost.sched.rank.best_plan`). ValueError names an unknown key
+    or a value out of range; the scheduler's :class:`~frost.sched.Infeasible` names what does
+    not fit (e.g. the shared memory)."""
+    from frost.ir.examples import gemm_rowsum_program
+    from frost.ir.symbols import tile_k, tile_m, tile_n
+    from frost.sched.rank import best_plan
+    from frost.sched.scheduler import TileChoice, schedule
+
+    _check_keys(tile or {})
+    prog, params = gemm_rowsum_program(dtype), {"dtype": dtype, "arch": arch}
+    if from_model:
+        return with_tile_source(best_plan(prog, arch, tile, params),
+                                "cost model (frost.sched.rank)"
+                                + (f"; forced {tile}" if tile else ""))
+    t = {**GEMM_ROWSUM_DEFAULT, **(tile or {})}
     choice = TileChoice({tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]},
                         {"ab": t["ab_stages"]}, t["num_mma_warps"])
-    return schedule(gemm_rowsum_program(dtype), arch, choice, {"dtype": dtype, "arch": arch})
+    return schedule(prog, arch, choice, params)

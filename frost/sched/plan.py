@@ -215,6 +215,14 @@ def _kernel_from_dict(k: dict[str, Any]) -> KernelPlan:
         params=dict(k.get("params", {})))
 
 
+def with_tile_source(plan: Plan, how: str) -> Plan:
+    """The plan with ``params["tile_source"]`` (how its tile was chosen, which ``frost plan``
+    prints) on every kernel."""
+    kernels = tuple(dataclasses.replace(k, params={**k.params, "tile_source": how})
+                    for k in plan.kernels)
+    return dataclasses.replace(plan, kernels=kernels)
+
+
 def _by_name(items, name, what):
     for it in items:
         if it.name == name:

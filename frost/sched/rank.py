@@ -74,7 +74,7 @@ def sizes_of(prog: Program, c: dict[str, int]) -> dict[sympy.Symbol, int]:
 def choice_of(prog: Program, c: dict[str, int]) -> TileChoice:
     """The :class:`TileChoice` of one point ``c`` of a search space."""
     return TileChoice(sizes_of(prog, c), {r: c[f"{r}_stages"] for r in body_rings(prog)},
-                      c["num_mma_warps"])
+                      c["num_mma_warps"], exchange_stages=c.get("exchange_stages", 1))
 
 
 def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | None = None,
@@ -88,8 +88,8 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
     space = dict(space or tile_space(prog))
     names = {x.name for x in free_symbols(prog)}
     for k, v in (forced or {}).items():  # a forced value need not be one of the listed ones,
-        if k in space or k in names:     # and a size outside the space (d_qk=128) is bound
-            space[k] = (v,)
+        if k in space or k in names or k == "exchange_stages":  # and a size outside the
+            space[k] = (v,)                                       # space (d_qk=128) is bound
     main = next(k.program for k in partition(prog) if k.role == "main")
     loop = loop_symbol(prog) or "tile_m"
     params = {"arch": arch_name, **(params or {})}

@@ -84,7 +84,7 @@ from frost.ir.attention import sdpa_bwd_program
 from frost.ir.symbols import DType, d_qk, d_v, tile_m, tile_n
 from frost.sched.arch import get_arch, plan_arch
 from frost.sched.partition import partition
-from frost.sched.plan import Plan
+from frost.sched.plan import Plan, with_tile_source
 from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
 from frost.sched.tiles import CostModel, TripWork, candidates, iteration_cost, trip_work
@@ -305,14 +305,14 @@ def _best(key) -> Plan:
                     how = f"measured pick ({pick_source(name, padded)} via frost/sched/tuned.py)"
                     if extra:
                         how += f", measured options {extra}"
-                    return _sourced(ranked[0][1], how)
+                    return with_tile_source(ranked[0][1], how)
         tile = ()
     ranked, rejected = rank_sdpa_bwd(arch, head_dim, head_dim_v, causal, dtype, dict(tile))
     if not ranked:
         raise ValueError(f"no legal sdpa-bwd plan for head_dim={head_dim} tile={dict(tile)}: "
                          f"{_summarize(rejected)}")
     how = "cost model" + (f", forced {dict(tile)}" if tile else "")
-    return _sourced(ranked[0][1], how)
+    return with_tile_source(ranked[0][1], how)
 
 
 def _summarize(rejected, show: int = 3) -> str:
@@ -386,14 +386,7 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
         others = {k: v for k, v in base.items() if k not in forced}
         raise ValueError(f"forcing {forced} on top of the default plan ({others}) leaves no "
                          f"legal plan; force some of those keys too. {e}") from None
-    return _sourced(out, f"{main.params.get('tile_source', 'default')}; forced {forced}")
-
-
-def _sourced(plan: Plan, how: str) -> Plan:
-    """The plan with ``params["tile_source"]`` (how its tile was chosen) on every kernel."""
-    kernels = tuple(dataclasses.replace(k, params={**k.params, "tile_source": how})
-                    for k in plan.kernels)
-    return dataclasses.replace(plan, kernels=kernels)
+    return with_tile_source(out, f"{main.params.get('tile_source', 'default')}; forced {forced}")
 
 
 def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool, head_pad: int = 0) -> Plan:

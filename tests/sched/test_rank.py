@@ -1,0 +1,132 @@
+"""frost.sched.rank: the generic tile search (any program) and the cost model's order of the
+gemm_rowsum plans the H200 timed (bench/results/s38: v131; bench/results/s39/v132b: v132)."""
+
+import json
+import pathlib
+
+import pytest
+import sympy
+
+from frost.ir.examples import gemm_rowsum_program
+from frost.ir.program import Program
+from frost.ir.stages import Accumulate, Cast, Gemm, Load, Store
+from frost.ir.symbols import K, DType, Level, M, N, tile_k, tile_m, tile_n
+from frost.ir.tensor import global_, tile
+from frost.sched import rank
+from frost.sched.plan import Infeasible
+from tests.sched.test_cost_calibration import spearman
+
+RESULTS = pathlib.Path(__file__).parents[2] / "bench" / "results"
+MEASURED = {"v131": RESULTS / "s38" / "gemm_rowsum_tiles_96f4ef9",
+            "v132": RESULTS / "s39" / "v132b" / "gemm_rowsum_tiles"}
+KEYS = ("tile_m", "tile_n", "tile_k", "ab_stages", "num_mma_warps")
+PARAMS = {"dtype": "bf16"}
+
+
+def plain_gemm_program() -> Program:
+    """C = A·Bᵀ with no epilogue reduction: one kernel, loop K / tile_k."""
+    io, f32 = DType.BF16, DType.FP32
+    a, b = tile("A", (tile_m, tile_k), io), tile("B", (tile_n, tile_k), io)
+    part, acc = tile("C_part", (tile_m, tile_n), f32), tile("C_acc", (tile_m, tile_n), f32)
+    c = tile("C", (tile_m, tile_n), io)
+    body, epi = Level.BODY, Level.EPILOGUE
+    return Program("plain_gemm", (
+        Load("load_A", body, global_("A", (M, K), io), a, ring="ab"),
+        Load("load_B", body, global_("B", (N, K), io), b, ring="ab"),
+        Gemm("C_part", body, a, b, part, warp_grid="c"), Accumulate("C_acc", body, part, acc),
+        Cast("C_cast", epi, acc, c), Store("store_C", epi, c, global_("C", (M, N), io))),
+        M * N / (tile_m * tile_n), K / tile_k)
+
+
+def test_the_space_of_a_program():
+    space = rank.tile_space(gemm_rowsum_program())
+    assert space == {"tile_k": rank.LOOP_SIZES, "tile_m": rank.SIZES, "tile_n": rank.SIZES,
+                     "ab_stages": rank.STAGES, "num_mma_warps": rank.WARPS}
+    assert rank.loop_symbol(gemm_rowsum_program()) == "tile_k"
+    assert [x.name for x in rank.free_symbols(plain_gemm_program())] == \
+        ["K", "M", "N", "tile_k", "tile_m", "tile_n"]
+
+
+def test_ranking_is_sorted_feasible_and_explains_the_rest():
+    ranked, rejected = rank.rank_program(gemm_rowsum_program(), "sm_120a", params=PARAMS)
+    costs = [c for c, _, _ in ranked]
+    assert costs == sorted(costs) and len(ranked) + len(rejected) == 3 ** 5
+    for _, choice, plan in ranked:
+        kp = plan.kernel("gemm_rowsum")
+        assert kp.smem_bytes <= plan.smem_budget
+        assert {k: kp.tile[k] for k in KEYS} == choice  # the plan is the point ranked
+    assert all("shared memory" in r or "register" in r or "warp" in r for _, r in rejected)
+    assert any("shared memory" in r for _, r in rejected)
+
+
+def test_forced_keys_and_unknown_keys():
+    ranked, _ = rank.rank_program(gemm_rowsum_program(), "sm_120a",
+                                  {"tile_m": 64, "num_mma_warps": 4}, PARAMS)
+    assert ranked and all(c["tile_m"] == 64 and c["num_mma_warps"] == 4 for _, c, _ in ranked)
+    ranked, _ = rank.rank_program(gemm_rowsum_program(), "sm_120a", {"tile_k": 48}, PARAMS)
+    assert {c["tile_k"] for _, c, _ in ranked} == {48}  # a value outside the listed ones
+    with pytest.raises(ValueError, match="unknown tile key 'tile_q'"):
+        rank.rank_program(gemm_rowsum_program(), "sm_120a", {"tile_q": 8}, PARAMS)
+    with pytest.raises(Infeasible, match="no plan of gemm_rowsum fits .shared memory"):
+        rank.best_plan(gemm_rowsum_program(), "sm_120a",
+                       {"tile_m": 256, "tile_n": 256, "tile_k": 128}, PARAMS)
+
+
+def test_a_program_of_ones_own():
+    """A program the scheduler has no special knowledge of: the plain GEMM gets one kernel and
+    the model's pick, with the loop's tile spreading the epilogue's bytes."""
+    plan = rank.best_plan(plain_gemm_program(), "sm_120a")
+    assert [k.name for k in plan.kernels] == ["main"]
+    assert plan.kernel("main").tile["tile_k"] in rank.LOOP_SIZES
+
+
+def _measured(folder):
+    out = []
+    for f in sorted(folder.glob("*/gemm_rowsum.json")):
+        d = json.loads(f.read_text())
+        if "frost" not in d["rows"][0].get("tflops", {}):
+            continue  # the torch-only run
+        kp = next(k for k in d["meta"]["plan"]["kernels"] if k["name"] == "gemm_rowsum")
+        out.append(({k: kp["tile"][k] for k in KEYS}, d["rows"][0]["tflops"]["frost"]))
+    return out
+
+
+@pytest.mark.parametrize("run", sorted(MEASURED))
+def test_the_model_orders_the_timed_plans_as_the_h200(run):
+    """Each run's plans (one process a plan, the same session) at 4096³: the model's order
+    against the measured one."""
+    timed = _measured(MEASURED[run])
+    assert len(timed) >= 4
+    ranked, _ = rank.rank_program(gemm_rowsum_program(), "sm_120a", params=PARAMS)
+    cost = {tuple(c[k] for k in KEYS): x for x, c, _ in ranked}
+    model = [cost[tuple(t[k] for k in KEYS)] for t, _ in timed]
+    speed = [-tf for _, tf in timed]  # fastest first, as the cheapest
+    assert spearman(model, speed) >= 0.6, (run, timed, model)
+
+
+def test_the_models_pick_is_the_fastest_plan_timed_and_the_default():
+    from frost.sched.gemm_rowsum import GEMM_ROWSUM_DEFAULT, plan_gemm_rowsum
+
+    timed = _measured(MEASURED["v132"])
+    fastest = max(timed, key=lambda x: x[1])[0]
+    pick = plan_gemm_rowsum(from_model=True).kernel("gemm_rowsum")
+    assert {k: pick.tile[k] for k in KEYS} == fastest == GEMM_ROWSUM_DEFAULT
+    assert pick.params["tile_source"] == "cost model (frost.sched.rank)"
+    forced = plan_gemm_rowsum(tile={"tile_k": 32}, from_model=True).kernel("gemm_rowsum")
+    assert forced.tile["tile_k"] == 32 and "forced {'tile_k': 32}" in \
+        forced.params["tile_source"]
+
+
+def test_the_attention_backward_keeps_its_loop_tile():
+    """iteration_cost's default loop tile is tile_m (the q walk): the attention ranking is what
+    it was before the generic search (its plans are pinned elsewhere; here the switch itself)."""
+    from frost.sched.tiles import iteration_cost
+
+    prog = gemm_rowsum_program()
+    plan = rank.best_plan(prog, "sm_120a", params=PARAMS)
+    main = next(k.program for k in rank.partition(prog) if k.role == "main")
+    sizes = {s: plan.kernel("gemm_rowsum").tile[s.name] for s in (tile_m, tile_n, tile_k)}
+    kp = plan.kernel("gemm_rowsum")
+    by_m, by_k = (iteration_cost(main.subs(sizes), kp, loop_tile=t) for t in ("tile_m", "tile_k"))
+    assert iteration_cost(main.subs(sizes), kp) == by_m != by_k
+    assert sympy.simplify(main.trips - K / tile_k) == 0
