@@ -296,6 +296,28 @@ def test_plan_a_users_program_from_a_file(tmp_path, capsys):
     assert "ab_stages=2" in out and "no template reads this plan yet for: gemm_scaled" in out
 
 
+def test_the_cost_model_plans_a_users_program(tmp_path, capsys):
+    """--from-model: the sizes, ring depth and warps that --tile leaves open are the cost
+    model's (frost.sched.rank), the forced ones are kept, and the header says so."""
+    from frost.ir.program import Program
+    from frost.sched.rank import best_plan
+
+    src = tmp_path / "my_kernels.py"
+    src.write_text(USER_PROGRAM)
+    spec = f"{src}:gemm_scaled"
+    assert main(["plan", spec, "--from-model", "--tile", "tile_m=64", "--json"]) == 0
+    (k,) = Plan.from_json(capsys.readouterr().out).kernels
+    assert k.tile["tile_m"] == 64 and "forced {'tile_m': 64}" in k.params["tile_source"]
+    ns: dict = {}
+    exec(USER_PROGRAM, ns)
+    prog = ns["gemm_scaled"]()
+    assert isinstance(prog, Program)
+    pick = best_plan(prog, "sm_120a", {"tile_m": 64}, {"arch": "sm_120a", "dtype": "bf16"})
+    assert {x: k.tile[x] for x in pick.kernels[0].tile} == pick.kernels[0].tile
+    assert main(["plan", spec, "--from-model", "--tile", "tile_q=8"]) == 2
+    assert "unknown tile key 'tile_q'" in capsys.readouterr().err
+
+
 def test_a_users_file_may_define_dataclasses_and_import_its_siblings(tmp_path, capsys):
     (tmp_path / "helper_mod.py").write_text(USER_PROGRAM)
     (tmp_path / "dc.py").write_text(DATACLASS_PROGRAM)
