@@ -151,7 +151,8 @@ def run_sdpa_bwd(b: int, h: int, s_q: int, s_kv: int | None = None, head_dim: in
                  iters: int = 20, warmup: int = 3, seed: int = 0) -> RunReport:
     """:func:`frost.sdpa.backward` on fresh (B, S, H, D) inputs: checked against
     :func:`frost.sdpa.reference.by_head` when ``check``, timed when ``iters`` > 0, beside torch's
-    SDPA backward (its default backend, through autograd) when ``peer``. Bad sizes raise
+    SDPA backward (through autograd, on a fused backend: flash, cuDNN or memory-efficient) when
+    ``peer``. Bad sizes raise
     :class:`RunError` (or the API's own ValueError, naming the argument) before anything runs."""
     s_kv = s_q if s_kv is None else s_kv
     h_kv = h if heads_kv is None else heads_kv
@@ -222,7 +223,7 @@ def run_sdpa_bwd(b: int, h: int, s_q: int, s_kv: int | None = None, head_dim: in
 
 def _time_torch_sdpa(torch, report, sets, causal, causal_align, s_q, s_kv, h, h_kv, warmup,
                      iters) -> None:
-    """torch's SDPA backward (default backend) timed into ``report``, or a note why not."""
+    """torch's SDPA backward (a fused backend) timed into ``report``, or a note why not."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
