@@ -283,8 +283,11 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
     c = torch.full((m, n), math.nan, device="cuda", dtype=tdt)
     r = torch.full((m,), math.nan, device="cuda", dtype=torch.float32)
     t = plan.kernel("gemm_rowsum").tile
-    report = RunReport("gemm-rowsum", dict(M=m, N=n, K=k, tile=f"{t['tile_m']}x{t['tile_n']}x"
-                                                            f"{t['tile_k']}"),
+    kp = plan.kernel("gemm_rowsum")
+    how = kp.params.get("tile_source") or ("default" + (f"; forced {tile}" if tile else ""))
+    report = RunReport("gemm-rowsum", dict(M=m, N=n, K=k, tile=(
+        f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"),
+        plan=how),
                        dtype, torch.cuda.get_device_name(), 2.0 * m * n * k, TOLERANCE[dtype])
 
     def call(x):

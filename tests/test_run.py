@@ -62,6 +62,10 @@ def test_sdpa_flops_are_the_benchmarks():
     (["sdpa-bwd", "--head-dim", "100"], "multiple of 8 in 32..256, got 100"),
     (["sdpa-bwd", "--shape", "1,4,64", "--heads-kv", "3"], "must divide H=4"),
     (["gemm-rowsum", "--tile", "tile_m=100"], "tile_m may be a multiple of 16"),
+    (["gemm-rowsum", "--from-model", "--tile", "tile_m=256", "--tile", "tile_n=256", "--tile",
+      "tile_k=128"], "no plan of gemm_rowsum fits (e.g. shared memory"),
+    (["sdpa-bwd", "--from-model"], "--from-model: gemm-rowsum only"),
+    (["gemm-rowsum", "--shape", "64,12,64"], "N=12 must be a multiple of 8"),
 ])
 def test_cli_refuses_bad_arguments_before_looking_for_a_gpu(argv, says, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the refusal must come first
@@ -150,9 +154,11 @@ def test_gpu_poisoned_blocks_read_nan_in_every_float_dtype():
 
 @gpu
 def test_gpu_gemm_rowsum_run_with_tails_and_a_forced_tile():
-    rep = run.run_gemm_rowsum(1000, 1016, 264, tile={"tile_n": 128}, iters=2, warmup=1)
+    rep = run.run_gemm_rowsum(1000, 1016, 264, tile={"tile_n": 128, "tile_k": 32}, iters=2,
+                              warmup=1)
     assert rep.ok, rep.failures()
-    assert rep.problem["tile"] == "128x128x32" and rep.unwritten == {"C": 0, "r": 0}
+    assert rep.problem["tile"] == "128x128x32 s2 w8" and rep.unwritten == {"C": 0, "r": 0}
+    assert rep.problem["plan"] == "default; forced {'tile_n': 128, 'tile_k': 32}"
     assert set(rep.times_ms) == {"frost", "torch"}
 
 

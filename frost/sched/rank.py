@@ -10,18 +10,24 @@ every other program gets the generic one (:func:`tile_space`):
 
 Every combination is scheduled (the scheduler refuses what does not fit: shared memory,
 registers, warp grids) and the rest are ranked by :func:`frost.sched.tiles.iteration_cost`,
-clocks per FLOP of one trip of the main kernel. The model was calibrated on the attention
-backward; on gemm_rowsum it orders the five plans that bench/RESULTS.md v131 timed as the
-H200 did (tests/sched/test_rank.py).
+clocks per FLOP of one trip of the main kernel; exact ties go to the smaller shared-memory
+footprint. The model was calibrated on the attention backward. On gemm_rowsum its pick is the
+fastest plan the H200 timed (bench/RESULTS.md v132), and its order of each timed set has a
+Spearman coefficient of 0.7 or more (tests/sched/test_rank.py); it prices 16-warp plans too
+well and knows nothing of the grid's waves.
 """
 
 from __future__ import annotations
+
+import collections
+import re
 
 import sympy
 
 from frost.ir.program import Program
 from frost.ir.stages import Load
 from frost.ir.symbols import Level
+from frost.ir.tensor import Space
 from frost.sched.arch import get_arch
 from frost.sched.partition import partition
 from frost.sched.plan import Infeasible, Plan
@@ -45,6 +51,13 @@ def free_symbols(prog: Program) -> list[sympy.Symbol]:
 def tile_symbols(prog: Program) -> list[sympy.Symbol]:
     """The tile sizes ``prog`` leaves free (the ``tile_*`` symbols)."""
     return [x for x in free_symbols(prog) if x.name.startswith("tile_")]
+
+
+def tile_extents(prog: Program) -> list[str]:
+    """The names of every size in ``prog``'s per-CTA tiles: each needs a value in a plan."""
+    return sorted({x.name for st in prog.stages for t in (*st.inputs, *st.outputs)
+                   if t.space == Space.TILE for e in t.shape
+                   for x in sympy.sympify(e).free_symbols})
 
 
 def loop_symbol(prog: Program) -> str | None:
@@ -90,6 +103,11 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
     for k, v in (forced or {}).items():  # a forced value need not be one of the listed ones,
         if k in space or k in names or k == "exchange_stages":  # and a size outside the
             space[k] = (v,)                                       # space (d_qk=128) is bound
+    unbound = [x for x in tile_extents(prog) if x not in space]
+    if unbound:  # (the scheduler would refuse every point for it)
+        raise ValueError(f"{prog.name}'s tiles use {', '.join(unbound)}, which the search does "
+                         f"not choose (it chooses the tile_* sizes): force a value, e.g. "
+                         f"--tile {unbound[0]}=64")
     main = next(k.program for k in partition(prog) if k.role == "main")
     loop = loop_symbol(prog) or "tile_m"
     params = {"arch": arch_name, **(params or {})}
@@ -102,7 +120,11 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
             continue
         kp = plan.kernel(prog.kernel_names.get("main", "main"))
         ranked.append((iteration_cost(main.subs(sizes_of(prog, c)), kp, model, loop), c, plan))
-    ranked.sort(key=lambda r: r[0])
+    # exact ties (mirror tiles, deeper rings the model does not price) go to the smaller
+    # shared-memory footprint, then to the space's order
+    order = {id(c): i for i, (_, c, _) in enumerate(ranked)}
+    ranked.sort(key=lambda r: (r[0], r[2].kernel(prog.kernel_names.get("main", "main"))
+                               .smem_bytes, order[id(r[1])]))
     return ranked, rejected
 
 
@@ -111,8 +133,11 @@ def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | Non
     """The cost model's pick among :func:`rank_program`'s plans; :class:`Infeasible` (naming the
     most common reason) when none fits."""
     ranked, rejected = rank_program(prog, arch, forced, params)
-    if not ranked:
-        reasons = sorted({r for _, r in rejected}, key=lambda r: -sum(x == r for _, x in rejected))
-        raise Infeasible(f"no plan of {prog.name} fits" + (f" ({reasons[0]})" if reasons else
-                                                           ""))
+    if not ranked:  # the most common kind of reason (numbers aside), its first instance
+        kinds = collections.Counter(re.sub(r"\d[\d,]*", "#", r) for _, r in rejected)
+        first = {}
+        for _, r in rejected:
+            first.setdefault(re.sub(r"\d[\d,]*", "#", r), r)
+        why = first[kinds.most_common(1)[0][0]] if kinds else ""
+        raise Infeasible(f"no plan of {prog.name} fits" + (f" (e.g. {why})" if why else ""))
     return ranked[0][2]

@@ -118,10 +118,14 @@ def poisoned(*like):
         covered(dq, ranges)   # True: dq's memory held NaN before the call
 
     The caching allocator gets one free block of each size filled with all-ones bytes (NaN as
-    fp32, bf16 and fp16), kept apart by held spacers so that freed neighbours do not merge, and
-    hands each back to the first allocation of that size (best fit; lowest address among equal
-    sizes), so an element the call leaves unwritten reads NaN. A block of the same size left
-    free elsewhere may be picked instead: :func:`covered` says whether an output got poison."""
+    fp32, bf16 and fp16) and hands each back to the first allocation of that size (best fit;
+    lowest address among equal sizes), so an element the call leaves unwritten reads NaN.
+    Blocks above 1 MiB are kept apart by held 2 MiB spacers so that freed neighbours do not
+    merge; smaller ones (the small pool) do merge, and are handed back in order only when the
+    call allocates its outputs first and in ``like``'s order (``frost.sdpa.backward``: dq, dk,
+    dv, then its workspace). A block of the same size left free elsewhere, or an allocator
+    other than torch's native one, may place an output elsewhere: :func:`covered` says whether
+    an output got poison."""
     import torch
 
     torch.cuda.empty_cache()  # fewer stray free blocks to compete with the poisoned ones

@@ -26,10 +26,15 @@ def measured(d):
 
 
 def _ranks(xs):
+    """0-based ranks, tied values sharing the mean of their ranks."""
     order = sorted(range(len(xs)), key=lambda i: xs[i])
     out = [0.0] * len(xs)
-    for r, i in enumerate(order):
-        out[i] = float(r)
+    r = 0
+    while r < len(order):
+        tie = [i for i in order[r:] if xs[i] == xs[order[r]]]
+        for i in tie:
+            out[i] = r + (len(tie) - 1) / 2
+        r += len(tie)
     return out
 
 

@@ -67,9 +67,24 @@ def test_forced_keys_and_unknown_keys():
     assert {c["tile_k"] for _, c, _ in ranked} == {48}  # a value outside the listed ones
     with pytest.raises(ValueError, match="unknown tile key 'tile_q'"):
         rank.rank_program(gemm_rowsum_program(), "sm_120a", {"tile_q": 8}, PARAMS)
-    with pytest.raises(Infeasible, match="no plan of gemm_rowsum fits .shared memory"):
+    with pytest.raises(Infeasible, match=r"no plan of gemm_rowsum fits \(e.g. shared memory"):
         rank.best_plan(gemm_rowsum_program(), "sm_120a",
                        {"tile_m": 256, "tile_n": 256, "tile_k": 128}, PARAMS)
+
+
+def test_a_tile_size_the_search_does_not_choose_must_be_forced():
+    prog = plain_gemm_program().subs({tile_k: sympy.Symbol("bk", integer=True, positive=True)})
+    with pytest.raises(ValueError, match="tiles use bk, which the search does not choose"):
+        rank.rank_program(prog, "sm_120a")
+    ranked, _ = rank.rank_program(prog, "sm_120a", {"bk": 32})
+    assert ranked and all(c["bk"] == 32 for _, c, _ in ranked)
+
+
+def test_exact_ties_go_to_the_smaller_footprint():
+    ranked, _ = rank.rank_program(gemm_rowsum_program(), "sm_120a", params=PARAMS)
+    for (c0, _, p0), (c1, _, p1) in zip(ranked, ranked[1:]):
+        if c0 == c1:
+            assert p0.kernel("gemm_rowsum").smem_bytes <= p1.kernel("gemm_rowsum").smem_bytes
 
 
 def test_a_program_of_ones_own():
@@ -117,9 +132,9 @@ def test_the_models_pick_is_the_fastest_plan_timed_and_the_default():
         forced.params["tile_source"]
 
 
-def test_the_attention_backward_keeps_its_loop_tile():
-    """iteration_cost's default loop tile is tile_m (the q walk): the attention ranking is what
-    it was before the generic search (its plans are pinned elsewhere; here the switch itself)."""
+def test_iteration_cost_defaults_to_the_q_walk():
+    """iteration_cost's default loop tile is tile_m (the attention backward's q walk, which
+    rank_sdpa_bwd relies on); the generic search passes the program's own (tile_k here)."""
     from frost.sched.tiles import iteration_cost
 
     prog = gemm_rowsum_program()

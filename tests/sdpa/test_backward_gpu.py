@@ -21,7 +21,8 @@ def _backward_poisoned(q, k, v, *args, **kw):
     """frost.sdpa.backward with its outputs allocated on NaN (asserted)."""
     with host.poisoned(q, k, v) as ranges:
         out = sdpa.backward(q, k, v, *args, **kw)
-    assert all(host.covered(x, ranges) for x in out), "an output missed the poisoned blocks"
+    if torch.cuda.get_allocator_backend() == "native":  # (poisoned() works through its cache)
+        assert all(host.covered(x, ranges) for x in out), "an output missed the poisoned blocks"
     return out
 
 
