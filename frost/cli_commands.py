@@ -103,12 +103,9 @@ def _user_plan(args: argparse.Namespace, tile: dict[str, int] | None):
                          f"only before or after the loop has one stage)")
     params = {"arch": args.arch, **({"dtype": args.dtype} if took_dtype else {})}
     if args.from_model:  # the sizes, depths and warps --tile leaves open: the cost model's
-        from frost.sched.plan import with_tile_source
         from frost.sched.rank import best_plan
 
-        return with_tile_source(best_plan(prog, args.arch, tile, params),
-                                "cost model (frost.sched.rank)"
-                                + (f"; forced {tile}" if tile else "")), prog
+        return best_plan(prog, args.arch, tile, params), prog
     choice = TileChoice(t, stages, warps, exchange_stages=x)
     return schedule(prog, args.arch, choice, params), prog
 

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from frost.sched.plan import Plan, with_tile_source
+from frost.sched.plan import Plan
 
 # the default tile: the cost model's pick (frost.sched.rank), and the fastest plan the H200
 # timed (bench/RESULTS.md v132: 518.4 TFLOP/s at 4096³ against 475.2 for v131's 128x256x32 s3)
@@ -42,9 +42,7 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
     _check_keys(tile or {})
     prog, params = gemm_rowsum_program(dtype), {"dtype": dtype, "arch": arch}
     if from_model:
-        return with_tile_source(best_plan(prog, arch, tile, params),
-                                "cost model (frost.sched.rank)"
-                                + (f"; forced {tile}" if tile else ""))
+        return best_plan(prog, arch, tile, params)
     t = {**GEMM_ROWSUM_DEFAULT, **(tile or {})}
     choice = TileChoice({tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]},
                         {"ab": t["ab_stages"]}, t["num_mma_warps"])

@@ -30,7 +30,7 @@ from frost.ir.symbols import Level
 from frost.ir.tensor import Space
 from frost.sched.arch import get_arch
 from frost.sched.partition import partition
-from frost.sched.plan import Infeasible, Plan
+from frost.sched.plan import Infeasible, Plan, with_tile_source
 from frost.sched.scheduler import TileChoice, schedule
 from frost.sched.tiles import CostModel, candidates, iteration_cost
 
@@ -130,8 +130,8 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
 
 def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | None = None,
               params: dict | None = None) -> Plan:
-    """The cost model's pick among :func:`rank_program`'s plans; :class:`Infeasible` (naming the
-    most common reason) when none fits."""
+    """The cost model's pick among :func:`rank_program`'s plans, its ``tile_source`` saying so
+    (and what was forced); :class:`Infeasible` (naming the most common reason) when none fits."""
     ranked, rejected = rank_program(prog, arch, forced, params)
     if not ranked:  # the most common kind of reason (numbers aside), its first instance
         kinds = collections.Counter(re.sub(r"\d[\d,]*", "#", r) for _, r in rejected)
@@ -140,4 +140,5 @@ def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | Non
             first.setdefault(re.sub(r"\d[\d,]*", "#", r), r)
         why = first[kinds.most_common(1)[0][0]] if kinds else ""
         raise Infeasible(f"no plan of {prog.name} fits" + (f" (e.g. {why})" if why else ""))
-    return ranked[0][2]
+    return with_tile_source(ranked[0][2], "cost model (frost.sched.rank)"
+                            + (f"; forced {forced}" if forced else ""))
