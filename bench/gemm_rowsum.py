@@ -6,6 +6,9 @@ Peers (each guarded: a failing peer is recorded in the JSON, the run goes on):
   128x256x64, a 2-deep ring, 8 MMA warps: the cost model's pick and bench/gemm_rowsum_tiles.sh's
   fastest, v132), run by
   :func:`frost.templates.gemm_rowsum.run_gemm_rowsum`: zero r, then the fused GEMM, PDL-linked;
+* ``frost_model``    the same template on the cost model's plan for each shape on this GPU's
+  SMs (``run_gemm_rowsum(a, b, "model")``, ``frost plan gemm-rowsum --from-model --shape``:
+  the grid's waves and edge tiles priced); each row records the tile it picked;
 * ``torch``          ``c = a @ b.T`` then ``r = c.sum(1, dtype=float32)`` (cuBLAS, then a
   reduction kernel: r is summed from the rounded C);
 * ``torch_compile``  the same two lines under ``torch.compile`` (inductor may fuse the sum).
@@ -45,7 +48,7 @@ SHAPES = [  # (M, N, K)
     (4096, 4096, 4096), (8192, 8192, 4096), (4096, 4096, 1024), (16384, 1024, 1024),
     (1024, 1024, 1024), (4000, 4040, 4096),  # the last: M and N tails
 ]
-PEERS = ("frost", "torch", "torch_compile")
+PEERS = ("frost", "frost_model", "torch", "torch_compile")
 TOL = TOLERANCE  # ‖out − ref‖ / ‖ref‖ against float64, C and r each
 
 
@@ -62,11 +65,15 @@ def peers(torch, plan):
     def frost(t):
         return run_gemm_rowsum(t["a"], t["b"], plan, c=t["c"], r=t["r"])
 
+    def frost_model(t):
+        return run_gemm_rowsum(t["a"], t["b"], "model", c=t["c"], r=t["r"])
+
     def eager(t):
         c = t["a"] @ t["b"].T
         return c, c.sum(1, dtype=torch.float32)
 
-    return {"frost": frost, "torch": eager, "torch_compile": torch.compile(eager)}
+    return {"frost": frost, "frost_model": frost_model, "torch": eager,
+            "torch_compile": torch.compile(eager)}
 
 
 def bench_shape(torch, shape, fns, args, dtype):
@@ -79,6 +86,13 @@ def bench_shape(torch, shape, fns, args, dtype):
         sets.append(dict(a=a, b=b, c=torch.empty(m, n, device="cuda", dtype=dtype),
                          r=torch.empty(m, device="cuda")))
     row = dict(shape=dict(M=m, N=n, K=k), tflops={}, ms={}, errors={}, check={}, rounds={})
+    if "frost_model" in fns:
+        from frost.templates.gemm_rowsum import model_plan
+
+        t = model_plan(args.dtype, m, n, k, torch.cuda.get_device_properties(0)
+                       .multi_processor_count).kernel("gemm_rowsum").tile
+        row["frost_model_tile"] = (f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} "
+                                   f"s{t['ab_stages']} w{t['num_mma_warps']}")
     ref = sets[0]["a"].double() @ sets[0]["b"].double().T
     tol = TOL[args.dtype]
     for name, fn in fns.items():  # numerics first: a peer that fails or is wrong is not timed
@@ -109,17 +123,18 @@ def bench_shape(torch, shape, fns, args, dtype):
 
 def print_table(rows, names):
     head = f"{'M,N,K':<18}" + "".join(f"{p:>15}" for p in names) + f"{'frost/torch':>13}" + \
-        f"{'frost/compile':>15}"
+        f"{'frost/compile':>15}" + f"{'model/frost':>13}  model's tile"
     print(head + "\n" + "-" * len(head))
     for r in rows:
         s = r["shape"]
         tf = r["tflops"]
         line = f"{s['M']},{s['N']},{s['K']:<8}".ljust(18) + "".join(
             f"{tf[p]:>15.1f}" if p in tf else f"{'error':>15}" for p in names)
-        for peer, w in (("torch", 13), ("torch_compile", 15)):
-            ok = "frost" in tf and peer in tf
-            line += f"{tf['frost'] / tf[peer]:>{w}.3f}" if ok else f"{'-':>{w}}"
-        print(line)
+        for a, peer, w in (("frost", "torch", 13), ("frost", "torch_compile", 15),
+                           ("frost_model", "frost", 13)):
+            ok = a in tf and peer in tf
+            line += f"{tf[a] / tf[peer]:>{w}.3f}" if ok else f"{'-':>{w}}"
+        print(line + f"  {r.get('frost_model_tile', '')}")
 
 
 def plot(rows, names, path, meta):

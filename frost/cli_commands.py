@@ -203,8 +203,8 @@ def _sdpa_args(args: argparse.Namespace) -> None:
         args.causal_align = "bottom_right"
 
 
-def _plan(args: argparse.Namespace):
-    """(plan, program) for the parsed arguments."""
+def _plan(args: argparse.Namespace, shape: tuple[int, int, int] | None = None):
+    """(plan, program) for the parsed arguments (gemm-rowsum: for ``shape``, if given)."""
     tile = _tile_arg(args.tile)
     if args.program == "sdpa-bwd":
         from frost.ir.attention import sdpa_bwd_program
@@ -218,7 +218,8 @@ def _plan(args: argparse.Namespace):
     from frost.ir.examples import gemm_rowsum_program
     from frost.sched.gemm_rowsum import plan_gemm_rowsum
 
-    return (plan_gemm_rowsum(args.arch, args.dtype, tile, from_model=args.from_model),
+    return (plan_gemm_rowsum(args.arch, args.dtype, tile, from_model=args.from_model,
+                             shape=shape, sms=getattr(args, "sms", None) if shape else None),
             gemm_rowsum_program(args.dtype))
 
 
@@ -252,8 +253,12 @@ def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     """(B, H_q, H_kv, S_q, S_kv) from --shape/--heads-kv, checked before planning."""
     if args.shape is None:
         if args.heads_kv is not None or args.sms is not None:
-            raise ValueError("--heads-kv and --sms go with --shape (sdpa-bwd)")
+            raise ValueError("--heads-kv and --sms go with --shape (sdpa-bwd, gemm-rowsum)")
         return None
+    if args.sms is not None and args.sms < 1:
+        raise ValueError(f"--sms must be >= 1, got {args.sms}")
+    if args.program == "gemm-rowsum":
+        return _gemm_shape_arg(args)
     if args.program != "sdpa-bwd" or args.json:
         raise ValueError("--shape models the sdpa-bwd grid and prints a table: "
                          "use it with sdpa-bwd, without --json")
@@ -268,9 +273,25 @@ def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     h_kv = h if args.heads_kv is None else args.heads_kv
     if h_kv < 1 or h % h_kv:
         raise ValueError(f"--heads-kv {h_kv} must divide H={h}")
-    if args.sms is not None and args.sms < 1:
-        raise ValueError(f"--sms must be >= 1, got {args.sms}")
     return b, h, h_kv, s_q, rest[0] if rest else s_q
+
+
+def _gemm_shape_arg(args: argparse.Namespace) -> tuple[int, int, int]:
+    """(M, N, K) from gemm-rowsum's --shape, which goes with --from-model (the model picks the
+    plan for that problem on --sms SMs)."""
+    if not args.from_model:
+        raise ValueError("gemm-rowsum's --shape picks the plan for that problem through the "
+                         "cost model: add --from-model")
+    if args.heads_kv is not None:
+        raise ValueError("--heads-kv: sdpa-bwd only")
+    try:
+        parts = [int(p, 10) for p in args.shape.split(",")]
+    except ValueError:
+        parts = []
+    if len(parts) != 3 or min(parts) < 1:
+        raise ValueError(f"gemm-rowsum's --shape expects M,N,K (positive ints), got "
+                         f"{args.shape!r}")
+    return tuple(parts)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -280,7 +301,7 @@ def run_plan(args: argparse.Namespace) -> int:
     _sdpa_args(args)
     _check_graph_path(args.graph)
     shape = _shape_arg(args)
-    plan, prog = _plan(args)
+    plan, prog = _plan(args, shape if args.program == "gemm-rowsum" else None)
     if args.json:
         print(plan.to_json(indent=1))
     else:
@@ -293,7 +314,11 @@ def run_plan(args: argparse.Namespace) -> int:
             from frost.sched.sdpa import main_trip_work
 
             print("\n" + format_trip_floors(main_trip_work(plan.kernel("bwd_main")), CARDS))
-    if shape:
+    if shape and args.program == "gemm-rowsum":
+        if not args.json:
+            print("\n" + _format_gemm_grid(plan, prog, shape,
+                                            args.sms or get_arch(args.arch).sms))
+    elif shape:
         from frost.sdpa.grid import estimate, format_estimate
 
         b, h, h_kv, s_q, s_kv = shape
@@ -314,6 +339,26 @@ def run_plan(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"\nwrote {args.graph}")
     return 0
+
+
+def _format_gemm_grid(plan, prog, shape: tuple[int, int, int], sms: int) -> str:
+    """The model's pick for ``shape`` beside the default plan: CTAs, waves (CTAs per SM), the
+    rounds they take, the work edge tiles add, and the model's cost relative to the pick's."""
+    from frost.sched.gemm_rowsum import plan_gemm_rowsum
+    from frost.sched.rank import plan_cost
+
+    default = plan_gemm_rowsum(plan.params["arch"], plan.params["dtype"])
+    dims = dict(zip("MNK", shape))
+    out = [f"grid for M={shape[0]} N={shape[1]} K={shape[2]} on {sms} SMs (frost.sched.rank)",
+           f"  {'plan':<8} {'tile':<20} {'CTAs':>6} {'waves':>6} {'rounds':>6} {'edge':>6} "
+           f"{'cost':>6}"]
+    base = plan_cost(prog, plan, dims, sms).cost
+    for label, p in (("picked", plan), ("default", default)):
+        s, t = plan_cost(prog, p, dims, sms), p.kernel("gemm_rowsum").tile
+        tile = f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"
+        out.append(f"  {label:<8} {tile:<20} {s.grid.ctas:>6} {s.grid.waves:>6.2f} "
+                   f"{s.grid.makespan:>6.0f} {s.edge:>6.1%} {s.cost / base:>6.3f}")
+    return "\n".join(out)
 
 
 @command

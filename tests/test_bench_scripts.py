@@ -950,13 +950,16 @@ def test_gemm_rowsum_bench_plans_as_the_cli_and_reports_ratios(tmp_path, capsys)
                      "--json"]) == 0
     assert json.loads(mod.make_plan("fp16", {"tile_m": 64}).to_json()) == \
         json.loads(capsys.readouterr().out)
-    rows = [dict(shape=dict(M=4096, N=4096, K=4096),
-                 tflops={"frost": 300.0, "torch": 600.0, "torch_compile": 400.0}),
+    rows = [dict(shape=dict(M=4096, N=4096, K=4096), frost_model_tile="64x128x128 s2 w8",
+                 tflops={"frost": 300.0, "frost_model": 330.0, "torch": 600.0,
+                         "torch_compile": 400.0}),
             dict(shape=dict(M=1024, N=1024, K=1024), tflops={"frost": 90.0, "torch": 60.0})]
     mod.print_table(rows, list(mod.PEERS))
     out = capsys.readouterr().out.splitlines()
-    assert out[2].split()[-2:] == ["0.500", "0.750"]
-    assert out[3].split()[-3:] == ["error", "1.500", "-"]  # no torch_compile time: no ratio
+    assert "model/frost" in out[0]
+    assert out[2].split()[-6:] == ["0.500", "0.750", "1.100", "64x128x128", "s2", "w8"]
+    # no frost_model or torch_compile time: no ratio
+    assert out[3].split()[-6:] == ["error", "60.0", "error", "1.500", "-", "-"]
     meta = dict(gpu="H200", date="2026-12-04T12:00", commit="abc", dtype="bf16", tile="t")
     png = tmp_path / "g.png"
     mod.plot(rows, list(mod.PEERS), str(png), meta)

@@ -12,20 +12,27 @@ Every combination is scheduled (the scheduler refuses what does not fit: shared 
 registers, warp grids) and the rest are ranked by :func:`frost.sched.tiles.iteration_cost`,
 clocks per FLOP of one trip of the main kernel; exact ties go to the smaller shared-memory
 footprint. The model was calibrated on the attention backward. On gemm_rowsum its pick is the
-fastest plan the H200 timed (bench/RESULTS.md v132), and its order of each timed set has a
-Spearman coefficient of 0.7 or more (tests/sched/test_rank.py); it prices 16-warp plans too
-well and knows nothing of the grid's waves.
+fastest plan the H200 timed (bench/RESULTS.md v132); with the 16-warp factor fitted on those
+timed sets (v133) it orders each of them as the H200 did (tests/sched/test_rank.py).
+
+Given a problem ``shape`` (each extent the program's grid and loop name, e.g. ``{"M": 4096, "N":
+4096, "K": 4096}``), the ranking is for that call: each plan's cost is multiplied by
+:func:`shape_factor`, the grid's waves on the card's SMs (:class:`frost.sched.waves.GridEstimate`:
+a grid of 133 CTAs on 132 SMs takes two rounds for 1.01 rounds of work) times the work its
+padded edge tiles waste, and the once-a-CTA bytes are spread over the real loop.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import math
 import re
 
 import sympy
 
 from frost.ir.program import Program
-from frost.ir.stages import Load
+from frost.ir.stages import AtomicReduce, Load, Store
 from frost.ir.symbols import Level
 from frost.ir.tensor import Space
 from frost.sched.arch import get_arch
@@ -33,6 +40,7 @@ from frost.sched.partition import partition
 from frost.sched.plan import Infeasible, Plan, with_tile_source
 from frost.sched.scheduler import TileChoice, schedule
 from frost.sched.tiles import CostModel, candidates, iteration_cost
+from frost.sched.waves import GridEstimate
 
 SIZES = (64, 128, 256)
 LOOP_SIZES = (32, 64, 128)
@@ -90,14 +98,133 @@ def choice_of(prog: Program, c: dict[str, int]) -> TileChoice:
                       c["num_mma_warps"], exchange_stages=c.get("exchange_stages", 1))
 
 
+def extent_tiles(prog: Program) -> dict[sympy.Symbol, sympy.Symbol]:
+    """extent -> the tile size that steps it (``M -> tile_m``), read off each load's, store's and
+    atomic's global tensor against its tile, dimension by dimension (equal ranks only)."""
+    pairs: dict[sympy.Symbol, sympy.Symbol] = {}
+    for s in prog.stages:
+        if isinstance(s, Load):
+            glob, part = s.src, s.out
+        elif isinstance(s, (Store, AtomicReduce)):
+            glob, part = s.dst, s.src
+        else:
+            continue
+        if len(glob.shape) != len(part.shape):
+            continue
+        for g, t in zip(map(sympy.sympify, glob.shape), map(sympy.sympify, part.shape)):
+            if g.is_Symbol and t.is_Symbol and t.name.startswith("tile_"):
+                pairs.setdefault(g, t)
+    return pairs
+
+
+def problem_extents(prog: Program) -> list[str]:
+    """The extents a problem shape must give: the grid's and the loop's sizes that are not tile
+    sizes (``K``, ``M``, ``N`` for gemm_rowsum)."""
+    syms = prog.grid.free_symbols | prog.trips.free_symbols
+    return sorted(x.name for x in syms if not x.name.startswith("tile_"))
+
+
+def check_shape(prog: Program, shape: dict[str, int]) -> dict[str, int]:
+    """``shape`` if it gives each of :func:`problem_extents` a positive int and nothing else;
+    ValueError naming what is missing, unknown or not positive."""
+    need = problem_extents(prog)
+    missing, unknown = [x for x in need if x not in shape], sorted(set(shape) - set(need))
+    if missing or unknown:
+        raise ValueError(f"{prog.name}'s shape gives {', '.join(need)}"
+                         + (f"; missing {', '.join(missing)}" if missing else "")
+                         + (f"; unknown {', '.join(unknown)}" if unknown else ""))
+    bad = [f"{k}={v!r}" for k, v in shape.items() if not isinstance(v, int) or v < 1]
+    if bad:
+        raise ValueError(f"{prog.name}'s shape needs positive ints, got {', '.join(bad)}")
+    return dict(shape)
+
+
+def ctas_per_sm(kp, arch: str) -> int:
+    """CTAs of kernel plan ``kp`` one SM holds at once: the fewest that its shared memory (with
+    the per-CTA reserve), registers (launch count x threads) and thread slots allow."""
+    a = get_arch(arch)
+    regs = kp.params.get("launch_regs") or a.max_regs_per_thread
+    return max(1, min(a.smem_per_sm // (kp.smem_bytes + a.smem_reserved_per_cta),
+                      a.regs_per_sm // (regs * kp.threads), a.max_threads // kp.threads))
+
+
+def shape_factor(prog: Program, c: dict[str, int], shape: dict[str, int],
+                 slots: int) -> tuple[float, GridEstimate]:
+    """(factor, grid): what the problem ``shape`` costs point ``c`` beyond its per-FLOP cost,
+    on ``slots`` CTA slots (SMs x CTAs an SM holds). The grid of padded extents runs in
+    ``ceil(ctas / slots)`` rounds, ``1 + tail`` of a perfect split; the padded volume (grid x
+    trips) over the exact one is the work edge tiles waste. factor = their product."""
+    bind = sizes_of(prog, c)
+    exact = {x: shape[x.name] for x in free_symbols(prog) if x.name in shape}
+    padded = dict(exact)
+    for x, t in extent_tiles(prog).items():
+        if x in exact and t in bind:
+            padded[x] = math.ceil(exact[x] / bind[t]) * bind[t]
+    volume = prog.grid * prog.trips
+    ctas = math.ceil(prog.grid.subs({**bind, **padded}))
+    grid = GridEstimate.uniform(int(ctas), slots)
+    waste = float(volume.subs({**bind, **padded}) / volume.subs({**bind, **exact}))
+    return (1.0 + grid.tail) * waste, grid
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored:
+    """One plan's price: ``cost`` (clocks per FLOP, the ranking key), and for a problem shape the
+    ``grid`` it runs (:class:`GridEstimate`) and ``edge``, the work its padded tiles add."""
+
+    cost: float
+    grid: GridEstimate | None = None
+    edge: float = 0.0
+
+
+def _shaped(prog: Program, arch: str, model: CostModel, shape: dict[str, int] | None,
+            sms: int | None) -> tuple[CostModel, dict[str, int] | None, int | None]:
+    """(model, shape, sms) checked, the model's loop extent the shape's own (the once-a-CTA
+    bytes spread over the real loop), sms defaulting to the arch's reference card."""
+    if shape is None:
+        return model, None, None
+    shape = check_shape(prog, shape)
+    sms = sms or get_arch(arch).sms
+    if sms < 1:
+        raise ValueError(f"sms must be >= 1, got {sms}")
+    loop = {v.name: k.name for k, v in extent_tiles(prog).items()}.get(loop_symbol(prog) or "")
+    if loop in shape:
+        model = dataclasses.replace(model, nominal_extent=shape[loop])
+    return model, shape, sms
+
+
+def plan_cost(prog: Program, plan: Plan, shape: dict[str, int] | None = None,
+              sms: int | None = None, model: CostModel = CostModel()) -> Scored:
+    """What :func:`rank_program` prices ``plan`` of ``prog`` at (its sizes read from the main
+    kernel's tile): per FLOP, or with ``shape`` for that problem on ``sms`` SMs."""
+    arch = plan.params.get("arch", "sm_120a")
+    model, shape, sms = _shaped(prog, arch, model, shape, sms)
+    kp = plan.kernel(prog.kernel_names.get("main", "main"))
+    c = {x.name: kp.tile[x.name] for x in free_symbols(prog) if x.name in kp.tile}
+    return _score(prog, c, kp, model, shape, sms, arch)
+
+
+def _score(prog, c, kp, model, shape, sms, arch) -> Scored:
+    main = next(k.program for k in partition(prog) if k.role == "main")
+    cost = iteration_cost(main.subs(sizes_of(prog, c)), kp, model,
+                          loop_symbol(prog) or "tile_m")
+    if shape is None:
+        return Scored(cost)
+    f, grid = shape_factor(prog, c, shape, sms * ctas_per_sm(kp, arch))
+    return Scored(cost * f, grid, f / (1.0 + grid.tail) - 1.0)
+
+
 def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | None = None,
                  params: dict | None = None, model: CostModel = CostModel(),
-                 space: dict[str, tuple[int, ...]] | None = None):
+                 space: dict[str, tuple[int, ...]] | None = None,
+                 shape: dict[str, int] | None = None, sms: int | None = None):
     """``([(cost, choice, plan)], [(choice, reason)])``: every point of ``space`` (default
     :func:`tile_space`) with ``forced``'s values, scheduled for ``arch``; the feasible ones
-    cheapest first, the others with the scheduler's reason. ValueError names a forced key the
-    space lacks."""
+    cheapest first, the others with the scheduler's reason. With ``shape`` (:func:`check_shape`)
+    each cost is for that problem on ``sms`` SMs (default: the arch's reference card), times
+    :func:`shape_factor`. ValueError names a forced key the space lacks, or a bad shape."""
     arch_name = get_arch(arch).name
+    model, shape, sms = _shaped(prog, arch_name, model, shape, sms)
     space = dict(space or tile_space(prog))
     names = {x.name for x in free_symbols(prog)}
     for k, v in (forced or {}).items():  # a forced value need not be one of the listed ones,
@@ -108,8 +235,6 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
         raise ValueError(f"{prog.name}'s tiles use {', '.join(unbound)}, which the search does "
                          f"not choose (it chooses the tile_* sizes): force a value, e.g. "
                          f"--tile {unbound[0]}=64")
-    main = next(k.program for k in partition(prog) if k.role == "main")
-    loop = loop_symbol(prog) or "tile_m"
     params = {"arch": arch_name, **(params or {})}
     ranked, rejected = [], []
     for c in candidates(space, forced):
@@ -119,7 +244,7 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
             rejected.append((c, e.reason))
             continue
         kp = plan.kernel(prog.kernel_names.get("main", "main"))
-        ranked.append((iteration_cost(main.subs(sizes_of(prog, c)), kp, model, loop), c, plan))
+        ranked.append((_score(prog, c, kp, model, shape, sms, arch_name).cost, c, plan))
     # exact ties (mirror tiles, deeper rings the model does not price) go to the smaller
     # shared-memory footprint, then to the space's order
     order = {id(c): i for i, (_, c, _) in enumerate(ranked)}
@@ -129,10 +254,12 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
 
 
 def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | None = None,
-              params: dict | None = None) -> Plan:
-    """The cost model's pick among :func:`rank_program`'s plans, its ``tile_source`` saying so
-    (and what was forced); :class:`Infeasible` (naming the most common reason) when none fits."""
-    ranked, rejected = rank_program(prog, arch, forced, params)
+              params: dict | None = None, shape: dict[str, int] | None = None,
+              sms: int | None = None) -> Plan:
+    """The cost model's pick among :func:`rank_program`'s plans (for ``shape`` on ``sms`` SMs,
+    if given), its ``tile_source`` saying so (and what was forced); :class:`Infeasible` (naming
+    the most common reason) when none fits."""
+    ranked, rejected = rank_program(prog, arch, forced, params, shape=shape, sms=sms)
     if not ranked:  # the most common kind of reason (numbers aside), its first instance
         kinds = collections.Counter(re.sub(r"\d[\d,]*", "#", r) for _, r in rejected)
         first = {}
@@ -141,4 +268,10 @@ def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | Non
         why = first[kinds.most_common(1)[0][0]] if kinds else ""
         raise Infeasible(f"no plan of {prog.name} fits" + (f" (e.g. {why})" if why else ""))
     return with_tile_source(ranked[0][2], "cost model (frost.sched.rank)"
-                            + (f"; forced {forced}" if forced else ""))
+                            + (f"; forced {forced}" if forced else "")
+                            + (f"; for {_shape_text(shape)} on {sms or get_arch(arch).sms} SMs"
+                               if shape else ""))
+
+
+def _shape_text(shape: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items())

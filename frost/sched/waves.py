@@ -52,6 +52,19 @@ class GridEstimate:
         end = max((r[-1][1] for r in runs if r), default=0.0)
         return cls(len(work), slots, end, sum(work) / slots)
 
+    @classmethod
+    def uniform(cls, ctas: int, slots: int, work: float = 1.0) -> "GridEstimate":
+        """:meth:`of` ``[work] * ctas`` in closed form (a GEMM's grid can be 10^4 CTAs): equal
+        CTAs end after ``ceil(ctas / slots)`` rounds.
+
+        >>> round(GridEstimate.uniform(133, 132).tail, 3)  # one CTA past a wave: ~twice the time
+        0.985
+        """
+        if slots < 1 or ctas < 0 or work < 0:
+            raise ValueError(f"need slots >= 1, ctas >= 0, work >= 0 (got {slots}, {ctas}, "
+                             f"{work})")
+        return cls(ctas, slots, -(-ctas // slots) * work, ctas * work / slots)
+
     @property
     def waves(self) -> float:
         """CTAs per SM."""

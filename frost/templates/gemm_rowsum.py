@@ -314,28 +314,52 @@ def _plan_key(plan: Plan) -> str:
 
 
 _DEFAULT_PLANS: dict = {}  # dtype -> plan_gemm_rowsum's default plan
+_MODEL_PLANS: dict = {}    # (dtype, M, N, K, SMs) -> the cost model's plan for that call
+_BY_TILE: dict = {}        # (dtype, tile) -> the first plan of that tile (one compile a tile)
 
 
-def run_gemm_rowsum(a, b, plan: Plan | None = None, c=None, r=None):
+def model_plan(dtype: str, m: int, n: int, k: int, sms: int) -> Plan:
+    """The cost model's sm_120a plan for an (M, N, K) call on ``sms`` SMs
+    (:func:`frost.sched.plan_gemm_rowsum` with ``from_model`` and the shape), kept per call
+    shape. Shapes whose picks share a tile share one plan object, hence one compile."""
+    key = (dtype, m, n, k, sms)
+    if key not in _MODEL_PLANS:
+        from frost.sched import plan_gemm_rowsum
+
+        plan = plan_gemm_rowsum("sm_120a", dtype, from_model=True, shape=(m, n, k), sms=sms)
+        tile = tuple(sorted(plan.kernel(KERNELS[1]).tile.items()))
+        _MODEL_PLANS[key] = _BY_TILE.setdefault((dtype, tile), plan)
+    return _MODEL_PLANS[key]
+
+
+def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
     """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's two kernels. ``a`` (M, K)
     and ``b`` (N, K): contiguous CUDA tensors of the plan's dtype; ``c``/``r`` are written in
     place when given. M and N need not be multiples of the tile. Without ``plan``:
     :func:`frost.sched.plan_gemm_rowsum`'s default for ``a``'s dtype (the sm_120a plan, which
-    the H200 runs as well).
+    the H200 runs as well); ``plan="model"``: the cost model's plan for this call's shape on
+    this GPU's SMs (:func:`model_plan`; the grid's waves priced).
 
     Compiles once a plan (and device): later calls, any size, launch the compiled chain through
     :class:`frost.templates.launch.FastLauncher` on the current torch stream."""
     import torch
 
-    if plan is None:
+    if isinstance(plan, str) and plan != "model":
+        raise GemmRowsumError(f"plan must be a Plan, None or 'model', got {plan!r}")
+    if plan is None or plan == "model":
         name = host.io_name(a.dtype)
         if name is None:
             raise GemmRowsumError(f"a must be bf16 or fp16, got {a.dtype}")
-        if name not in _DEFAULT_PLANS:
-            from frost.sched import plan_gemm_rowsum
+        if plan == "model":
+            m, n, k = host.check_ab(a, b, a.dtype, GemmRowsumError)
+            sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+            plan = model_plan(name, m, n, k, sms)
+        else:
+            if name not in _DEFAULT_PLANS:
+                from frost.sched import plan_gemm_rowsum
 
-            _DEFAULT_PLANS[name] = plan_gemm_rowsum("sm_120a", name)
-        plan = _DEFAULT_PLANS[name]
+                _DEFAULT_PLANS[name] = plan_gemm_rowsum("sm_120a", name)
+            plan = _DEFAULT_PLANS[name]
     key = _plan_key(plan)
     dt = host.torch_dtype(plan.params.get("dtype", "bf16"))
     m, n, k = host.check_ab(a, b, dt, GemmRowsumError)

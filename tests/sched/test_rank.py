@@ -116,7 +116,71 @@ def test_the_model_orders_the_timed_plans_as_the_h200(run):
     cost = {tuple(c[k] for k in KEYS): x for x, c, _ in ranked}
     model = [cost[tuple(t[k] for k in KEYS)] for t, _ in timed]
     speed = [-tf for _, tf in timed]  # fastest first, as the cheapest
-    assert spearman(model, speed) >= 0.6, (run, timed, model)
+    assert spearman(model, speed) >= 0.9, (run, timed, model)  # (v133: 1.0 on both, in-sample)
+    ranked, _ = rank.rank_program(gemm_rowsum_program(), "sm_120a", params=PARAMS,
+                                  model=rank.CostModel(many_warps_penalty=1.0))
+    cost = {tuple(c[k] for k in KEYS): x for x, c, _ in ranked}
+    flat = spearman([cost[tuple(t[k] for k in KEYS)] for t, _ in timed], speed)
+    assert flat < 1.0 or run == "v131", (run, flat)  # v132's 16-warp plans need the factor
+
+
+SHAPE = {"M": 2432, "N": 1792, "K": 4096}  # the default's 128x256 tiles: 133 CTAs
+
+
+def test_the_problem_extents_and_their_tiles():
+    prog = gemm_rowsum_program()
+    assert {x.name: t.name for x, t in rank.extent_tiles(prog).items()} == \
+        {"M": "tile_m", "N": "tile_n", "K": "tile_k"}
+    assert rank.problem_extents(prog) == ["K", "M", "N"]
+    with pytest.raises(ValueError, match="gives K, M, N; missing K; unknown Q"):
+        rank.check_shape(prog, {"M": 1, "N": 1, "Q": 2})
+    with pytest.raises(ValueError, match="positive ints, got M=0"):
+        rank.check_shape(prog, {"M": 0, "N": 1, "K": 1})
+    with pytest.raises(ValueError, match="sms must be >= 1"):
+        rank.rank_program(prog, "sm_120a", params=PARAMS, shape=SHAPE, sms=-1)
+
+
+def test_ctas_an_sm_holds():
+    from types import SimpleNamespace as NS
+
+    assert rank.ctas_per_sm(NS(params={"launch_regs": 64}, smem_bytes=20_000, threads=256),
+                            "sm_120a") == 4  # smem, registers and threads each allow 4
+    assert rank.ctas_per_sm(NS(params={"launch_regs": 64}, smem_bytes=60_000, threads=256),
+                            "sm_120a") == 1
+    plan = rank.best_plan(gemm_rowsum_program(), "sm_120a", params=PARAMS)
+    assert rank.ctas_per_sm(plan.kernel("gemm_rowsum"), "sm_120a") == 1
+
+
+def test_a_shape_prices_the_grids_rounds_and_edges():
+    prog = gemm_rowsum_program()
+    default = rank.best_plan(prog, "sm_120a", params=PARAMS)
+    flat = rank.plan_cost(prog, default).cost
+    one = rank.plan_cost(prog, default, SHAPE, sms=132)
+    assert (one.grid.ctas, one.grid.makespan, one.edge) == (133, 2.0, 0.0)
+    assert one.cost == pytest.approx(flat * 2 / (133 / 132))  # two rounds for 1.008 of work
+    tails = rank.plan_cost(prog, default, {"M": 4000, "N": 4040, "K": 4096}, sms=128)
+    assert tails.edge == pytest.approx(4096 * 4096 / (4000 * 4040) - 1)  # padded to 4096²
+    assert tails.grid.ctas == 512 and tails.grid.tail == 0.0
+    short = rank.plan_cost(prog, default, {"M": 4096, "N": 4096, "K": 1024}, sms=128)
+    full = rank.plan_cost(prog, default, {"M": 4096, "N": 4096, "K": 4096}, sms=128)
+    assert short.cost > full.cost  # the epilogue's bytes spread over a quarter of the trips
+
+
+def test_the_pick_for_a_shape():
+    """Where the default's grid is one CTA past a wave, the model picks a smaller tile whose
+    rounds cost less; where the grid fills its waves, the shape-free pick stands."""
+    prog = gemm_rowsum_program()
+    default = rank.best_plan(prog, "sm_120a", params=PARAMS)
+    picked = rank.best_plan(prog, "sm_120a", params=PARAMS, shape=SHAPE, sms=132)
+    tile = picked.kernel("gemm_rowsum").tile
+    assert tile["tile_m"] * tile["tile_n"] < 128 * 256
+    assert rank.plan_cost(prog, picked, SHAPE, 132).cost < \
+        0.9 * rank.plan_cost(prog, default, SHAPE, 132).cost
+    assert picked.kernel("gemm_rowsum").params["tile_source"].endswith(
+        "for M=2432, N=1792, K=4096 on 132 SMs")
+    same = rank.best_plan(prog, "sm_120a", params=PARAMS,
+                          shape={"M": 8192, "N": 8192, "K": 4096}, sms=128)  # 16 full waves
+    assert same.kernel("gemm_rowsum").tile == default.kernel("gemm_rowsum").tile
 
 
 def test_the_models_pick_is_the_fastest_plan_timed_and_the_default():
