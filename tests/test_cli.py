@@ -381,3 +381,39 @@ def test_compile_gemm_rowsum_reports_the_plans_kernels(capsys):
     assert out.startswith("frost compile: gemm_rowsum chain for sm_121a (one module)")
     assert "  fp16, tile 64x128x64, 4 MMA warps (2x2), ab ring of 2 stages\n" in out
     assert f"largest kernel smem {kp.smem_bytes:,} B of 101,376 B: OK" in out
+
+
+def test_plan_gemm_rowsum_for_a_shape_prints_the_grid(capsys):
+    """--from-model --shape M,N,K: the model's plan for that problem on --sms SMs, and a grid
+    table beside the default (133 CTAs of the default tile on 132 SMs take two rounds)."""
+    from frost.sched import plan_gemm_rowsum
+
+    argv = ["plan", "gemm-rowsum", "--from-model", "--shape", "2432,1792,4096", "--sms", "132"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = {r.split()[0]: r.split() for r in out[out.index("grid for M=2432"):].splitlines()[2:4]}
+    assert rows["default"][1:3] == ["128x256x64", "s2"] and rows["default"][4:7] == [
+        "133", "1.01", "2"]
+    assert rows["picked"][-1] == "1.000" and float(rows["default"][-1]) > 1.1
+    assert rows["picked"][1] != "128x256x64" and int(rows["picked"][6]) * 132 >= int(
+        rows["picked"][4])  # rounds cover the CTAs
+    assert main([*argv, "--json"]) == 0
+    shown = Plan.from_json(capsys.readouterr().out)
+    want = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(2432, 1792, 4096),
+                            sms=132)
+    assert shown == want and "M=2432, N=1792, K=4096 on 132 SMs" in shown.kernel(
+        "gemm_rowsum").params["tile_source"]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["plan", "gemm-rowsum", "--shape", "64,64,64"], "add --from-model"),
+    (["plan", "gemm-rowsum", "--from-model", "--shape", "64,64"], "expects M,N,K"),
+    (["plan", "gemm-rowsum", "--from-model", "--shape", "64,0,64"], "expects M,N,K"),
+    (["plan", "gemm-rowsum", "--from-model", "--shape", "64,64,64", "--heads-kv", "2"],
+     "--heads-kv: sdpa-bwd only"),
+    (["plan", "gemm-rowsum", "--from-model", "--sms", "132"], "--heads-kv and --sms go with"),
+])
+def test_plan_gemm_rowsum_shape_errors(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "frost: error:" in err and msg in err and "Traceback" not in err

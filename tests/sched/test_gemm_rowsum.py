@@ -76,3 +76,32 @@ def test_the_default_plan_is_the_measured_tile_with_forced_keys_on_top():
                       ({"tile_k": 24}, "tile_k may be a multiple of 16 in 16..256")):
         with pytest.raises(ValueError, match=msg):
             plan_gemm_rowsum(tile=tile)
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"shape": (256, 256, 256)}, "pass from_model=True"),
+    ({"sms": 132}, "pass from_model=True"),
+    ({"shape": (256, 256), "from_model": True}, "three positive ints"),
+    ({"shape": (256, -1, 256), "from_model": True}, "three positive ints"),
+    ({"shape": (256.0, 256, 256), "from_model": True}, "three positive ints"),
+])
+def test_a_shape_needs_the_model_and_three_positive_ints(kw, msg):
+    from frost.sched import plan_gemm_rowsum
+
+    with pytest.raises(ValueError, match=msg):
+        plan_gemm_rowsum("sm_120a", "bf16", **kw)
+
+
+def test_the_shape_changes_the_pick_only_where_the_grid_does():
+    """A problem of many whole waves keeps the shape-free pick; one the default tile leaves
+    half the SMs idle on (64 CTAs on 132) gets a smaller tile with more CTAs."""
+    from frost.sched import plan_gemm_rowsum
+
+    free = plan_gemm_rowsum("sm_120a", "bf16", from_model=True).kernel("gemm_rowsum").tile
+    big = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(8192, 8192, 4096),
+                           sms=132).kernel("gemm_rowsum").tile
+    small = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(1024, 2048, 4096),
+                             sms=132).kernel("gemm_rowsum").tile
+    assert big == free
+    ctas = (1024 // small["tile_m"]) * (2048 // small["tile_n"])
+    assert ctas > (1024 // free["tile_m"]) * (2048 // free["tile_n"]) and ctas <= 132

@@ -68,3 +68,14 @@ def test_docstring_examples():
     for mod in (frost.sched.waves, frost.sdpa.grid):
         res = doctest.testmod(mod)
         assert res.attempted > 0 and res.failed == 0, mod.__name__
+
+
+def test_uniform_is_of_in_closed_form():
+    """GridEstimate.uniform(n, s, w) equals the list-scheduled GridEstimate.of([w] * n, s)."""
+    for n, s, w in ((133, 132, 1.0), (2048, 132, 2.5), (0, 4, 1.0), (7, 100, 3.0), (264, 132, 1)):
+        u, o = GridEstimate.uniform(n, s, w), GridEstimate.of([float(w)] * n, s)
+        assert (u.ctas, u.slots) == (n, s)
+        assert u.makespan == pytest.approx(o.makespan) and u.ideal == pytest.approx(o.ideal)
+        assert u.tail == pytest.approx(o.tail)
+    with pytest.raises(ValueError, match="slots >= 1"):
+        GridEstimate.uniform(4, 0)
