@@ -159,6 +159,11 @@ def register_plan(sub) -> None:
     p.add_argument("--sms", type=int, default=None,
                    help="with --shape: SMs of the card (default: the arch's reference card, "
                         + ", ".join(f"{a} {r.sms}" for a, r in ARCHS.items()) + ")")
+    from frost.sched.arch import CARDS
+
+    p.add_argument("--card", default=None, choices=[c.name for c in CARDS],
+                   help="gemm-rowsum with --from-model: price the plans at this GPU's per-SM "
+                        "rates (with --shape, its SMs unless --sms)")
     p.set_defaults(func=run_plan)
 
 
@@ -219,7 +224,8 @@ def _plan(args: argparse.Namespace, shape: tuple[int, int, int] | None = None):
     from frost.sched.gemm_rowsum import plan_gemm_rowsum
 
     return (plan_gemm_rowsum(args.arch, args.dtype, tile, from_model=args.from_model,
-                             shape=shape, sms=getattr(args, "sms", None) if shape else None),
+                             shape=shape, sms=getattr(args, "sms", None) if shape else None,
+                             card=getattr(args, "card", None)),
             gemm_rowsum_program(args.dtype))
 
 
@@ -251,6 +257,8 @@ def _check_graph_path(path: str | None) -> None:
 
 def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     """(B, H_q, H_kv, S_q, S_kv) from --shape/--heads-kv, checked before planning."""
+    if args.card is not None and (args.program != "gemm-rowsum" or not args.from_model):
+        raise ValueError("--card: gemm-rowsum --from-model only (the plans priced at its rates)")
     if args.shape is None:
         if args.heads_kv is not None or args.sms is not None:
             raise ValueError("--heads-kv and --sms go with --shape (sdpa-bwd, gemm-rowsum)")
@@ -316,8 +324,12 @@ def run_plan(args: argparse.Namespace) -> int:
             print("\n" + format_trip_floors(main_trip_work(plan.kernel("bwd_main")), CARDS))
     if shape and args.program == "gemm-rowsum":
         if not args.json:
-            print("\n" + _format_gemm_grid(plan, prog, shape,
-                                            args.sms or get_arch(args.arch).sms))
+            from frost.sched.arch import get_card
+            from frost.sched.report import format_gemm_grid
+
+            card = args.card and get_card(args.card)
+            sms = args.sms or (card.sms if card else get_arch(args.arch).sms)
+            print("\n" + format_gemm_grid(plan, prog, shape, sms, card))
     elif shape:
         from frost.sdpa.grid import estimate, format_estimate
 
@@ -339,26 +351,6 @@ def run_plan(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"\nwrote {args.graph}")
     return 0
-
-
-def _format_gemm_grid(plan, prog, shape: tuple[int, int, int], sms: int) -> str:
-    """The model's pick for ``shape`` beside the default plan: CTAs, waves (CTAs per SM), the
-    rounds they take, the work edge tiles add, and the model's cost relative to the pick's."""
-    from frost.sched.gemm_rowsum import plan_gemm_rowsum
-    from frost.sched.rank import plan_cost
-
-    default = plan_gemm_rowsum(plan.params["arch"], plan.params["dtype"])
-    dims = dict(zip("MNK", shape))
-    out = [f"grid for M={shape[0]} N={shape[1]} K={shape[2]} on {sms} SMs (frost.sched.rank)",
-           f"  {'plan':<8} {'tile':<20} {'CTAs':>6} {'waves':>6} {'rounds':>6} {'edge':>6} "
-           f"{'cost':>6}"]
-    base = plan_cost(prog, plan, dims, sms).cost
-    for label, p in (("picked", plan), ("default", default)):
-        s, t = plan_cost(prog, p, dims, sms), p.kernel("gemm_rowsum").tile
-        tile = f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"
-        out.append(f"  {label:<8} {tile:<20} {s.grid.ctas:>6} {s.grid.waves:>6.2f} "
-                   f"{s.grid.makespan:>6.0f} {s.edge:>6.1%} {s.cost / base:>6.3f}")
-    return "\n".join(out)
 
 
 @command

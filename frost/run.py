@@ -261,8 +261,8 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
     """:func:`frost.templates.gemm_rowsum.run_gemm_rowsum` with the plan ``frost plan
     gemm-rowsum --tile ... [--from-model]`` prints, on fresh A (M, K) and B (N, K): C and r
     checked against float64 when ``check``, timed beside torch's ``a @ b.T`` and its row sum
-    when ``peer``. With ``from_model`` the model picks for this shape on this GPU's SMs
-    (``frost plan gemm-rowsum --from-model --shape M,N,K --sms N``)."""
+    when ``peer``. With ``from_model`` the model picks for this shape on this GPU (its SMs and
+    rates: ``frost plan gemm-rowsum --from-model --shape M,N,K --card NAME``)."""
     _positive(M=m, N=n, K=k)
     _timing_args(iters, warmup)
     if dtype not in TOLERANCE:
@@ -274,9 +274,9 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
     plan = plan_gemm_rowsum("sm_120a", dtype, tile, from_model)  # refusals first: no GPU
     GR.check_problem(plan, m, n, k)
     torch = cuda_torch()
-    if from_model:  # the pick for this call's shape on this GPU's SMs (the grid's waves)
-        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-        plan = plan_gemm_rowsum("sm_120a", dtype, tile, True, (m, n, k), sms)
+    if from_model:  # the pick for this call's shape on this GPU (the grid's waves, its rates)
+        card = GR.device_card(torch.cuda.current_device())
+        plan = plan_gemm_rowsum("sm_120a", dtype, tile, True, (m, n, k), card=card)
         GR.check_problem(plan, m, n, k)
     from frost.sdpa.reference import rel_err
     from frost.templates.host import time_ms, torch_dtype

@@ -412,8 +412,26 @@ def test_plan_gemm_rowsum_for_a_shape_prints_the_grid(capsys):
     (["plan", "gemm-rowsum", "--from-model", "--shape", "64,64,64", "--heads-kv", "2"],
      "--heads-kv: sdpa-bwd only"),
     (["plan", "gemm-rowsum", "--from-model", "--sms", "132"], "--heads-kv and --sms go with"),
+    (["plan", "gemm-rowsum", "--card", "H200"], "--card: gemm-rowsum --from-model only"),
+    (["plan", "sdpa-bwd", "--from-model", "--card", "H200"], "--card: gemm-rowsum"),
 ])
 def test_plan_gemm_rowsum_shape_errors(argv, msg, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "frost: error:" in err and msg in err and "Traceback" not in err
+
+
+def test_plan_gemm_rowsum_at_a_cards_rates(capsys):
+    """--card prices the plans at that GPU's rates and takes its SMs: at the H200's, the
+    default and 64x128x128 are a near tie at 2432x1792x4096, under the switch margin, so the
+    default stands (where the default rates pick the smaller tile)."""
+    argv = ["plan", "gemm-rowsum", "--from-model", "--shape", "2432,1792,4096", "--card", "H200"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("grid for M=2432 N=1792 K=4096 on 132 SMs at H200's rates"):]
+    picked, default = (r.split() for r in table.splitlines()[2:4])
+    assert picked[1:3] == default[1:3] == ["128x256x64", "s2"] and default[-1] == "1.000"
+    assert "H200's rates" in out
+    with pytest.raises(SystemExit):
+        main(["plan", "gemm-rowsum", "--from-model", "--card", "B200"])
+    assert "invalid choice: 'B200'" in capsys.readouterr().err

@@ -96,3 +96,29 @@ CARDS: tuple[Card, ...] = (
     Card("RTX PRO 6000", "sm_120a", 504.0, 188, 2.62, "vendor sheet, dense bf16"),
     Card("RTX 5090", "sm_120a", 255.0, 170, 2.41, "mma.sync bf16 -> f32 (KERNEL_NOTES)"),
 )
+
+
+def get_card(name: str) -> Card:
+    """The :data:`CARDS` entry called ``name`` (case-insensitive); ValueError listing them."""
+    for c in CARDS:
+        if c.name.lower() == name.lower():
+            return c
+    raise ValueError(f"unknown card {name!r}; known: {', '.join(c.name for c in CARDS)}")
+
+
+def card_for_device(name: str, capability: tuple[int, int], sms: int) -> Card:
+    """The :class:`Card` for a GPU found at run time (``torch.cuda.get_device_properties``'
+    name, compute capability and SM count): the :data:`CARDS` entry its name contains, else the
+    first entry of its SM architecture (same per-SM rates: an H100 is priced as the H200's
+    GH100 SM), with the device's name and SM count where they differ. ValueError for an
+    architecture no card has."""
+    arch = f"sm_{capability[0]}{capability[1]}a"
+    named = [c for c in CARDS if c.name.lower() in name.lower()]
+    c = next(iter(named), None) or next((c for c in CARDS if c.arch == arch), None)
+    if c is None:
+        raise ValueError(f"no card of {arch} ({name}) to price plans with; known: "
+                         f"{', '.join(f'{c.name} ({c.arch})' for c in CARDS)}")
+    if named and c.sms == sms:
+        return c
+    return dataclasses.replace(c, name=name, sms=sms, mma_tflops=c.mma_tflops * sms / c.sms,
+                               source=f"{c.name}'s per-SM rates ({c.source})")

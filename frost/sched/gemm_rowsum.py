@@ -29,12 +29,14 @@ def _check_keys(tile: dict[str, int]) -> None:
 
 def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
                      tile: dict[str, int] | None = None, from_model: bool = False,
-                     shape: tuple[int, int, int] | None = None, sms: int | None = None) -> Plan:
+                     shape: tuple[int, int, int] | None = None, sms: int | None = None,
+                     card: str | None = None) -> Plan:
     """Schedule gemm_rowsum_program for ``arch`` with :data:`GEMM_ROWSUM_DEFAULT`, ``tile``'s
     keys forced on top; with ``from_model``, the cost model's pick among the plans with
     ``tile``'s keys forced (:func:`frost.sched.rank.best_plan`), for the problem ``shape``
-    (M, N, K) on ``sms`` SMs (default: the arch's reference card) when given: the grid's waves
-    and edge tiles priced. ValueError names an unknown key, a value out of range or a shape
+    (M, N, K) on ``sms`` SMs (default: ``card``'s, else the arch's reference card) when given:
+    the grid's waves and edge tiles priced. ``card`` (a :data:`frost.sched.arch.CARDS` name or
+    a :class:`~frost.sched.arch.Card`) prices the plans at that GPU's per-SM rates. ValueError names an unknown key, a value out of range or a shape
     without ``from_model``; the scheduler's :class:`~frost.sched.Infeasible` names what does
     not fit (e.g. the shared memory)."""
     from frost.ir.examples import gemm_rowsum_program
@@ -43,16 +45,19 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
     from frost.sched.scheduler import TileChoice, schedule
 
     _check_keys(tile or {})
-    if (shape is not None or sms is not None) and not from_model:
-        raise ValueError("a shape (and sms) picks a plan through the cost model: "
+    if (shape is not None or sms is not None or card is not None) and not from_model:
+        raise ValueError("a shape, sms or card picks a plan through the cost model: "
                          "pass from_model=True (frost plan gemm-rowsum --from-model --shape)")
     if shape is not None and (len(shape) != 3 or not all(
             isinstance(x, int) and x >= 1 for x in shape)):
         raise ValueError(f"shape is (M, N, K), three positive ints; got {shape!r}")
     prog, params = gemm_rowsum_program(dtype), {"dtype": dtype, "arch": arch}
     if from_model:
+        from frost.sched.arch import get_card
+
         return best_plan(prog, arch, tile, params, sms=sms,
-                         shape=dict(zip("MNK", shape)) if shape is not None else None)
+                         shape=dict(zip("MNK", shape)) if shape is not None else None,
+                         card=get_card(card) if isinstance(card, str) else card)
     t = {**GEMM_ROWSUM_DEFAULT, **(tile or {})}
     choice = TileChoice({tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]},
                         {"ab": t["ab_stages"]}, t["num_mma_warps"])

@@ -159,3 +159,28 @@ def format_trip_floors(work, cards) -> str:
         f"== bwd_main trip floors: {work.flops / 1e6:.2f} MFLOP and {work.smem / 1024:.0f} KiB "
         "of ldmatrix reads a q-tile trip (vendor rates; bench/RESULTS.md v46) ==",
         table(["card", "mma.sync TFLOP/s", "MMA clocks", "smem clocks", "bound by"], rows)])
+
+
+def format_gemm_grid(plan: Plan, prog, shape: tuple[int, int, int], sms: int,
+                     card=None) -> str:
+    """gemm_rowsum's ``plan`` (the model's pick for ``shape``) beside the default plan, on
+    ``sms`` SMs at ``card``'s rates (default: the model's own): CTAs, waves (CTAs per SM), the
+    rounds they take, the work edge tiles add, and the model's cost relative to the pick's."""
+    from frost.sched.gemm_rowsum import plan_gemm_rowsum
+    from frost.sched.rank import CostModel, plan_cost
+
+    default = plan_gemm_rowsum(plan.params["arch"], plan.params["dtype"])
+    dims, model = dict(zip("MNK", shape)), CostModel()
+    if card is not None:
+        model = model.on_card(card)
+    out = [f"grid for M={shape[0]} N={shape[1]} K={shape[2]} on {sms} SMs"
+           + (f" at {card.name}'s rates" if card is not None else "") + " (frost.sched.rank)",
+           f"  {'plan':<8} {'tile':<20} {'CTAs':>6} {'waves':>6} {'rounds':>6} {'edge':>6} "
+           f"{'cost':>6}"]
+    base = plan_cost(prog, plan, dims, sms, model).cost
+    for label, p in (("picked", plan), ("default", default)):
+        s, t = plan_cost(prog, p, dims, sms, model), p.kernel("gemm_rowsum").tile
+        tile = f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"
+        out.append(f"  {label:<8} {tile:<20} {s.grid.ctas:>6} {s.grid.waves:>6.2f} "
+                   f"{s.grid.makespan:>6.0f} {s.edge:>6.1%} {s.cost / base:>6.3f}")
+    return "\n".join(out)

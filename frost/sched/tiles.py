@@ -58,9 +58,10 @@ class CostModel:
     gmem_bytes_per_clk: float = 24.0    # mostly L2 hits (Q/dO are re-read by every KV CTA)
     red_bytes_per_clk: float = 21.0     # fp32 red.global.add issued by the MMA warps
     few_warps_penalty: float = 1.25     # < 8 MMA warps hide less latency
-    # > 8 MMA warps (setmaxnreg 112): the smallest round factor that orders both gemm_rowsum
-    # sets the H200 timed as it did (any of 1.074-1.26 does; bench/RESULTS.md v133)
-    many_warps_penalty: float = 1.1
+    # > 8 MMA warps (setmaxnreg 112): a round factor that orders both gemm_rowsum sets the
+    # H200 timed as it did, at these rates (any of 1.074-1.26) and at the H200's (1.112-1.372;
+    # bench/RESULTS.md v133)
+    many_warps_penalty: float = 1.2
     narrow_warp_tile: float = 1.25      # smem cost factor when a warp tile is 8 (mod 16) wide
     # register estimates above this pay a growing penalty; None: the MMA role's setmaxnreg
     # budget (honoured by ptxas once NVVM's f32x2 packing is off: frost.tile_dsl.nvvm)
@@ -68,6 +69,19 @@ class CostModel:
     nominal_extent: int = 4096          # loop extent used to amortise prologue/epilogue
     per_trip_clocks: float = 1000.0     # fixed cost of one q-tile trip (barriers, ring waits)
     single_stage_factor: float = 1.2    # a one-stage load ring stalls the MMA warps on every trip
+
+    def on_card(self, card) -> "CostModel":
+        """This model with ``card``'s (:class:`frost.sched.arch.Card`) per-SM ``mma.sync`` and
+        shared-memory rates: the H200 issues 2.3x the MMA FLOPs a clock of the default (an RTX
+        PRO 6000 SM), so on it the shared-memory and load terms weigh more (bench/RESULTS.md
+        v133).
+
+        >>> from frost.sched.arch import get_card
+        >>> round(CostModel().on_card(get_card("H200")).mma_flops_per_clk)
+        2334
+        """
+        return dataclasses.replace(self, mma_flops_per_clk=card.mma_flops_per_clk,
+                                   smem_bytes_per_clk=card.smem_bytes_per_clk)
 
 
 @dataclasses.dataclass(frozen=True)

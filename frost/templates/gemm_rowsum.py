@@ -314,22 +314,34 @@ def _plan_key(plan: Plan) -> str:
 
 
 _DEFAULT_PLANS: dict = {}  # dtype -> plan_gemm_rowsum's default plan
-_MODEL_PLANS: dict = {}    # (dtype, M, N, K, SMs) -> the cost model's plan for that call
+_MODEL_PLANS: dict = {}    # (dtype, M, N, K, card) -> the cost model's plan for that call
 _BY_TILE: dict = {}        # (dtype, tile) -> the first plan of that tile (one compile a tile)
 
 
-def model_plan(dtype: str, m: int, n: int, k: int, sms: int) -> Plan:
-    """The cost model's sm_120a plan for an (M, N, K) call on ``sms`` SMs
-    (:func:`frost.sched.plan_gemm_rowsum` with ``from_model`` and the shape), kept per call
-    shape. Shapes whose picks share a tile share one plan object, hence one compile."""
-    key = (dtype, m, n, k, sms)
+def model_plan(dtype: str, m: int, n: int, k: int, card) -> Plan:
+    """The cost model's sm_120a plan for an (M, N, K) call on ``card``
+    (:class:`frost.sched.arch.Card`: its SM count and per-SM rates;
+    :func:`frost.sched.plan_gemm_rowsum` with ``from_model``, the shape and the card), kept per
+    call shape. Shapes whose picks share a tile share one plan object, hence one compile."""
+    key = (dtype, m, n, k, card)
     if key not in _MODEL_PLANS:
         from frost.sched import plan_gemm_rowsum
 
-        plan = plan_gemm_rowsum("sm_120a", dtype, from_model=True, shape=(m, n, k), sms=sms)
+        plan = plan_gemm_rowsum("sm_120a", dtype, from_model=True, shape=(m, n, k), card=card)
         tile = tuple(sorted(plan.kernel(KERNELS[1]).tile.items()))
         _MODEL_PLANS[key] = _BY_TILE.setdefault((dtype, tile), plan)
     return _MODEL_PLANS[key]
+
+
+def device_card(device):
+    """The :class:`frost.sched.arch.Card` the cost model prices plans at on this torch device
+    (:func:`frost.sched.arch.card_for_device`)."""
+    import torch
+
+    from frost.sched.arch import card_for_device
+
+    p = torch.cuda.get_device_properties(device)
+    return card_for_device(p.name, (p.major, p.minor), p.multi_processor_count)
 
 
 def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
@@ -338,7 +350,7 @@ def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
     place when given. M and N need not be multiples of the tile. Without ``plan``:
     :func:`frost.sched.plan_gemm_rowsum`'s default for ``a``'s dtype (the sm_120a plan, which
     the H200 runs as well); ``plan="model"``: the cost model's plan for this call's shape on
-    this GPU's SMs (:func:`model_plan`; the grid's waves priced).
+    this GPU (:func:`model_plan`: its SMs and per-SM rates; the grid's waves priced).
 
     Compiles once a plan (and device): later calls, any size, launch the compiled chain through
     :class:`frost.templates.launch.FastLauncher` on the current torch stream."""
@@ -352,8 +364,7 @@ def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
             raise GemmRowsumError(f"a must be bf16 or fp16, got {a.dtype}")
         if plan == "model":
             m, n, k = host.check_ab(a, b, a.dtype, GemmRowsumError)
-            sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-            plan = model_plan(name, m, n, k, sms)
+            plan = model_plan(name, m, n, k, device_card(a.device))
         else:
             if name not in _DEFAULT_PLANS:
                 from frost.sched import plan_gemm_rowsum

@@ -251,14 +251,15 @@ def test_without_a_plan_it_runs_the_default_one():
 
 @pytest.mark.gpu
 def test_plan_model_picks_for_the_shape_and_is_correct():
-    """run_gemm_rowsum(a, b, plan="model"): the cost model's plan for this shape on this GPU's
-    SMs (a 128-CTA grid of 64x256 tiles where the default's 128x256 fills half the SMs),
+    """run_gemm_rowsum(a, b, plan="model"): the cost model's plan for this shape on this GPU
+    (its SMs and rates: a 128-CTA grid where the default's 128x256 tiles fill half the SMs),
     C and r poisoned; shapes whose picks share a tile share one compiled plan."""
     import torch
 
     from frost.sched import plan_gemm_rowsum
 
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    card = GR.device_card(0)
+    assert card.sms == torch.cuda.get_device_properties(0).multi_processor_count
     m, n, k = 1024, 2048, 512
     a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
@@ -266,8 +267,8 @@ def test_plan_model_picks_for_the_shape_and_is_correct():
     r = torch.full((m,), float("nan"), device="cuda")
     GR.run_gemm_rowsum(a, b, "model", c=c, r=r)
     torch.cuda.synchronize()
-    want = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(m, n, k), sms=sms)
-    picked = GR._MODEL_PLANS[("bf16", m, n, k, sms)]
+    want = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(m, n, k), card=card)
+    picked = GR._MODEL_PLANS[("bf16", m, n, k, card)]
     assert picked.to_json() == want.to_json()
     assert picked.kernel("gemm_rowsum").tile != GR._DEFAULT_PLANS.get(
         "bf16", plan_gemm_rowsum("sm_120a", "bf16")).kernel("gemm_rowsum").tile
@@ -276,6 +277,6 @@ def test_plan_model_picks_for_the_shape_and_is_correct():
     assert ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item() <= 1e-5
     # the same tile for a second shape: the same plan object
     GR.run_gemm_rowsum(a[:, :256].contiguous(), b[:, :256].contiguous(), "model")
-    assert GR._MODEL_PLANS[("bf16", m, n, 256, sms)] is picked
+    assert GR._MODEL_PLANS[("bf16", m, n, 256, card)] is picked
     with pytest.raises(GR.GemmRowsumError, match="'model'"):
         GR.run_gemm_rowsum(a, b, "fastest")
