@@ -154,13 +154,11 @@ def register_plan(sub) -> None:
     p.add_argument("--causal-align", default=None, choices=("bottom_right", "top_left"),
                    help="with --shape and --causal: the diagonal's alignment when S_q != S_kv "
                         "(default bottom_right)")
-    from frost.sched.arch import ARCHS
+    from frost.sched.arch import ARCHS, CARDS
 
     p.add_argument("--sms", type=int, default=None,
                    help="with --shape: SMs of the card (default: the arch's reference card, "
                         + ", ".join(f"{a} {r.sms}" for a, r in ARCHS.items()) + ")")
-    from frost.sched.arch import CARDS
-
     p.add_argument("--card", default=None, choices=[c.name for c in CARDS],
                    help="gemm-rowsum with --from-model: price the plans at this GPU's per-SM "
                         "rates (with --shape, its SMs unless --sms)")
@@ -255,6 +253,18 @@ def _check_graph_path(path: str | None) -> None:
         raise ValueError(f"--graph {path}: cannot write in {parent} ({e.strerror})") from None
 
 
+def shape_ints(text: str, lengths: tuple[int, ...], flag: str, form: str) -> list[int]:
+    """The positive ints of a comma list such as ``--shape 4,16,4096``, as many as one of
+    ``lengths``; ValueError saying ``flag`` expects ``form``."""
+    try:
+        parts = [int(p, 10) for p in text.split(",")]
+    except ValueError:
+        parts = []
+    if len(parts) not in lengths or min(parts) < 1:
+        raise ValueError(f"{flag} expects {form} (positive ints), got {text!r}")
+    return parts
+
+
 def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     """(B, H_q, H_kv, S_q, S_kv) from --shape/--heads-kv, checked before planning."""
     if args.card is not None and (args.program != "gemm-rowsum" or not args.from_model):
@@ -270,13 +280,7 @@ def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     if args.program != "sdpa-bwd" or args.json:
         raise ValueError("--shape models the sdpa-bwd grid and prints a table: "
                          "use it with sdpa-bwd, without --json")
-    try:
-        parts = [int(p, 10) for p in args.shape.split(",")]
-    except ValueError:
-        parts = []
-    if len(parts) not in (3, 4) or min(parts) < 1:
-        raise ValueError(f"--shape expects B,H,S or B,H,S_q,S_kv (positive ints), "
-                         f"got {args.shape!r}")
+    parts = shape_ints(args.shape, (3, 4), "--shape", "B,H,S or B,H,S_q,S_kv")
     b, h, s_q, *rest = parts
     h_kv = h if args.heads_kv is None else args.heads_kv
     if h_kv < 1 or h % h_kv:
@@ -292,18 +296,11 @@ def _gemm_shape_arg(args: argparse.Namespace) -> tuple[int, int, int]:
                          "cost model: add --from-model")
     if args.heads_kv is not None:
         raise ValueError("--heads-kv: sdpa-bwd only")
-    try:
-        parts = [int(p, 10) for p in args.shape.split(",")]
-    except ValueError:
-        parts = []
-    if len(parts) != 3 or min(parts) < 1:
-        raise ValueError(f"gemm-rowsum's --shape expects M,N,K (positive ints), got "
-                         f"{args.shape!r}")
-    return tuple(parts)
+    return tuple(shape_ints(args.shape, (3,), "gemm-rowsum's --shape", "M,N,K"))
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from frost.sched.arch import get_arch, plan_arch
+    from frost.sched.arch import get_arch, get_card, plan_arch
     from frost.sched.report import format_plan
 
     _sdpa_args(args)
@@ -324,7 +321,6 @@ def run_plan(args: argparse.Namespace) -> int:
             print("\n" + format_trip_floors(main_trip_work(plan.kernel("bwd_main")), CARDS))
     if shape and args.program == "gemm-rowsum":
         if not args.json:
-            from frost.sched.arch import get_card
             from frost.sched.report import format_gemm_grid
 
             card = args.card and get_card(args.card)

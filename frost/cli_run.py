@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from frost.cli_commands import _tile_arg, command
+from frost.cli_commands import _tile_arg, command, shape_ints
 
 DEFAULT_SHAPES = {"sdpa-bwd": "2,16,2048", "gemm-rowsum": "4096,4096,4096"}
 SHAPE_FORMS = {"sdpa-bwd": ("B,H,S or B,H,S_q,S_kv", (3, 4)), "gemm-rowsum": ("M,N,K", (3,))}
@@ -69,14 +69,7 @@ ONLY = {"sdpa-bwd": (("--head-dim", "head_dim", None), ("--heads-kv", "heads_kv"
 def _shape(args: argparse.Namespace) -> list[int]:
     form, lengths = SHAPE_FORMS[args.program]
     text = args.shape or DEFAULT_SHAPES[args.program]
-    try:
-        parts = [int(p, 10) for p in text.split(",")]
-    except ValueError:
-        parts = []
-    if len(parts) not in lengths or min(parts) < 1:
-        raise ValueError(f"--shape for {args.program} expects {form} (positive ints), got "
-                         f"{text!r}")
-    return parts
+    return shape_ints(text, tuple(lengths), f"--shape for {args.program}", form)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
