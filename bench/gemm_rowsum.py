@@ -87,10 +87,9 @@ def bench_shape(torch, shape, fns, args, dtype):
                          r=torch.empty(m, device="cuda")))
     row = dict(shape=dict(M=m, N=n, K=k), tflops={}, ms={}, errors={}, check={}, rounds={})
     if "frost_model" in fns:
-        from frost.templates.gemm_rowsum import model_plan
+        from frost.templates.gemm_rowsum import device_card, model_plan
 
-        t = model_plan(args.dtype, m, n, k, torch.cuda.get_device_properties(0)
-                       .multi_processor_count).kernel("gemm_rowsum").tile
+        t = model_plan(args.dtype, m, n, k, device_card(0)).kernel("gemm_rowsum").tile
         row["frost_model_tile"] = (f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} "
                                    f"s{t['ab_stages']} w{t['num_mma_warps']}")
     ref = sets[0]["a"].double() @ sets[0]["b"].double().T
