@@ -964,3 +964,24 @@ def test_gemm_rowsum_bench_plans_as_the_cli_and_reports_ratios(tmp_path, capsys)
     png = tmp_path / "g.png"
     mod.plot(rows, list(mod.PEERS), str(png), meta)
     assert png.stat().st_size > 5000
+
+
+@pytest.mark.gpu
+def test_gemm_rowsum_bench_times_the_models_plan_on_the_gpu(tmp_path):
+    """The bench's frost_model peer runs run_gemm_rowsum(plan="model") and names the tile the
+    model picked for each shape on this GPU's card; both outputs checked against float64."""
+    from frost.templates.gemm_rowsum import device_card, model_plan
+
+    script = os.path.join(ROOT, "bench", "gemm_rowsum.py")
+    res = subprocess.run([sys.executable, script, "--peers", "frost,frost_model",
+                          "--shape", "1024,2048,512", "--iters", "3", "--warmup", "1",
+                          "--sets", "1", "--rounds", "1", "--commit", "test",
+                          "--out", str(tmp_path)], capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    row = json.load(open(tmp_path / "gemm_rowsum.json"))["rows"][0]
+    t = model_plan("bf16", 1024, 2048, 512, device_card(0)).kernel("gemm_rowsum").tile
+    assert row["frost_model_tile"] == (f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} "
+                                       f"s{t['ab_stages']} w{t['num_mma_warps']}")
+    assert row["tflops"]["frost_model"] > 0 and row["tflops"]["frost"] > 0
+    assert float(row["check"]["frost_model"]["c"]) <= 1e-2

@@ -333,15 +333,23 @@ def model_plan(dtype: str, m: int, n: int, k: int, card) -> Plan:
     return _MODEL_PLANS[key]
 
 
+_CARDS: dict = {}  # torch device index -> its Card (looked up once: run_gemm_rowsum's host path)
+
+
 def device_card(device):
     """The :class:`frost.sched.arch.Card` the cost model prices plans at on this torch device
-    (:func:`frost.sched.arch.card_for_device`)."""
+    (:func:`frost.sched.arch.card_for_device`), kept per device."""
     import torch
 
-    from frost.sched.arch import card_for_device
+    index = torch.device("cuda", device).index if isinstance(device, int) else \
+        torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    if index not in _CARDS:
+        from frost.sched.arch import card_for_device
 
-    p = torch.cuda.get_device_properties(device)
-    return card_for_device(p.name, (p.major, p.minor), p.multi_processor_count)
+        p = torch.cuda.get_device_properties(index)
+        _CARDS[index] = card_for_device(p.name, (p.major, p.minor), p.multi_processor_count)
+    return _CARDS[index]
 
 
 def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
