@@ -5,6 +5,7 @@
                         [--dtype bf16] [--tile tile_m=64 --tile q_stages=1] [--from-model]
                         [--json] [--graph out.png] [--shape B,H,S[,S_KV] [--heads-kv N] [--sms N]]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...] [--json] [--graph out.png]
+                           [--from-model [--shape M,N,K] [--card H200] [--sms N]]
     frost plan my_kernels.py:my_program --tile tile_m=64 --tile tile_n=64 --tile tile_k=32
                         [--tile ab_stages=3] [--tile num_mma_warps=8] [--json] [--graph out.png]
     frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--deterministic]
@@ -147,9 +148,10 @@ def register_plan(sub) -> None:
                    help="d_v (default: --head-dim; planning only: the kernels take d_v = d_qk)")
     p.add_argument("--json", action="store_true", help="print Plan.to_json instead of tables")
     p.add_argument("--graph", metavar="PNG", help="draw the DAG, the chain and the smem map")
-    p.add_argument("--shape", metavar="B,H,S[,S_KV]",
+    p.add_argument("--shape", metavar="B,H,S[,S_KV] | M,N,K",
                    help="sdpa-bwd: also model bwd_main's grid for this call (CTAs per SM, the "
-                        "tail past a perfect split, linear against the plan's CTA order)")
+                        "tail past a perfect split, linear against the plan's CTA order); "
+                        "gemm-rowsum --from-model: the model's plan for this problem")
     p.add_argument("--heads-kv", type=int, default=None, help="with --shape: KV heads (GQA)")
     p.add_argument("--causal-align", default=None, choices=("bottom_right", "top_left"),
                    help="with --shape and --causal: the diagonal's alignment when S_q != S_kv "
@@ -157,7 +159,8 @@ def register_plan(sub) -> None:
     from frost.sched.arch import ARCHS, CARDS
 
     p.add_argument("--sms", type=int, default=None,
-                   help="with --shape: SMs of the card (default: the arch's reference card, "
+                   help="with --shape: SMs of the card (default: --card's, else the arch's "
+                        "reference card, "
                         + ", ".join(f"{a} {r.sms}" for a, r in ARCHS.items()) + ")")
     p.add_argument("--card", default=None, choices=[c.name for c in CARDS],
                    help="gemm-rowsum with --from-model: price the plans at this GPU's per-SM "
@@ -191,8 +194,8 @@ def _sdpa_args(args: argparse.Namespace) -> None:
     ``frost plan``, ``--shape``: the plan does not depend on it, the grid model does)."""
     given = [flag for flag, attr, unset in SDPA_ONLY if getattr(args, attr, unset) != unset]
     if args.program != "sdpa-bwd" and given:
-        takes = "--dtype, --tile, --from-model, --json and --graph" if hasattr(args, "graph") \
-            else "--dtype, --tile, --from-model and --json"
+        takes = ("--dtype, --tile, --from-model, --shape, --card, --sms, --json and --graph"
+                 if hasattr(args, "graph") else "--dtype, --tile, --from-model and --json")
         raise ValueError(f"{', '.join(given)}: sdpa-bwd only ({args.program} takes --arch, "
                          f"{takes})")
     if args.causal_align is not None and not args.causal:
@@ -289,8 +292,7 @@ def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
 
 
 def _gemm_shape_arg(args: argparse.Namespace) -> tuple[int, int, int]:
-    """(M, N, K) from gemm-rowsum's --shape, which goes with --from-model (the model picks the
-    plan for that problem on --sms SMs)."""
+    """(M, N, K) from gemm-rowsum's --shape, which goes with --from-model (the model's plan)."""
     if not args.from_model:
         raise ValueError("gemm-rowsum's --shape picks the plan for that problem through the "
                          "cost model: add --from-model")
@@ -301,7 +303,7 @@ def _gemm_shape_arg(args: argparse.Namespace) -> tuple[int, int, int]:
 
 def run_plan(args: argparse.Namespace) -> int:
     from frost.sched.arch import get_arch, get_card, plan_arch
-    from frost.sched.report import format_plan
+    from frost.sched.report import format_gemm_grid, format_plan
 
     _sdpa_args(args)
     _check_graph_path(args.graph)
@@ -321,8 +323,6 @@ def run_plan(args: argparse.Namespace) -> int:
             print("\n" + format_trip_floors(main_trip_work(plan.kernel("bwd_main")), CARDS))
     if shape and args.program == "gemm-rowsum":
         if not args.json:
-            from frost.sched.report import format_gemm_grid
-
             card = args.card and get_card(args.card)
             sms = args.sms or (card.sms if card else get_arch(args.arch).sms)
             print("\n" + format_gemm_grid(plan, prog, shape, sms, card))

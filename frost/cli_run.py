@@ -46,8 +46,9 @@ def register_run(sub) -> None:
     p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
                    help="gemm-rowsum: a plan key forced on the default, as in frost plan")
     p.add_argument("--from-model", action="store_true",
-                   help="gemm-rowsum: the cost model's plan for this shape on this GPU's "
-                        "SMs, as frost plan gemm-rowsum --from-model --shape M,N,K --sms N")
+                   help="gemm-rowsum: the cost model's plan for this shape on this GPU (its "
+                        "SMs and rates), as frost plan gemm-rowsum --from-model --shape M,N,K "
+                        "--card NAME")
     p.add_argument("--iters", type=int, default=20, help="timed calls (0: check only)")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     p.add_argument("--no-check", action="store_true", help="time only")

@@ -267,7 +267,7 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
     _timing_args(iters, warmup)
     if dtype not in TOLERANCE:
         raise RunError(f"dtype must be one of {sorted(TOLERANCE)}, got {dtype!r}")
-    from frost.sched.gemm_rowsum import plan_gemm_rowsum
+    from frost.sched.gemm_rowsum import plan_gemm_rowsum, tile_label
 
     from frost.templates import gemm_rowsum as GR
 
@@ -287,12 +287,9 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
     b = torch.randn(n, k, device="cuda", dtype=tdt, generator=g)
     c = torch.full((m, n), math.nan, device="cuda", dtype=tdt)
     r = torch.full((m,), math.nan, device="cuda", dtype=torch.float32)
-    t = plan.kernel("gemm_rowsum").tile
     kp = plan.kernel("gemm_rowsum")
     how = kp.params.get("tile_source") or ("default" + (f"; forced {tile}" if tile else ""))
-    report = RunReport("gemm-rowsum", dict(M=m, N=n, K=k, tile=(
-        f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"),
-        plan=how),
+    report = RunReport("gemm-rowsum", dict(M=m, N=n, K=k, tile=tile_label(plan), plan=how),
                        dtype, torch.cuda.get_device_name(), 2.0 * m * n * k, TOLERANCE[dtype])
 
     def call(x):

@@ -970,6 +970,7 @@ def test_gemm_rowsum_bench_plans_as_the_cli_and_reports_ratios(tmp_path, capsys)
 def test_gemm_rowsum_bench_times_the_models_plan_on_the_gpu(tmp_path):
     """The bench's frost_model peer runs run_gemm_rowsum(plan="model") and names the tile the
     model picked for each shape on this GPU's card; both outputs checked against float64."""
+    from frost.sched.gemm_rowsum import tile_label
     from frost.templates.gemm_rowsum import device_card, model_plan
 
     script = os.path.join(ROOT, "bench", "gemm_rowsum.py")
@@ -980,8 +981,7 @@ def test_gemm_rowsum_bench_times_the_models_plan_on_the_gpu(tmp_path):
                          timeout=600, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-2000:]
     row = json.load(open(tmp_path / "gemm_rowsum.json"))["rows"][0]
-    t = model_plan("bf16", 1024, 2048, 512, device_card(0)).kernel("gemm_rowsum").tile
-    assert row["frost_model_tile"] == (f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} "
-                                       f"s{t['ab_stages']} w{t['num_mma_warps']}")
+    assert row["frost_model_tile"] == tile_label(model_plan("bf16", 1024, 2048, 512,
+                                                            device_card(0)))
     assert row["tflops"]["frost_model"] > 0 and row["tflops"]["frost"] > 0
     assert float(row["check"]["frost_model"]["c"]) <= 1e-2

@@ -106,15 +106,16 @@ def get_card(name: str) -> Card:
     raise ValueError(f"unknown card {name!r}; known: {', '.join(c.name for c in CARDS)}")
 
 
-def card_for_device(name: str, capability: tuple[int, int], sms: int) -> Card:
-    """The :class:`Card` for a GPU found at run time (``torch.cuda.get_device_properties``'
-    name, compute capability and SM count): the :data:`CARDS` entry its name contains, else the
-    first entry of its SM architecture (same per-SM rates: an H100 is priced as the H200's
-    GH100 SM), with the device's name and SM count where they differ. ValueError for an
-    architecture no card has."""
-    arch = f"sm_{capability[0]}{capability[1]}a"
+def card_for_device(name: str, arch: str, sms: int) -> Card:
+    """The :class:`Card` for a GPU found at run time (its name, arch such as "sm_90a" and SM
+    count, from ``torch.cuda.get_device_properties``): the :data:`CARDS` entry its name
+    contains, else the first entry of its arch, else of its family (sm_121a: an sm_120a card),
+    priced with that card's per-SM rates (an H100 as the H200's GH100 SM), with the device's
+    name and SM count where they differ. ValueError for a family no card has."""
+    family = arch.rstrip("a")[:-1]  # "sm_12" for sm_120a and sm_121a
     named = [c for c in CARDS if c.name.lower() in name.lower()]
-    c = next(iter(named), None) or next((c for c in CARDS if c.arch == arch), None)
+    c = next(iter(named + [c for c in CARDS if c.arch == arch]
+                  + [c for c in CARDS if c.arch.rstrip("a")[:-1] == family]), None)
     if c is None:
         raise ValueError(f"no card of {arch} ({name}) to price plans with; known: "
                          f"{', '.join(f'{c.name} ({c.arch})' for c in CARDS)}")

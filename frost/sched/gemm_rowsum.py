@@ -27,17 +27,25 @@ def _check_keys(tile: dict[str, int]) -> None:
                 f"{k} may be a multiple of 16 in 16..256"))
 
 
+def tile_label(plan: Plan) -> str:
+    """gemm_rowsum's tile in one word group, e.g. "128x256x64 s2 w8" (tile_m x tile_n x tile_k,
+    the A/B ring's depth, the MMA warps)."""
+    t = plan.kernel("gemm_rowsum").tile
+    return f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"
+
+
 def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
                      tile: dict[str, int] | None = None, from_model: bool = False,
                      shape: tuple[int, int, int] | None = None, sms: int | None = None,
-                     card: str | None = None) -> Plan:
+                     card=None) -> Plan:
     """Schedule gemm_rowsum_program for ``arch`` with :data:`GEMM_ROWSUM_DEFAULT`, ``tile``'s
     keys forced on top; with ``from_model``, the cost model's pick among the plans with
     ``tile``'s keys forced (:func:`frost.sched.rank.best_plan`), for the problem ``shape``
     (M, N, K) on ``sms`` SMs (default: ``card``'s, else the arch's reference card) when given:
     the grid's waves and edge tiles priced. ``card`` (a :data:`frost.sched.arch.CARDS` name or
-    a :class:`~frost.sched.arch.Card`) prices the plans at that GPU's per-SM rates. ValueError names an unknown key, a value out of range or a shape
-    without ``from_model``; the scheduler's :class:`~frost.sched.Infeasible` names what does
+    a :class:`~frost.sched.arch.Card`) prices the plans at that GPU's per-SM rates. ValueError
+    names an unknown key, a value out of range, a shape, sms or card without ``from_model``
+    or sms without a shape; the scheduler's :class:`~frost.sched.Infeasible` names what does
     not fit (e.g. the shared memory)."""
     from frost.ir.examples import gemm_rowsum_program
     from frost.ir.symbols import tile_k, tile_m, tile_n
@@ -48,9 +56,8 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
     if (shape is not None or sms is not None or card is not None) and not from_model:
         raise ValueError("a shape, sms or card picks a plan through the cost model: "
                          "pass from_model=True (frost plan gemm-rowsum --from-model --shape)")
-    if shape is not None and (len(shape) != 3 or not all(
-            isinstance(x, int) and x >= 1 for x in shape)):
-        raise ValueError(f"shape is (M, N, K), three positive ints; got {shape!r}")
+    if shape is not None and len(shape) != 3:
+        raise ValueError(f"shape is (M, N, K); got {shape!r}")
     prog, params = gemm_rowsum_program(dtype), {"dtype": dtype, "arch": arch}
     if from_model:
         from frost.sched.arch import get_card

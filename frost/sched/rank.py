@@ -35,7 +35,7 @@ from frost.ir.program import Program
 from frost.ir.stages import AtomicReduce, Load, Store
 from frost.ir.symbols import Level
 from frost.ir.tensor import Space
-from frost.sched.arch import get_arch
+from frost.sched.arch import Card, get_arch
 from frost.sched.partition import partition
 from frost.sched.plan import Infeasible, Plan, with_tile_source
 from frost.sched.scheduler import TileChoice, schedule
@@ -181,12 +181,14 @@ def _shaped(prog: Program, arch: str, model: CostModel, shape: dict[str, int] | 
             sms: int | None) -> tuple[CostModel, dict[str, int] | None, int | None]:
     """(model, shape, sms) checked, the model's loop extent the shape's own (the once-a-CTA
     bytes spread over the real loop), sms defaulting to the arch's reference card."""
+    if sms is not None and sms < 1:
+        raise ValueError(f"sms must be >= 1, got {sms}")
     if shape is None:
+        if sms is not None:
+            raise ValueError("sms goes with a shape (the grid's rounds on that many SMs)")
         return model, None, None
     shape = check_shape(prog, shape)
     sms = sms or get_arch(arch).sms
-    if sms < 1:
-        raise ValueError(f"sms must be >= 1, got {sms}")
     loop = {v.name: k.name for k, v in extent_tiles(prog).items()}.get(loop_symbol(prog) or "")
     if loop in shape:
         model = dataclasses.replace(model, nominal_extent=shape[loop])
@@ -253,28 +255,30 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
     return ranked, rejected
 
 
-# best_plan(shape=...) leaves the per-FLOP pick only for a plan the model prices this much
-# cheaper for the shape: the model's error on the shapes timed for v133 (its ratio of two plans
-# against the H100's) was 3-11 %, so a smaller modelled gain is as likely a loss
+# best_plan(shape=...) leaves the per-FLOP pick only for a plan the model prices at least this
+# fraction of its cost lower for the shape: the model's error on the shapes timed for v133 (its
+# ratio of two plans against the H100's) was 3-11 %, so a smaller modelled gain may be a loss
 SWITCH_MARGIN = 0.10
 
 
 def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | None = None,
               params: dict | None = None, shape: dict[str, int] | None = None,
-              sms: int | None = None, card=None) -> Plan:
+              sms: int | None = None, card: Card | None = None) -> Plan:
     """The cost model's pick among :func:`rank_program`'s plans (for ``shape`` on ``sms`` SMs,
-    if given: the per-FLOP pick unless another is over :data:`SWITCH_MARGIN` cheaper; priced at ``card``'s rates (:meth:`CostModel.on_card`), its SM count the default
-    ``sms``, when given), its ``tile_source`` saying so (and what was forced);
-    :class:`Infeasible` (naming the most common reason) when none fits."""
+    if given: the per-FLOP pick unless another costs :data:`SWITCH_MARGIN` less; priced at
+    ``card``'s rates (:meth:`CostModel.on_card`), its SM count the default ``sms``, when
+    given), its ``tile_source`` saying so (and what was forced); :class:`Infeasible` (naming
+    the most common reason) when none fits."""
     model = CostModel().on_card(card) if card is not None else CostModel()
-    sms = sms or (card.sms if card is not None and shape is not None else None)
+    if sms is None and card is not None and shape is not None:
+        sms = card.sms
     ranked, rejected = rank_program(prog, arch, forced, params, model, shape=shape, sms=sms)
     if ranked and shape is not None:  # the per-FLOP pick unless the shape's pick is clearly
         main = prog.kernel_names.get("main", "main")  # cheaper (SWITCH_MARGIN)
         flat = [(_score(prog, c, p.kernel(main), model, None, None, arch).cost, i)
                 for i, (_, c, p) in enumerate(ranked)]
         keep = ranked[min(flat)[1]]
-        if ranked[0][0] * (1.0 + SWITCH_MARGIN) >= keep[0]:
+        if ranked[0][0] >= keep[0] * (1.0 - SWITCH_MARGIN):
             ranked = [keep]
     if not ranked:  # the most common kind of reason (numbers aside), its first instance
         kinds = collections.Counter(re.sub(r"\d[\d,]*", "#", r) for _, r in rejected)

@@ -166,7 +166,7 @@ def format_gemm_grid(plan: Plan, prog, shape: tuple[int, int, int], sms: int,
     """gemm_rowsum's ``plan`` (the model's pick for ``shape``) beside the default plan, on
     ``sms`` SMs at ``card``'s rates (default: the model's own): CTAs, waves (CTAs per SM), the
     rounds they take, the work edge tiles add, and the model's cost relative to the pick's."""
-    from frost.sched.gemm_rowsum import plan_gemm_rowsum
+    from frost.sched.gemm_rowsum import plan_gemm_rowsum, tile_label
     from frost.sched.rank import CostModel, plan_cost
 
     default = plan_gemm_rowsum(plan.params["arch"], plan.params["dtype"])
@@ -179,8 +179,7 @@ def format_gemm_grid(plan: Plan, prog, shape: tuple[int, int, int], sms: int,
            f"{'cost':>6}"]
     base = plan_cost(prog, plan, dims, sms, model).cost
     for label, p in (("picked", plan), ("default", default)):
-        s, t = plan_cost(prog, p, dims, sms, model), p.kernel("gemm_rowsum").tile
-        tile = f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"
-        out.append(f"  {label:<8} {tile:<20} {s.grid.ctas:>6} {s.grid.waves:>6.2f} "
+        s = plan_cost(prog, p, dims, sms, model)
+        out.append(f"  {label:<8} {tile_label(p):<20} {s.grid.ctas:>6} {s.grid.waves:>6.2f} "
                    f"{s.grid.makespan:>6.0f} {s.edge:>6.1%} {s.cost / base:>6.3f}")
     return "\n".join(out)

@@ -322,9 +322,12 @@ def model_plan(dtype: str, m: int, n: int, k: int, card) -> Plan:
     """The cost model's sm_120a plan for an (M, N, K) call on ``card``
     (:class:`frost.sched.arch.Card`: its SM count and per-SM rates;
     :func:`frost.sched.plan_gemm_rowsum` with ``from_model``, the shape and the card), kept per
-    call shape. Shapes whose picks share a tile share one plan object, hence one compile."""
+    call shape. Shapes whose picks share a tile share one plan object, hence one compile (its
+    ``tile_source`` names the first of them)."""
     key = (dtype, m, n, k, card)
     if key not in _MODEL_PLANS:
+        if len(_MODEL_PLANS) >= 4096:  # a long run of distinct shapes: start again
+            _MODEL_PLANS.clear()
         from frost.sched import plan_gemm_rowsum
 
         plan = plan_gemm_rowsum("sm_120a", dtype, from_model=True, shape=(m, n, k), card=card)
@@ -333,22 +336,24 @@ def model_plan(dtype: str, m: int, n: int, k: int, card) -> Plan:
     return _MODEL_PLANS[key]
 
 
-_CARDS: dict = {}  # torch device index -> its Card (looked up once: run_gemm_rowsum's host path)
+_CARDS: dict = {}  # CUDA device index -> its Card (looked up once: run_gemm_rowsum's host path)
 
 
-def device_card(device):
-    """The :class:`frost.sched.arch.Card` the cost model prices plans at on this torch device
-    (:func:`frost.sched.arch.card_for_device`), kept per device."""
-    import torch
-
-    index = torch.device("cuda", device).index if isinstance(device, int) else \
-        torch.device(device).index
-    index = torch.cuda.current_device() if index is None else index
+def device_card(index: int):
+    """The :class:`frost.sched.arch.Card` the cost model prices plans at on CUDA device
+    ``index`` (:func:`frost.sched.arch.card_for_device`), kept per device;
+    :class:`GemmRowsumError` for a GPU of a family no card has."""
     if index not in _CARDS:
+        import torch
+
         from frost.sched.arch import card_for_device
+        from frost.sdpa.api import device_arch
 
         p = torch.cuda.get_device_properties(index)
-        _CARDS[index] = card_for_device(p.name, (p.major, p.minor), p.multi_processor_count)
+        try:
+            _CARDS[index] = card_for_device(p.name, device_arch(index), p.multi_processor_count)
+        except ValueError as e:
+            raise GemmRowsumError(f"plan='model': {e}") from None
     return _CARDS[index]
 
 
@@ -372,7 +377,7 @@ def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
             raise GemmRowsumError(f"a must be bf16 or fp16, got {a.dtype}")
         if plan == "model":
             m, n, k = host.check_ab(a, b, a.dtype, GemmRowsumError)
-            plan = model_plan(name, m, n, k, device_card(a.device))
+            plan = model_plan(name, m, n, k, device_card(a.get_device()))
         else:
             if name not in _DEFAULT_PLANS:
                 from frost.sched import plan_gemm_rowsum

@@ -81,11 +81,15 @@ def test_the_default_plan_is_the_measured_tile_with_forced_keys_on_top():
 @pytest.mark.parametrize("kw,msg", [
     ({"shape": (256, 256, 256)}, "pass from_model=True"),
     ({"sms": 132}, "pass from_model=True"),
-    ({"shape": (256, 256), "from_model": True}, "three positive ints"),
-    ({"shape": (256, -1, 256), "from_model": True}, "three positive ints"),
-    ({"shape": (256.0, 256, 256), "from_model": True}, "three positive ints"),
+    ({"card": "H200"}, "pass from_model=True"),
+    ({"shape": (256, 256), "from_model": True}, r"shape is \(M, N, K\)"),
+    ({"shape": (256, -1, 256), "from_model": True}, "positive ints, got N=-1"),
+    ({"shape": (256.0, 256, 256), "from_model": True}, "positive ints, got M=256.0"),
+    ({"sms": 132, "from_model": True}, "sms goes with a shape"),
+    ({"card": "B200", "from_model": True}, "unknown card 'B200'"),
 ])
 def test_a_shape_needs_the_model_and_three_positive_ints(kw, msg):
+    """Shape, sms and card are the model's inputs: refused without it, each checked."""
     from frost.sched import plan_gemm_rowsum
 
     with pytest.raises(ValueError, match=msg):

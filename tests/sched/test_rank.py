@@ -141,8 +141,11 @@ def test_the_problem_extents_and_their_tiles():
         rank.check_shape(prog, {"M": 1, "N": 1, "Q": 2})
     with pytest.raises(ValueError, match="positive ints, got M=0"):
         rank.check_shape(prog, {"M": 0, "N": 1, "K": 1})
-    with pytest.raises(ValueError, match="sms must be >= 1"):
-        rank.rank_program(prog, "sm_120a", params=PARAMS, shape=SHAPE, sms=-1)
+    for sms in (-1, 0):  # 0 is refused, not read as "the arch's default"
+        with pytest.raises(ValueError, match="sms must be >= 1"):
+            rank.rank_program(prog, "sm_120a", params=PARAMS, shape=SHAPE, sms=sms)
+    with pytest.raises(ValueError, match="sms goes with a shape"):
+        rank.best_plan(prog, "sm_120a", params=PARAMS, sms=132)
 
 
 def test_ctas_an_sm_holds():
@@ -231,16 +234,16 @@ def test_the_card_prices_the_tie_and_the_margin_keeps_the_default():
     assert ranked[0][2].kernel("gemm_rowsum").tile != default.kernel("gemm_rowsum").tile
     dflt = next(x for x, c, _ in ranked if c == {k: default.kernel("gemm_rowsum").tile[k]
                                                  for k in KEYS})
-    assert ranked[0][0] < dflt < ranked[0][0] * (1 + rank.SWITCH_MARGIN)  # a near tie
+    assert dflt * (1 - rank.SWITCH_MARGIN) < ranked[0][0] < dflt  # a near tie
     kept = rank.best_plan(prog, "sm_120a", params=PARAMS, shape=SHAPE, card=h200)
     assert kept.kernel("gemm_rowsum").tile == default.kernel("gemm_rowsum").tile
     assert kept.kernel("gemm_rowsum").params["tile_source"].endswith(
         "for M=2432, N=1792, K=4096 on 132 SMs; H200's rates")
-    h100 = card_for_device("NVIDIA H100 80GB HBM3", (9, 0), 132)
+    h100 = card_for_device("NVIDIA H100 80GB HBM3", "sm_90a", 132)
     half = {"M": 1024, "N": 2048, "K": 4096}
     moved = rank.best_plan(prog, "sm_120a", params=PARAMS, shape=half, card=h100)
     t = moved.kernel("gemm_rowsum").tile
     assert (1024 // t["tile_m"]) * (2048 // t["tile_n"]) == 128  # twice the default's CTAs
-    assert rank.plan_cost(prog, moved, half, 132, rank.CostModel().on_card(h100)).cost * (
-        1 + rank.SWITCH_MARGIN) < rank.plan_cost(prog, default, half, 132,
+    assert rank.plan_cost(prog, moved, half, 132, rank.CostModel().on_card(h100)).cost < (
+        1 - rank.SWITCH_MARGIN) * rank.plan_cost(prog, default, half, 132,
                                                  rank.CostModel().on_card(h100)).cost
