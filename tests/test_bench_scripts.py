@@ -975,8 +975,8 @@ def test_gemm_rowsum_bench_times_the_models_plan_on_the_gpu(tmp_path):
 
     script = os.path.join(ROOT, "bench", "gemm_rowsum.py")
     res = subprocess.run([sys.executable, script, "--peers", "frost,frost_model",
-                          "--shape", "1024,2048,512", "--iters", "3", "--warmup", "1",
-                          "--sets", "1", "--rounds", "1", "--commit", "test",
+                          "--shape", "1024,2048,512", "--iters", "20", "--warmup", "1",
+                          "--sets", "3", "--rounds", "1", "--commit", "test",
                           "--out", str(tmp_path)], capture_output=True, text=True,
                          timeout=600, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-2000:]
