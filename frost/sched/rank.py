@@ -17,9 +17,12 @@ timed sets (v133) it orders each of them as the H200 did (tests/sched/test_rank.
 
 Given a problem ``shape`` (each extent the program's grid and loop name, e.g. ``{"M": 4096, "N":
 4096, "K": 4096}``), the ranking is for that call: each plan's cost is multiplied by
-:func:`shape_factor`, the grid's waves on the card's SMs (:class:`frost.sched.waves.GridEstimate`:
-a grid of 133 CTAs on 132 SMs takes two rounds for 1.01 rounds of work) times the work its
-padded edge tiles waste, and the once-a-CTA bytes are spread over the real loop.
+:func:`shape_factor`, the grid's waves on the card's SMs
+(:class:`frost.sched.waves.GridEstimate`: a grid of 133 CTAs on 132 SMs takes two rounds for
+1.01 rounds of work) times the work its padded edge tiles waste, and the once-a-CTA bytes are
+spread over the real loop. :func:`best_plan` keeps the per-FLOP pick unless another plan costs
+:data:`SWITCH_MARGIN` less for the shape, and with a ``card`` prices every plan at that GPU's
+per-SM rates (:meth:`CostModel.on_card`; bench/RESULTS.md v133b).
 """
 
 from __future__ import annotations
@@ -203,11 +206,15 @@ def plan_cost(prog: Program, plan: Plan, shape: dict[str, int] | None = None,
     model, shape, sms = _shaped(prog, arch, model, shape, sms)
     kp = plan.kernel(prog.kernel_names.get("main", "main"))
     c = {x.name: kp.tile[x.name] for x in free_symbols(prog) if x.name in kp.tile}
-    return _score(prog, c, kp, model, shape, sms, arch)
+    return _score(prog, _main(prog), c, kp, model, shape, sms, arch)
 
 
-def _score(prog, c, kp, model, shape, sms, arch) -> Scored:
-    main = next(k.program for k in partition(prog) if k.role == "main")
+def _main(prog: Program) -> Program:
+    """The main kernel's program (partitioned once a ranking, not once a plan)."""
+    return next(k.program for k in partition(prog) if k.role == "main")
+
+
+def _score(prog, main, c, kp, model, shape, sms, arch) -> Scored:
     cost = iteration_cost(main.subs(sizes_of(prog, c)), kp, model,
                           loop_symbol(prog) or "tile_m")
     if shape is None:
@@ -238,7 +245,7 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
                          f"not choose (it chooses the tile_* sizes): force a value, e.g. "
                          f"--tile {unbound[0]}=64")
     params = {"arch": arch_name, **(params or {})}
-    ranked, rejected = [], []
+    main, ranked, rejected = _main(prog), [], []
     for c in candidates(space, forced):
         try:
             plan = schedule(prog, arch_name, choice_of(prog, c), params)
@@ -246,7 +253,7 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
             rejected.append((c, e.reason))
             continue
         kp = plan.kernel(prog.kernel_names.get("main", "main"))
-        ranked.append((_score(prog, c, kp, model, shape, sms, arch_name).cost, c, plan))
+        ranked.append((_score(prog, main, c, kp, model, shape, sms, arch_name).cost, c, plan))
     # exact ties (mirror tiles, deeper rings the model does not price) go to the smaller
     # shared-memory footprint, then to the space's order
     order = {id(c): i for i, (_, c, _) in enumerate(ranked)}
@@ -274,8 +281,8 @@ def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | Non
         sms = card.sms
     ranked, rejected = rank_program(prog, arch, forced, params, model, shape=shape, sms=sms)
     if ranked and shape is not None:  # the per-FLOP pick unless the shape's pick is clearly
-        main = prog.kernel_names.get("main", "main")  # cheaper (SWITCH_MARGIN)
-        flat = [(_score(prog, c, p.kernel(main), model, None, None, arch).cost, i)
+        name, main = prog.kernel_names.get("main", "main"), _main(prog)  # cheaper (MARGIN)
+        flat = [(_score(prog, main, c, p.kernel(name), model, None, None, arch).cost, i)
                 for i, (_, c, p) in enumerate(ranked)]
         keep = ranked[min(flat)[1]]
         if ranked[0][0] >= keep[0] * (1.0 - SWITCH_MARGIN):
