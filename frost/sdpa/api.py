@@ -23,7 +23,7 @@ import dataclasses
 import math
 
 from frost.sdpa import chain as _chain
-from frost.templates.host import raw_stream
+from frost.templates.host import device_arch, raw_stream  # noqa: F401  (device_arch: API)
 from frost.sdpa.workspace import (  # noqa: F401  (re-exported; backward calls them from here)
     _free_bytes, check_workspace, workspace_bytes, workspace_layout)
 from frost.sdpa.validation import (  # noqa: F401  (re-exported: the API's names)
@@ -71,13 +71,6 @@ class VariantKey:
 
 
 # ------------------------------------------------------------------------------- variants
-def device_arch(device) -> str:
-    """The device's arch, e.g. "sm_90a" (read from its properties, so a patched
-    ``torch.cuda.get_device_capability`` cannot make frost compile for the wrong GPU)."""
-    props = _torch().cuda.get_device_properties(device)
-    return f"sm_{props.major}{props.minor}a"
-
-
 def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, deterministic: bool,
                 use_pdl: bool) -> VariantKey:
     """The compile-cache key of a call: what the kernels are specialized on (B, H, S and strides

@@ -347,11 +347,11 @@ def device_card(index: int):
         import torch
 
         from frost.sched.arch import card_for_device
-        from frost.sdpa.api import device_arch
 
         p = torch.cuda.get_device_properties(index)
         try:
-            _CARDS[index] = card_for_device(p.name, device_arch(index), p.multi_processor_count)
+            _CARDS[index] = card_for_device(p.name, host.device_arch(index),
+                                            p.multi_processor_count)
         except ValueError as e:
             raise GemmRowsumError(f"plan='model': {e}") from None
     return _CARDS[index]

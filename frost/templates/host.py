@@ -82,6 +82,15 @@ def dynamic(t, align: int = 16, divisibility: int = 8):
             .mark_compact_shape_dynamic(mode=0, stride_order=(0, 1)))
 
 
+def device_arch(device) -> str:
+    """The device's arch, e.g. "sm_90a" (read from its properties, so a patched
+    ``torch.cuda.get_device_capability`` cannot make frost compile for the wrong GPU)."""
+    import torch
+
+    props = torch.cuda.get_device_properties(device)
+    return f"sm_{props.major}{props.minor}a"
+
+
 def raw_stream(idx: int) -> int:
     """The raw handle of device ``idx``'s current torch stream (torch's cheap accessor where this
     torch build has it: 0.15 µs against 2.8–4.7 µs for
