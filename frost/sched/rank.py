@@ -206,7 +206,7 @@ def plan_cost(prog: Program, plan: Plan, shape: dict[str, int] | None = None,
     model, shape, sms = _shaped(prog, arch, model, shape, sms)
     kp = plan.kernel(prog.kernel_names.get("main", "main"))
     c = {x.name: kp.tile[x.name] for x in free_symbols(prog) if x.name in kp.tile}
-    return _score(prog, _main(prog), c, kp, model, shape, sms, arch)
+    return _score(prog, _main(prog).subs(sizes_of(prog, c)), c, kp, model, shape, sms, arch)
 
 
 def _main(prog: Program) -> Program:
@@ -214,13 +214,42 @@ def _main(prog: Program) -> Program:
     return next(k.program for k in partition(prog) if k.role == "main")
 
 
-def _score(prog, main, c, kp, model, shape, sms, arch) -> Scored:
-    cost = iteration_cost(main.subs(sizes_of(prog, c)), kp, model,
-                          loop_symbol(prog) or "tile_m")
+def _score(prog, sized, c, kp, model, shape, sms, arch) -> Scored:
+    """Point ``c``'s price; ``sized``: the main kernel's program with ``c``'s sizes bound."""
+    cost = iteration_cost(sized, kp, model, loop_symbol(prog) or "tile_m")
     if shape is None:
         return Scored(cost)
     f, grid = shape_factor(prog, c, shape, sms * ctas_per_sm(kp, arch))
     return Scored(cost * f, grid, f / (1.0 + grid.tail) - 1.0)
+
+
+_SCHEDULED: dict = {}  # (program, arch, space, forced, params) -> what _scheduled returns
+
+
+def _scheduled(prog: Program, arch: str, space: dict, forced: dict, params: dict):
+    """``([(choice, plan, sized main program)], [(choice, reason)])`` for every point of
+    ``space`` with ``forced``'s values: scheduled once per program, arch, space and params and
+    kept (a new problem shape only prices them again). The lists are copies; the plans are
+    shared, so they must not be changed in place."""
+    def frozen(d):
+        return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
+                            for k, v in d.items()))
+
+    key = (prog, arch, frozen(space), frozen(forced), frozen(params))
+    if key not in _SCHEDULED:
+        if len(_SCHEDULED) >= 64:
+            _SCHEDULED.clear()
+        main, feasible, rejected = _main(prog), [], []
+        for c in candidates(space, forced):
+            try:
+                plan = schedule(prog, arch, choice_of(prog, c), params)
+            except Infeasible as e:
+                rejected.append((c, e.reason))
+                continue
+            feasible.append((c, plan, main.subs(sizes_of(prog, c))))
+        _SCHEDULED[key] = (feasible, rejected)
+    feasible, rejected = _SCHEDULED[key]
+    return [(dict(c), p, m) for c, p, m in feasible], [(dict(c), r) for c, r in rejected]
 
 
 def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | None = None,
@@ -245,15 +274,10 @@ def rank_program(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | 
                          f"not choose (it chooses the tile_* sizes): force a value, e.g. "
                          f"--tile {unbound[0]}=64")
     params = {"arch": arch_name, **(params or {})}
-    main, ranked, rejected = _main(prog), [], []
-    for c in candidates(space, forced):
-        try:
-            plan = schedule(prog, arch_name, choice_of(prog, c), params)
-        except Infeasible as e:
-            rejected.append((c, e.reason))
-            continue
-        kp = plan.kernel(prog.kernel_names.get("main", "main"))
-        ranked.append((_score(prog, main, c, kp, model, shape, sms, arch_name).cost, c, plan))
+    feasible, rejected = _scheduled(prog, arch_name, space, forced or {}, params)
+    name = prog.kernel_names.get("main", "main")
+    ranked = [(_score(prog, sized, c, plan.kernel(name), model, shape, sms, arch_name).cost, c,
+               plan) for c, plan, sized in feasible]
     # exact ties (mirror tiles, deeper rings the model does not price) go to the smaller
     # shared-memory footprint, then to the space's order
     order = {id(c): i for i, (_, c, _) in enumerate(ranked)}
@@ -281,10 +305,8 @@ def best_plan(prog: Program, arch: str = "sm_120a", forced: dict[str, int] | Non
         sms = card.sms
     ranked, rejected = rank_program(prog, arch, forced, params, model, shape=shape, sms=sms)
     if ranked and shape is not None:  # the per-FLOP pick unless the shape's pick is clearly
-        name, main = prog.kernel_names.get("main", "main"), _main(prog)  # cheaper (MARGIN)
-        flat = [(_score(prog, main, c, p.kernel(name), model, None, None, arch).cost, i)
-                for i, (_, c, p) in enumerate(ranked)]
-        keep = ranked[min(flat)[1]]
+        per_flop = rank_program(prog, arch, forced, params, model)[0][0][1]  # cheaper (MARGIN)
+        keep = next(r for r in ranked if r[1] == per_flop)
         if ranked[0][0] >= keep[0] * (1.0 - SWITCH_MARGIN):
             ranked = [keep]
     if not ranked:  # the most common kind of reason (numbers aside), its first instance

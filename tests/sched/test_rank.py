@@ -247,3 +247,30 @@ def test_the_card_prices_the_tie_and_the_margin_keeps_the_default():
     assert rank.plan_cost(prog, moved, half, 132, rank.CostModel().on_card(h100)).cost < (
         1 - rank.SWITCH_MARGIN) * rank.plan_cost(prog, default, half, 132,
                                                  rank.CostModel().on_card(h100)).cost
+
+
+def test_a_new_shape_prices_the_kept_schedule_again(monkeypatch):
+    """The space is scheduled once per program, arch, space and params: a second ranking (a new
+    shape) calls no scheduler and gives what a fresh schedule gives; the lists it returns are
+    the caller's to change."""
+    prog = gemm_rowsum_program()
+    rank._SCHEDULED.clear()
+    first, rejected = rank.rank_program(prog, "sm_120a", params=PARAMS, shape=SHAPE, sms=132)
+
+    def refuse(*a, **k):
+        raise AssertionError("scheduled again")
+
+    monkeypatch.setattr(rank, "schedule", refuse)
+    other = {"M": 1024, "N": 2048, "K": 4096}
+    again, rejected2 = rank.rank_program(prog, "sm_120a", params=PARAMS, shape=other, sms=132)
+    assert rejected2 == rejected and len(again) == len(first)
+    again[0][1]["tile_m"] = -1  # the caller's copy
+    rejected2.clear()
+    third, rejected3 = rank.rank_program(prog, "sm_120a", params=PARAMS, shape=other, sms=132)
+    assert rejected3 == rejected and third[0][1]["tile_m"] > 0
+    monkeypatch.undo()
+    rank._SCHEDULED.clear()
+    fresh, _ = rank.rank_program(prog, "sm_120a", params=PARAMS, shape=other, sms=132)
+    assert [(x, c) for x, c, _ in rank.rank_program(prog, "sm_120a", params=PARAMS,
+                                                    shape=other, sms=132)[0]] == \
+        [(x, c) for x, c, _ in fresh] == [(x, c) for x, c, _ in third]
