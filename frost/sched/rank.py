@@ -229,16 +229,14 @@ _SCHEDULED: dict = {}  # (program, arch, space, forced, params) -> what _schedul
 def _scheduled(prog: Program, arch: str, space: dict, forced: dict, params: dict):
     """``([(choice, plan, sized main program)], [(choice, reason)])`` for every point of
     ``space`` with ``forced``'s values: scheduled once per program, arch, space and params and
-    kept (a new problem shape only prices them again). The lists are copies; the plans are
-    shared, so they must not be changed in place."""
+    kept (a new problem shape only prices them again; params that cannot be a key, e.g. a dict
+    value, are scheduled each time). The lists are copies; the plans are shared, so they must
+    not be changed in place."""
     def frozen(d):
         return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                             for k, v in d.items()))
 
-    key = (prog, arch, frozen(space), frozen(forced), frozen(params))
-    if key not in _SCHEDULED:
-        if len(_SCHEDULED) >= 64:
-            _SCHEDULED.clear()
+    def build():
         main, feasible, rejected = _main(prog), [], []
         for c in candidates(space, forced):
             try:
@@ -247,7 +245,17 @@ def _scheduled(prog: Program, arch: str, space: dict, forced: dict, params: dict
                 rejected.append((c, e.reason))
                 continue
             feasible.append((c, plan, main.subs(sizes_of(prog, c))))
-        _SCHEDULED[key] = (feasible, rejected)
+        return feasible, rejected
+
+    key = (prog, arch, frozen(space), frozen(forced), frozen(params))
+    try:
+        hash(key)
+    except TypeError:
+        return build()
+    if key not in _SCHEDULED:
+        if len(_SCHEDULED) >= 64:
+            _SCHEDULED.clear()
+        _SCHEDULED[key] = build()
     feasible, rejected = _SCHEDULED[key]
     return [(dict(c), p, m) for c, p, m in feasible], [(dict(c), r) for c, r in rejected]
 

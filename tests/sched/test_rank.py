@@ -274,3 +274,12 @@ def test_a_new_shape_prices_the_kept_schedule_again(monkeypatch):
     assert [(x, c) for x, c, _ in rank.rank_program(prog, "sm_120a", params=PARAMS,
                                                     shape=other, sms=132)[0]] == \
         [(x, c) for x, c, _ in fresh] == [(x, c) for x, c, _ in third]
+
+
+def test_params_that_cannot_be_a_key_are_scheduled_uncached():
+    prog = gemm_rowsum_program()
+    odd = {**PARAMS, "note": {"why": "a dict value"}}
+    ranked, _ = rank.rank_program(prog, "sm_120a", params=odd)
+    plain, _ = rank.rank_program(prog, "sm_120a", params=PARAMS)
+    assert [c for _, c, _ in ranked] == [c for _, c, _ in plain]
+    assert ranked[0][2].params["note"] == {"why": "a dict value"}
