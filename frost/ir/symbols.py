@@ -17,12 +17,15 @@ d_qk, d_v = sympy.symbols("d_qk d_v", integer=True, positive=True)
 tile_m, tile_n = sympy.symbols("tile_m tile_n", integer=True, positive=True)
 # A plain GEMM's extents (frost.ir.examples).
 M, N, K, tile_k = sympy.symbols("M N K tile_k", integer=True, positive=True)
+# How many CTAs share one reduction (split-K): a plan's choice like a tile size, named split_*
+split_k = sympy.Symbol("split_k", integer=True, positive=True)
 # Scalars appearing in pointwise expressions.
 scale = sympy.Symbol("scale", positive=True)
 LOG2E = sympy.Symbol("log2e", positive=True)  # kept symbolic: log2(e)
 
 SYMBOLS: dict[str, sympy.Symbol] = {
-    s.name: s for s in (B, H, S_q, S_kv, d_qk, d_v, tile_m, tile_n, M, N, K, tile_k, scale, LOG2E)
+    s.name: s for s in (B, H, S_q, S_kv, d_qk, d_v, tile_m, tile_n, M, N, K, tile_k, split_k,
+                     scale, LOG2E)
 }
 
 # exp2 as an opaque function (lowered to ex2.approx); sympy keeps it unevaluated.

@@ -10,28 +10,39 @@ from frost.sched.plan import Plan
 # timed (bench/RESULTS.md v132: 518.4 TFLOP/s at 4096³ against 475.2 for v131's 128x256x32 s3)
 GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 64, "ab_stages": 2,
                        "num_mma_warps": 8}
+# split_k > 1 plans gemm_rowsum_program(split_k=True): the CTAs of a C block share K and add
+# into an fp32 workspace that a third kernel casts (a choice for few C blocks and a long K)
+MAX_SPLIT_K = 64
 
 
 def _check_keys(tile: dict[str, int]) -> None:
-    unknown = set(tile) - set(GEMM_ROWSUM_DEFAULT)
+    unknown = set(tile) - set(GEMM_ROWSUM_DEFAULT) - {"split_k"}
     if unknown:
         raise ValueError(f"unknown tile keys {sorted(unknown)}; choose from "
-                         f"{sorted(GEMM_ROWSUM_DEFAULT)}")
+                         f"{sorted([*GEMM_ROWSUM_DEFAULT, 'split_k'])}")
     for k, v in tile.items():
-        ok = v in (4, 8, 16) if k == "num_mma_warps" else (1 <= v <= 8 if k == "ab_stages"
-                                                            else 16 <= v <= 256 and v % 16 == 0)
+        ok = (v in (4, 8, 16) if k == "num_mma_warps" else 1 <= v <= 8 if k == "ab_stages"
+              else 1 <= v <= MAX_SPLIT_K if k == "split_k" else 16 <= v <= 256 and v % 16 == 0)
         if not ok:
             raise ValueError(f"tile key {k}={v} is not allowed; " + (
                 "num_mma_warps may be 4, 8, 16" if k == "num_mma_warps" else
                 "ab_stages may be 1..8" if k == "ab_stages" else
+                f"split_k may be 1..{MAX_SPLIT_K}" if k == "split_k" else
                 f"{k} may be a multiple of 16 in 16..256"))
+
+
+def split_k_of(plan: Plan) -> int:
+    """How many CTAs share one C block's K (1: no split, C written by the GEMM kernel)."""
+    return int(plan.kernel("gemm_rowsum").tile.get("split_k", 1))
 
 
 def tile_label(plan: Plan) -> str:
     """gemm_rowsum's tile in one word group, e.g. "128x256x64 s2 w8" (tile_m x tile_n x tile_k,
     the A/B ring's depth, the MMA warps)."""
     t = plan.kernel("gemm_rowsum").tile
-    return f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"
+    split = f" k/{t['split_k']}" if t.get("split_k", 1) > 1 else ""
+    return (f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']} s{t['ab_stages']} w{t['num_mma_warps']}"
+            + split)
 
 
 def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
@@ -43,12 +54,16 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
     ``tile``'s keys forced (:func:`frost.sched.rank.best_plan`), for the problem ``shape``
     (M, N, K) on ``sms`` SMs (default: ``card``'s, else the arch's reference card) when given:
     the grid's waves and edge tiles priced. ``card`` (a :data:`frost.sched.arch.CARDS` name or
-    a :class:`~frost.sched.arch.Card`) prices the plans at that GPU's per-SM rates. ValueError
+    a :class:`~frost.sched.arch.Card`) prices the plans at that GPU's per-SM rates. ``tile``'s
+    ``split_k`` > 1 plans the split-K program (three kernels, C summed in an fp32 workspace);
+    the model with a shape and no ``split_k`` forced also ranks the split plans and takes one
+    only if it costs :data:`frost.sched.rank.SWITCH_MARGIN` less than the unsplit pick. ValueError
     names an unknown key, a value out of range, a shape, sms or card without ``from_model``
     or sms without a shape; the scheduler's :class:`~frost.sched.Infeasible` names what does
     not fit (e.g. the shared memory)."""
     from frost.ir.examples import gemm_rowsum_program
     from frost.ir.symbols import tile_k, tile_m, tile_n
+    from frost.ir.symbols import split_k
     from frost.sched.rank import best_plan
     from frost.sched.scheduler import TileChoice, schedule
 
@@ -58,14 +73,57 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
                          "pass from_model=True (frost plan gemm-rowsum --from-model --shape)")
     if shape is not None and len(shape) != 3:
         raise ValueError(f"shape is (M, N, K); got {shape!r}")
-    prog, params = gemm_rowsum_program(dtype), {"dtype": dtype, "arch": arch}
+    forced = dict(tile or {})
+    split = forced.pop("split_k", None)
+    params = {"dtype": dtype, "arch": arch}
     if from_model:
         from frost.sched.arch import get_card
 
-        return best_plan(prog, arch, tile, params, sms=sms,
-                         shape=dict(zip("MNK", shape)) if shape is not None else None,
-                         card=get_card(card) if isinstance(card, str) else card)
-    t = {**GEMM_ROWSUM_DEFAULT, **(tile or {})}
-    choice = TileChoice({tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]},
-                        {"ab": t["ab_stages"]}, t["num_mma_warps"])
-    return schedule(prog, arch, choice, params)
+        card = get_card(card) if isinstance(card, str) else card
+        dims = dict(zip("MNK", shape)) if shape is not None else None
+        if split is not None and split > 1:
+            return best_plan(gemm_rowsum_program(dtype, True), arch, {**forced, "split_k": split},
+                             params, sms=sms, shape=dims, card=card)
+        whole = best_plan(gemm_rowsum_program(dtype), arch, forced, params, sms=sms, shape=dims,
+                          card=card)
+        return whole if split is not None or dims is None else \
+            _split_if_cheaper(whole, dtype, arch, forced, params, dims, sms, card)
+    t = {**GEMM_ROWSUM_DEFAULT, **forced}
+    sizes = {tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]}
+    if split is not None and split > 1:
+        sizes[split_k] = split
+    choice = TileChoice(sizes, {"ab": t["ab_stages"]}, t["num_mma_warps"])
+    return schedule(gemm_rowsum_program(dtype, split is not None and split > 1), arch, choice,
+                    params)
+
+
+def _split_if_cheaper(whole: Plan, dtype: str, arch: str, forced: dict, params: dict,
+                      dims: dict[str, int], sms: int | None, card) -> Plan:
+    """The model's split-K plan for the problem ``dims`` if it costs
+    :data:`~frost.sched.rank.SWITCH_MARGIN` less than ``whole`` (the unsplit pick), else
+    ``whole``. A plan's price covers its main kernel only; a split also zeroes its fp32
+    workspace and casts it in a third kernel, so the workspace's bytes (8 a C element: zeroed,
+    then read) are added at the model's global-memory rate, all SMs together: a short K is not
+    split for SMs it cannot pay back."""
+    from frost.ir.examples import gemm_rowsum_program
+    from frost.sched.plan import Infeasible, with_tile_source
+    from frost.sched.rank import SWITCH_MARGIN, plan_cost, rank_program
+    from frost.sched.tiles import CostModel
+
+    model = CostModel().on_card(card) if card is not None else CostModel()
+    sms = sms or (card.sms if card is not None else None)
+    try:
+        ranked, _ = rank_program(gemm_rowsum_program(dtype, True), arch, forced, params, model,
+                                 shape=dims, sms=sms)
+    except Infeasible:
+        return whole
+    if not ranked:
+        return whole
+    cost = plan_cost(gemm_rowsum_program(dtype), whole, shape=dims, sms=sms, model=model).cost
+    flops = 2.0 * dims["M"] * dims["N"] * dims["K"]
+    workspace = 8.0 * dims["M"] * dims["N"] / (model.gmem_bytes_per_clk * flops)
+    if ranked[0][0] + workspace > cost * (1.0 - SWITCH_MARGIN):
+        return whole
+    return with_tile_source(ranked[0][2], whole.kernel("gemm_rowsum").params.get(
+        "tile_source", "cost model (frost.sched.rank)") + f"; split K {ranked[0][1]['split_k']}"
+        f" ways (over {SWITCH_MARGIN:.0%} cheaper than unsplit)")

@@ -5,6 +5,8 @@ every other program gets the generic one (:func:`tile_space`):
 
 * each tile size the program leaves free (a ``tile_*`` symbol): 64, 128, 256, and for the
   symbol the body loop steps by (``trips = K / tile_k``): 32, 64, 128;
+* each split the program leaves free (a ``split_*`` symbol, e.g. gemm_rowsum's split-K):
+  2, 4, 8;
 * each body ring's depth (``<ring>_stages``): 2, 3, 4;
 * ``num_mma_warps``: 4, 8, 16.
 
@@ -49,6 +51,12 @@ SIZES = (64, 128, 256)
 LOOP_SIZES = (32, 64, 128)
 STAGES = (2, 3, 4)
 WARPS = (4, 8, 16)
+SPLITS = (2, 4, 8)
+
+
+def _is_choice(name: str) -> bool:
+    """A size the plan chooses (a tile size or a split), not one the problem gives."""
+    return name.startswith(("tile_", "split_"))
 
 
 def free_symbols(prog: Program) -> list[sympy.Symbol]:
@@ -85,6 +93,7 @@ def tile_space(prog: Program) -> dict[str, tuple[int, ...]]:
     """name -> values: the generic search space of ``prog`` (the module's docstring)."""
     loop = loop_symbol(prog)
     space = {x.name: LOOP_SIZES if x.name == loop else SIZES for x in tile_symbols(prog)}
+    space.update({x.name: SPLITS for x in free_symbols(prog) if x.name.startswith("split_")})
     space.update({f"{r}_stages": STAGES for r in body_rings(prog)})
     space["num_mma_warps"] = WARPS
     return space
@@ -122,9 +131,9 @@ def extent_tiles(prog: Program) -> dict[sympy.Symbol, sympy.Symbol]:
 
 def problem_extents(prog: Program) -> list[str]:
     """The extents a problem shape must give: the grid's and the loop's sizes that are not tile
-    sizes (``K``, ``M``, ``N`` for gemm_rowsum)."""
+    sizes or splits (``K``, ``M``, ``N`` for gemm_rowsum)."""
     syms = prog.grid.free_symbols | prog.trips.free_symbols
-    return sorted(x.name for x in syms if not x.name.startswith("tile_"))
+    return sorted(x.name for x in syms if not _is_choice(x.name))
 
 
 def check_shape(prog: Program, shape: dict[str, int]) -> dict[str, int]:
@@ -156,7 +165,8 @@ def shape_factor(prog: Program, c: dict[str, int], shape: dict[str, int],
     """(factor, grid): what the problem ``shape`` costs point ``c`` beyond its per-FLOP cost,
     on ``slots`` CTA slots (SMs x CTAs an SM holds). The grid of padded extents runs in
     ``ceil(ctas / slots)`` rounds, ``1 + tail`` of a perfect split; the padded volume (grid x
-    trips) over the exact one is the work edge tiles waste. factor = their product."""
+    trips, a split's shares rounded up) over the exact one is the work edge tiles and uneven
+    shares waste. factor = their product."""
     bind = sizes_of(prog, c)
     exact = {x: shape[x.name] for x in free_symbols(prog) if x.name in shape}
     padded = dict(exact)
@@ -165,8 +175,11 @@ def shape_factor(prog: Program, c: dict[str, int], shape: dict[str, int],
             padded[x] = math.ceil(exact[x] / bind[t]) * bind[t]
     volume = prog.grid * prog.trips
     ctas = math.ceil(prog.grid.subs({**bind, **padded}))
+    trips = prog.trips.subs({**bind, **padded})
+    if any(x.name.startswith("split_") for x in prog.trips.free_symbols):
+        trips = math.ceil(trips)  # a split's shares: the longest one is what the CTAs wait for
     grid = GridEstimate.uniform(int(ctas), slots)
-    waste = float(volume.subs({**bind, **padded}) / volume.subs({**bind, **exact}))
+    waste = float(ctas * trips / volume.subs({**bind, **exact}))
     return (1.0 + grid.tail) * waste, grid
 
 

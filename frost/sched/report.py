@@ -24,7 +24,8 @@ def table(headers: list[str], rows: list[list], indent: str = "  ") -> str:
 # kernel -> the frost/templates module whose kernel reads its plan (the tiny ``gemm`` builds its
 # own plan; ``chain`` launches the SDPA three): a test checks each module exists
 PLAN_TEMPLATES = {"rowdot": "rowdot", "bwd_main": "bwd_main", "dq_convert": "dq_convert",
-                  "zero_rowsum": "gemm_rowsum", "gemm_rowsum": "gemm_rowsum"}
+                  "zero_rowsum": "gemm_rowsum", "gemm_rowsum": "gemm_rowsum",
+                  "c_convert": "gemm_rowsum"}
 
 
 def _reused(b, buffers) -> str | None:

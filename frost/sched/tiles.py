@@ -129,7 +129,8 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
                    loop_tile: str = "tile_m") -> float:
     """Estimated clocks per GEMM FLOP for the concrete main program ``prog`` planned as ``kp``;
     its once-a-CTA bytes are spread over ``nominal_extent / tile[loop_tile]`` trips (the
-    attention backward walks q tiles, a GEMM walks K in ``tile_k`` steps)."""
+    attention backward walks q tiles, a GEMM walks K in ``tile_k`` steps), divided by each
+    ``split_*`` of the tile (a split-K CTA walks its share of K)."""
     tile = kp.tile
     w = trip_work(prog, kp, model.narrow_warp_tile)
     stages = min([v for k, v in tile.items()
@@ -148,6 +149,9 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
     t *= 1 + max(0, regs - risk) / risk
     t += model.per_trip_clocks
     trips = model.nominal_extent / max(int(tile.get(loop_tile, 1)), 1)
+    for k, v in tile.items():  # a split loop (split-K): each CTA walks 1/split of it
+        if k.startswith("split_"):
+            trips /= max(int(v), 1)
     t += w.once / model.gmem_bytes_per_clk / max(trips, 1.0)
     return t / w.flops
 

@@ -19,6 +19,14 @@ How: the plan's two kernels, PDL-linked as its edge says
   ``red.global.add`` a row a warp column into r (the plan's AtomicReduce); C cast, written into
   sC, and stored by one TMA box.
 
+Split K (the plan's ``split_k`` > 1, :func:`frost.ir.examples.gemm_rowsum_program` with
+``split_k=True``): three kernels. ``zero_rowsum`` takes one CTA a C block and zeroes that block
+of the fp32 workspace W (M, N), and r's rows from the blocks of column 0; ``gemm_rowsum`` runs
+``split_k`` CTAs a block (grid z), each over ``ceil(K tiles / split_k)`` of K, and adds its
+accumulator into W by ``red.global.add.v2.f32`` (two adjacent columns a lane) and its row sums
+into r; ``c_convert`` waits for the whole grid (PDL) and casts W's block to C. The plan has no
+sC and no epilogue barrier then.
+
 Constraints (:func:`check_plan`, :func:`check_problem`): the MMA warps first, no store warp,
 tile_n a multiple of 8·c_wn (each warp takes 16 columns a MMA step, or 8 where 16·c_wn does
 not divide tile_n: :func:`warp_columns`); N % 8 == K % 8 == 0 (16-byte TMA row strides). M, N
@@ -42,10 +50,12 @@ from frost.templates import host, launch
 from frost.tile_dsl import barrier as bar
 from frost.tile_dsl import copy as cp
 from frost.tile_dsl import mma as mm
-from frost.tile_dsl import regs, smem
+from frost.tile_dsl import ptx, regs, smem
 
 IO_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 KERNELS = ("zero_rowsum", "gemm_rowsum")
+SPLIT_KERNELS = KERNELS + ("c_convert",)  # split-K: C summed in an fp32 workspace, then cast
+VEC = 8  # C elements a thread zeroes, or casts, at a time (16 bytes of C: N % 8 == 0)
 MAX_GRID_Y = 65535  # the grid's y extent (N / tile_n CTAs)
 
 
@@ -54,23 +64,27 @@ class GemmRowsumError(ValueError):
 
 
 def check_plan(plan: Plan) -> None:
-    """Refuse a plan that is not gemm_rowsum's chain: its two kernels, the ``ab`` ring, sC."""
+    """Refuse a plan that is not gemm_rowsum's chain: its two kernels, the ``ab`` ring, sC (or,
+    split over K, its three kernels and no sC)."""
     names = tuple(k.name for k in plan.kernels)
-    if names != KERNELS:
-        raise GemmRowsumError(f"expects the plan of gemm_rowsum_program ({KERNELS}), got {names}")
+    split = plan.kernel("gemm_rowsum").tile.get("split_k", 1) if "gemm_rowsum" in names else 1
+    want = SPLIT_KERNELS if split > 1 else KERNELS
+    if names != want:
+        raise GemmRowsumError(f"expects the plan of gemm_rowsum_program ({want}), got {names}")
     kp = plan.kernel("gemm_rowsum")
-    missing = ([b for b in ("sA", "sB", "sC") if b not in {x.name for x in kp.buffers}]
+    bufs = ("sA", "sB") if split > 1 else ("sA", "sB", "sC")
+    missing = ([b for b in bufs if b not in {x.name for x in kp.buffers}]
                + [m for m in ("ab_full", "ab_empty") if m not in {x.name for x in kp.mbarriers}]
-               + [b for b in ("epilogue",) if b not in {x.name for x in kp.barriers}])
+               + [b for b in ("epilogue",)[:split == 1] if b not in {x.name for x in kp.barriers}])
     if missing:
         raise GemmRowsumError(f"the plan's gemm_rowsum kernel lacks {missing} (a plan of "
                               f"gemm_rowsum_program has the ab ring's sA, sB and mbarriers, sC "
-                              f"and the epilogue barrier)")
+                              f"and the epilogue barrier unless K is split)")
     if plan.params.get("dtype", "bf16") not in IO_DTYPES:
         raise GemmRowsumError(f"dtype must be one of {sorted(IO_DTYPES)}, got "
                               f"{plan.params.get('dtype')!r}")
     mma, t = kp.role(WarpRole.MMA), kp.tile
-    if mma.first_warp != 0 or kp.barrier("epilogue").threads != mma.threads:
+    if mma.first_warp != 0 or (split == 1 and kp.barrier("epilogue").threads != mma.threads):
         raise GemmRowsumError("expects the MMA warps first and an epilogue barrier of exactly "
                               "the MMA threads (no store_warp)")
     if t["tile_n"] % (8 * t["c_wn"]):  # (mm.make_tiled_mma: one or two n8 atoms a warp)
@@ -104,9 +118,10 @@ def check_problem(plan: Plan, m: int, n: int, k: int) -> None:
 
 
 class GemmRowsum:
-    """Both kernels of one gemm_rowsum plan. Call (``@cute.jit``)::
+    """The kernels of one gemm_rowsum plan. Call (``@cute.jit``)::
 
         GemmRowsum(plan)(mA, mB, mC, mR, stream)   # A (M, K), B (N, K), C (M, N), r (M,)
+        GemmRowsum(plan)(mA, mB, mC, mR, stream, mW)   # split K: W (M, N) fp32 workspace
     """
 
     def __init__(self, plan: Plan, use_pdl: bool = True):
@@ -116,12 +131,19 @@ class GemmRowsum:
         self.io = IO_DTYPES[plan.params.get("dtype", "bf16")]
         t = self.main.tile
         self.tm, self.tn, self.tk = t["tile_m"], t["tile_n"], t["tile_k"]
+        self.split = t.get("split_k", 1)
+        self.convert = plan.kernel("c_convert") if self.split > 1 else None
 
     # ------------------------------------------------------------------ host
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, mR: cute.Tensor,
-                 stream: cuda.CUstream):
-        kp = self.main
+                 stream: cuda.CUstream, mW: cute.Tensor = None):
+        kp, split = self.main, self.split > 1
+        if cutlass.const_expr(split != (mW is not None)):
+            raise GemmRowsumError("a workspace W (M, N) fp32 goes with a split-K plan, and only "
+                                  "with one")
+        if cutlass.const_expr(split and mW.element_type != cutlass.Float32):
+            raise GemmRowsumError("the workspace W must be fp32")
         if cutlass.const_expr(mA.element_type != self.io or mB.element_type != self.io
                               or mC.element_type != self.io):
             raise GemmRowsumError("A, B and C must be the plan's dtype")
@@ -129,37 +151,69 @@ class GemmRowsum:
             raise GemmRowsumError("r must be fp32")
         tma_a, tA = cp.make_tma_load(mA, smem.composed_layout(kp.buffer("sA")), (self.tm, self.tk))
         tma_b, tB = cp.make_tma_load(mB, smem.composed_layout(kp.buffer("sB")), (self.tn, self.tk))
-        tma_c, tC = cp.make_tma_store(mC, smem.composed_layout(kp.buffer("sC")), (self.tm, self.tn))
+        tma_c, tC = None, None
+        if cutlass.const_expr(not split):
+            tma_c, tC = cp.make_tma_store(mC, smem.composed_layout(kp.buffer("sC")),
+                                          (self.tm, self.tn))
         tiled_mma = mm.make_tiled_mma(self.io, (kp.tile["c_wm"], kp.tile["c_wn"]),
                                       n_per_warp=warp_columns(self.plan))
-        rows = self.zero.tile["rows_per_cta"]  # the plan's grid: M / tile_m CTAs
-        self.zero_kernel(mR).launch(grid=(cute.ceil_div(mR.shape[0], rows), 1, 1),
-                                    block=(self.zero.threads, 1, 1), stream=stream,
-                                    use_pdl=self.use_pdl)
-        grid = (cute.ceil_div(mC.shape[0], self.tm), cute.ceil_div(mC.shape[1], self.tn), 1)
+        rows = self.zero.tile["rows_per_cta"]  # the plan's grid: M / tile_m CTAs (split K:
+        blocks = (cute.ceil_div(mC.shape[0], self.tm), cute.ceil_div(mC.shape[1], self.tn), 1)
+        self.zero_kernel(mR, mW).launch(  # one a C block, which zeroes W's block as well)
+            grid=blocks if split else (cute.ceil_div(mR.shape[0], rows), 1, 1),
+            block=(self.zero.threads, 1, 1), stream=stream, use_pdl=self.use_pdl)
+        grid = (blocks[0], blocks[1], self.split)
         # (min_blocks_per_mp: with it ptxas knows the entry's register count and honours the
         # roles' setmaxnreg; without, it drops them, C7508)
-        self.main_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mR, tiled_mma).launch(
+        self.main_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mR, mW, tiled_mma).launch(
             grid=grid, block=(kp.threads, 1, 1), smem=kp.smem_bytes, stream=stream,
             use_pdl=self.use_pdl, min_blocks_per_mp=1)
+        if cutlass.const_expr(split):
+            self.convert_kernel(mW, mC).launch(grid=blocks, block=(self.convert.threads, 1, 1),
+                                               stream=stream, use_pdl=self.use_pdl)
 
     # ---------------------------------------------------------------- device
     @cute.kernel
-    def zero_kernel(self, mR: cute.Tensor):
-        """r = 0: CTA b zeroes rows [b·rows_per_cta, (b + 1)·rows_per_cta), its threads striding."""
+    def zero_kernel(self, mR: cute.Tensor, mW: cute.Tensor):
+        """r = 0: CTA b zeroes rows [b·rows_per_cta, (b + 1)·rows_per_cta), its threads striding.
+        Split K: CTA (b, n) zeroes W's C block (b, n), and the CTAs of column 0 those r rows."""
         tid, _, _ = cute.arch.thread_idx()
-        b, _, _ = cute.arch.block_idx()
+        b, bn, _ = cute.arch.block_idx()
         rows = self.zero.tile["rows_per_cta"]
         bar.pdl_wait(self.use_pdl)  # r may still be read by whatever ran before the chain
-        for i in range(b * rows + tid, cutlass.min((b + 1) * rows, mR.shape[0]),
-                       self.zero.threads):
-            mR[i] = cutlass.Float32(0.0)
+        if bn == 0:
+            for i in range(b * rows + tid, cutlass.min((b + 1) * rows, mR.shape[0]),
+                           self.zero.threads):
+                mR[i] = cutlass.Float32(0.0)
+        if cutlass.const_expr(self.split > 1):
+            zeros = cute.make_rmem_tensor((VEC,), cutlass.Float32)
+            zeros.fill(0.0)
+            per_row = self.tn // VEC  # W's block (b, bn), 8 columns a thread at a time
+            for u in range(tid, self.tm * per_row, self.zero.threads):
+                row, v = b * self.tm + u // per_row, bn * per_row + u % per_row
+                if row < mW.shape[0] and v * VEC < mW.shape[1]:
+                    cute.autovec_copy(zeros, cute.local_tile(mW[row, None], (VEC,), (v,)))
+        bar.pdl_launch_dependents(self.use_pdl)
+
+    @cute.kernel
+    def convert_kernel(self, mW: cute.Tensor, mC: cute.Tensor):
+        """C = cast(W) on C block (bm, bn), once the GEMM's grid is done (split K only)."""
+        tid, _, _ = cute.arch.thread_idx()
+        bm, bn, _ = cute.arch.block_idx()
+        bar.pdl_wait(self.use_pdl)  # W is the GEMM kernel's sum
+        out = cute.make_rmem_tensor((VEC,), self.io)
+        per_row = self.tn // VEC
+        for u in range(tid, self.tm * per_row, self.convert.threads):
+            row, v = bm * self.tm + u // per_row, bn * per_row + u % per_row
+            if row < mW.shape[0] and v * VEC < mW.shape[1]:
+                out.store(cute.local_tile(mW[row, None], (VEC,), (v,)).load().to(self.io))
+                cute.autovec_copy(out, cute.local_tile(mC[row, None], (VEC,), (v,)))
         bar.pdl_launch_dependents(self.use_pdl)
 
     @cute.kernel
     def main_kernel(self, tma_a: cute.CopyAtom, tA: cute.Tensor, tma_b: cute.CopyAtom,
                     tB: cute.Tensor, tma_c: cute.CopyAtom, tC: cute.Tensor, mR: cute.Tensor,
-                    tiled_mma: cute.TiledMma):
+                    mW: cute.Tensor, tiled_mma: cute.TiledMma):
         kp = self.main
         mma, prod = kp.role(WarpRole.MMA), kp.role(WarpRole.PRODUCER)
         full_plan, empty_plan = kp.mbarrier("ab_full"), kp.mbarrier("ab_empty")
@@ -171,7 +225,7 @@ class GemmRowsum:
         tid, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         lane = cute.arch.lane_idx()
-        bm, bn, _ = cute.arch.block_idx()
+        bm, bn, bz = cute.arch.block_idx()
 
         raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
         sA = smem.tile_tensor(raw, kp.buffer("sA"), self.io, staged=True)
@@ -188,10 +242,10 @@ class GemmRowsum:
         # is what ptxas spills, 8 B at 128x256x64, bench/RESULTS.md v132)
         if warp >= mma.first_warp + mma.num_warps:  # the producer's warpgroup (donors exit)
             cute.arch.setmaxregister_decrease(prod.max_regs)
-            k_tiles = cute.ceil_div(tA.shape[1], self.tk)
+            k_lo, k_hi = self.k_range(tA, bz)
             if warp == prod.first_warp:
                 st = bar.DevicePipelineState.start(full_plan.stages, bar.Role.PRODUCER)
-                for kt in range(k_tiles):
+                for kt in range(k_lo, k_hi):
                     bar.mbar_wait(empty, st)
                     if lane == 0:
                         cute.arch.mbarrier_arrive_and_expect_tx(full + st.index,
@@ -206,10 +260,10 @@ class GemmRowsum:
             bar.pdl_launch_dependents(self.use_pdl)
         else:
             cute.arch.setmaxregister_increase(mma.max_regs)
-            k_tiles = cute.ceil_div(tA.shape[1], self.tk)
+            k_lo, k_hi = self.k_range(tA, bz)
             acc = mm.make_acc(tiled_mma, tid, (self.tm, self.tn))
             st = bar.DevicePipelineState.start(empty_plan.stages, bar.Role.CONSUMER)
-            for kt in range(k_tiles):
+            for _ in range(k_lo, k_hi):
                 bar.mbar_wait(full, st)
                 mm.make_warp_gemm(tiled_mma, sA[None, None, st.index], sB[None, None, st.index],
                                   tid).gemm(acc)
@@ -218,15 +272,34 @@ class GemmRowsum:
                     bar.mbar_arrive(empty, st)
                 st.advance()
             bar.pdl_launch_dependents(self.use_pdl)
-            self.epilogue(raw, acc, tiled_mma, tid, lane, mR, tma_c, tC, bm, bn)
+            self.epilogue(raw, acc, tiled_mma, tid, lane, mR, mW, tma_c, tC, bm, bn)
+
+    def k_range(self, tA, bz):
+        """[first, end) of the K tiles CTA z of a C block walks: all of them, or split K its
+        ceil(tiles / split_k) share (the last share may be shorter, or empty)."""
+        k_tiles = cute.ceil_div(tA.shape[1], self.tk)
+        if cutlass.const_expr(self.split == 1):
+            return 0, k_tiles
+        share = (k_tiles + self.split - 1) // self.split
+        return bz * share, cutlass.min(bz * share + share, k_tiles)
 
     @cute.jit
-    def epilogue(self, raw, acc, tiled_mma, tid, lane, mR, tma_c, tC, bm, bn):
-        """r[rows] += this warp's row sums; C -> sC (maybe on the ring's bytes) -> one TMA box."""
+    def epilogue(self, raw, acc, tiled_mma, tid, lane, mR, mW, tma_c, tC, bm, bn):
+        """Split K: W[block] += acc (fp32 vector atomics). r[rows] += this warp's row sums.
+        Unsplit: C -> sC (maybe on the ring's bytes) -> one TMA box."""
         kp = self.main
-        epi = kp.barrier("epilogue")
         thr = tiled_mma.get_slice(tid)
         rows = thr.partition_C(cute.make_identity_tensor((self.tm, self.tn)))
+        if cutlass.const_expr(self.split > 1):  # (v, half): columns 2t + v of row g + 8·half
+            for m in cutlass.range_constexpr(cute.size(acc, mode=[1])):
+                for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                    for half in cutlass.range_constexpr(2):
+                        row, col = rows[(0, half), m, n]
+                        row, col = bm * self.tm + row, bn * self.tn + col
+                        if row < mW.shape[0] and col < mW.shape[1]:
+                            ptx.red_add_v2_f32(
+                                mW.iterator + cutlass.Int64(row) * mW.shape[1] + col,
+                                acc[(0, half), m, n], acc[(1, half), m, n])
         sums = regs.row_reduce(acc)  # value half + 2 m: row of acc[(0, half), m, 0]
         if lane % 4 == 0:
             for m in cutlass.range_constexpr(cute.size(acc, mode=[1])):
@@ -235,14 +308,16 @@ class GemmRowsum:
                     if row < mR.shape[0]:  # (rows past M: A's zero fill, summed to nothing)
                         cute.arch.red(mR.iterator + row, sums[half + 2 * m], op="add",
                                       dtype="f32", sem="relaxed", scope="gpu")
-        sC = smem.tile_tensor(raw, kp.buffer("sC"), self.io, staged=True)
-        bar.sync(epi)  # every MMA warp is done reading the ring that sC may reuse
-        cute.autovec_copy(regs.convert(acc, self.io), thr.partition_C(sC[None, None, 0]))
-        cp.tma_store_fence()
-        bar.sync(epi)
-        if tid == 0:  # (a TMA store elects nothing: one thread issues it)
-            cp.tma_store_fn(tma_c, tC, sC, (self.tm, self.tn))((bm, bn), 0)
-            cp.tma_store_wait(0)
+        if cutlass.const_expr(self.split == 1):
+            epi = kp.barrier("epilogue")
+            sC = smem.tile_tensor(raw, kp.buffer("sC"), self.io, staged=True)
+            bar.sync(epi)  # every MMA warp is done reading the ring that sC may reuse
+            cute.autovec_copy(regs.convert(acc, self.io), thr.partition_C(sC[None, None, 0]))
+            cp.tma_store_fence()
+            bar.sync(epi)
+            if tid == 0:  # (a TMA store elects nothing: one thread issues it)
+                cp.tma_store_fn(tma_c, tC, sC, (self.tm, self.tn))((bm, bn), 0)
+                cp.tma_store_wait(0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,25 +326,31 @@ class GemmRowsum:
 
 
 def fake_args(plan: Plan):
-    """Fake A, B, C, r and stream with runtime M, N, K, for compile-only use."""
+    """Fake A, B, C, r and stream with runtime M, N, K, for compile-only use (and the fp32
+    workspace W (M, N) of a split-K plan)."""
     from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
     io = IO_DTYPES[plan.params.get("dtype", "bf16")]
     a, b, c, m = host.fake_gemm_operands(io, io)
     r = make_fake_compact_tensor(cutlass.Float32, (m,), assumed_align=16)
-    return a, b, c, r, make_fake_stream()
+    if plan.kernel("gemm_rowsum").tile.get("split_k", 1) == 1:
+        return a, b, c, r, make_fake_stream()
+    w = make_fake_compact_tensor(cutlass.Float32, c.shape, stride_order=(1, 0), assumed_align=16)
+    return a, b, c, r, make_fake_stream(), w
 
 
-# run_gemm_rowsum's host ABI (frost.templates.launch): A, B, C, r addresses; M, N, K; stream
-ARG_KINDS = (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3 + (ctypes.c_void_p,)
+# run_gemm_rowsum's host ABI (frost.templates.launch): A, B, C, r, W addresses (W: split K's
+# workspace, 0 unsplit); M, N, K; stream
+ARG_KINDS = (ctypes.c_int64,) * 5 + (ctypes.c_int32,) * 3 + (ctypes.c_void_p,)
 
 
 class GemmRowsumByAddress:
     """:class:`GemmRowsum` called by addresses and extents (what :func:`run_gemm_rowsum`
     launches, :data:`ARG_KINDS`): row-major A (M, K), B (N, K) and C (M, N) of the plan's dtype,
-    16-byte aligned, N and K multiples of 8; r (M,) fp32. Call (``@cute.jit``)::
+    16-byte aligned, N and K multiples of 8; r (M,) fp32; W (M, N) fp32, 16-byte aligned, for
+    a split-K plan (ignored unsplit). Call (``@cute.jit``)::
 
-        GemmRowsumByAddress(plan)(a, b, c, r, M, N, K, stream)
+        GemmRowsumByAddress(plan)(a, b, c, r, w, M, N, K, stream)
     """
 
     def __init__(self, plan: Plan, use_pdl: bool = True):
@@ -277,7 +358,8 @@ class GemmRowsumByAddress:
 
     @cute.jit
     def __call__(self, a: cutlass.Int64, b: cutlass.Int64, c: cutlass.Int64, r: cutlass.Int64,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
+                 w: cutlass.Int64, m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 stream: cuda.CUstream):
         io, gmem = self.op.io, cute.AddressSpace.gmem
 
         def rows(addr, extent, cols):  # (extent, cols), row stride cols (a multiple of 8)
@@ -287,7 +369,12 @@ class GemmRowsumByAddress:
 
         mR = cute.make_tensor(cute.make_ptr(cutlass.Float32, r, gmem, assumed_align=4),
                               cute.make_layout((m,)))
-        self.op(rows(a, m, k), rows(b, n, k), rows(c, m, n), mR, stream)
+        mW = None
+        if cutlass.const_expr(self.op.split > 1):
+            mW = cute.make_tensor(cute.make_ptr(cutlass.Float32, w, gmem, assumed_align=16),
+                                  cute.make_layout((m, n), stride=(
+                                      cute.assume(cutlass.Int64(n), divby=8), 1)))
+        self.op(rows(a, m, k), rows(b, n, k), rows(c, m, n), mR, stream, mW)
 
 
 _COMPILED: dict = {}  # (plan JSON, device index) -> launcher
@@ -358,7 +445,8 @@ def device_card(index: int):
 
 
 def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
-    """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's two kernels. ``a`` (M, K)
+    """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's kernels (three for a
+    split-K plan, which also allocates its (M, N) fp32 workspace a call). ``a`` (M, K)
     and ``b`` (N, K): contiguous CUDA tensors of the plan's dtype; ``c``/``r`` are written in
     place when given. M and N need not be multiples of the tile. Without ``plan``:
     :func:`frost.sched.plan_gemm_rowsum`'s default for ``a``'s dtype (the sm_120a plan, which
@@ -391,8 +479,12 @@ def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
     c = host.output(c, "c", (m, n), dt, a, GemmRowsumError)
     r = host.output(r, "r", (m,), torch.float32, a, GemmRowsumError, align=4)
     idx = a.get_device()
-    values = (a.data_ptr(), b.data_ptr(), c.data_ptr(), r.data_ptr(), m, n, k,
-              host.raw_stream(idx))
+    # split K: the fp32 workspace the chain zeroes, adds into and casts (torch's caching
+    # allocator keeps it until the stream is past the chain)
+    w = torch.empty((m, n), device=a.device, dtype=torch.float32) \
+        if plan.kernel(KERNELS[1]).tile.get("split_k", 1) > 1 else None
+    values = (a.data_ptr(), b.data_ptr(), c.data_ptr(), r.data_ptr(),
+              0 if w is None else w.data_ptr(), m, n, k, host.raw_stream(idx))
     key = (key, idx)
     fn = _COMPILED.get(key)
     if fn is None:
