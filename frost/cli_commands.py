@@ -222,12 +222,12 @@ def _plan(args: argparse.Namespace, shape: tuple[int, int, int] | None = None):
     if args.program not in PROGRAMS:
         return _user_plan(args, tile)
     from frost.ir.examples import gemm_rowsum_program
-    from frost.sched.gemm_rowsum import plan_gemm_rowsum
+    from frost.sched.gemm_rowsum import plan_gemm_rowsum, split_k_of
 
-    return (plan_gemm_rowsum(args.arch, args.dtype, tile, from_model=args.from_model,
-                             shape=shape, sms=getattr(args, "sms", None) if shape else None,
-                             card=getattr(args, "card", None)),
-            gemm_rowsum_program(args.dtype))
+    plan = plan_gemm_rowsum(args.arch, args.dtype, tile, from_model=args.from_model,
+                            shape=shape, sms=getattr(args, "sms", None) if shape else None,
+                            card=getattr(args, "card", None))
+    return plan, gemm_rowsum_program(args.dtype, split_k_of(plan) > 1)
 
 
 def _check_graph_path(path: str | None) -> None:
@@ -325,7 +325,7 @@ def run_plan(args: argparse.Namespace) -> int:
         if not args.json:
             card = args.card and get_card(args.card)
             sms = args.sms or (card.sms if card else get_arch(args.arch).sms)
-            print("\n" + format_gemm_grid(plan, prog, shape, sms, card))
+            print("\n" + format_gemm_grid(plan, shape, sms, card))
     elif shape:
         from frost.sdpa.grid import estimate, format_estimate
 

@@ -392,10 +392,11 @@ def test_plan_gemm_rowsum_for_a_shape_prints_the_grid(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     rows = {r.split()[0]: r.split() for r in out[out.index("grid for M=2432"):].splitlines()[2:4]}
-    assert rows["default"][1:3] == ["128x256x64", "s2"] and rows["default"][4:7] == [
-        "133", "1.01", "2"]
+    assert rows["default"][1:4] == ["128x256x64", "s2", "w8"] and rows["default"][-5:-2] == [
+        "133", "1.01", "2"]  # (CTAs, waves, rounds)
     assert float(rows["default"][-1]) > 1.1  # the model's gain, past the switch margin
-    assert rows["picked"][1] != "128x256x64" and int(rows["picked"][4]) > 133
+    assert rows["picked"][1:4] != rows["default"][1:4] or rows["picked"][4].startswith("k/")
+    assert int(rows["picked"][-5]) > 133 and float(rows["picked"][-1]) == 1.0
     assert main([*argv, "--json"]) == 0
     shown = Plan.from_json(capsys.readouterr().out)
     want = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(2432, 1792, 4096),

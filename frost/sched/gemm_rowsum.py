@@ -13,6 +13,7 @@ GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 64, "ab_stages": 
 # split_k > 1 plans gemm_rowsum_program(split_k=True): the CTAs of a C block share K and add
 # into an fp32 workspace that a third kernel casts (a choice for few C blocks and a long K)
 MAX_SPLIT_K = 64
+WORKSPACE_BYTES = 8  # a split's fp32 workspace a C element: zeroed (4 B), read by the cast (4 B)
 
 
 def _check_keys(tile: dict[str, int]) -> None:
@@ -97,17 +98,36 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
                     params)
 
 
+def shaped_cost(plan: Plan, dims: dict[str, int], sms: int | None, model):
+    """:func:`frost.sched.rank.plan_cost` of gemm_rowsum ``plan`` for the problem ``dims``
+    (M, N, K) on ``sms`` SMs, priced on its own program (split K or not) and, split, with its
+    workspace added (:data:`WORKSPACE_BYTES` a C element at the model's global-memory rate, all
+    SMs together): the plan's price covers its main kernel only, and a split also zeroes the
+    fp32 workspace and casts it in a third kernel."""
+    import dataclasses
+
+    from frost.ir.examples import gemm_rowsum_program
+    from frost.sched.rank import plan_cost
+
+    split = split_k_of(plan) > 1
+    scored = plan_cost(gemm_rowsum_program(plan.params.get("dtype", "bf16"), split), plan,
+                       shape=dims, sms=sms, model=model)
+    if not split:
+        return scored
+    flops = 2.0 * dims["M"] * dims["N"] * dims["K"]
+    extra = WORKSPACE_BYTES * dims["M"] * dims["N"] / (model.gmem_bytes_per_clk * flops)
+    return dataclasses.replace(scored, cost=scored.cost + extra)
+
+
 def _split_if_cheaper(whole: Plan, dtype: str, arch: str, forced: dict, params: dict,
                       dims: dict[str, int], sms: int | None, card) -> Plan:
     """The model's split-K plan for the problem ``dims`` if it costs
-    :data:`~frost.sched.rank.SWITCH_MARGIN` less than ``whole`` (the unsplit pick), else
-    ``whole``. A plan's price covers its main kernel only; a split also zeroes its fp32
-    workspace and casts it in a third kernel, so the workspace's bytes (8 a C element: zeroed,
-    then read) are added at the model's global-memory rate, all SMs together: a short K is not
-    split for SMs it cannot pay back."""
+    :data:`~frost.sched.rank.SWITCH_MARGIN` less than ``whole`` (the unsplit pick), both priced
+    by :func:`shaped_cost` (the split's workspace included: a short K is not split for SMs it
+    cannot pay back), else ``whole``."""
     from frost.ir.examples import gemm_rowsum_program
     from frost.sched.plan import Infeasible, with_tile_source
-    from frost.sched.rank import SWITCH_MARGIN, plan_cost, rank_program
+    from frost.sched.rank import SWITCH_MARGIN, rank_program
     from frost.sched.tiles import CostModel
 
     model = CostModel().on_card(card) if card is not None else CostModel()
@@ -119,11 +139,10 @@ def _split_if_cheaper(whole: Plan, dtype: str, arch: str, forced: dict, params: 
         return whole
     if not ranked:
         return whole
-    cost = plan_cost(gemm_rowsum_program(dtype), whole, shape=dims, sms=sms, model=model).cost
-    flops = 2.0 * dims["M"] * dims["N"] * dims["K"]
-    workspace = 8.0 * dims["M"] * dims["N"] / (model.gmem_bytes_per_clk * flops)
-    if ranked[0][0] + workspace > cost * (1.0 - SWITCH_MARGIN):
+    best = ranked[0][2]  # (the workspace term is the same for every split plan of the shape)
+    if shaped_cost(best, dims, sms, model).cost > \
+            shaped_cost(whole, dims, sms, model).cost * (1.0 - SWITCH_MARGIN):
         return whole
-    return with_tile_source(ranked[0][2], whole.kernel("gemm_rowsum").params.get(
+    return with_tile_source(best, whole.kernel("gemm_rowsum").params.get(
         "tile_source", "cost model (frost.sched.rank)") + f"; split K {ranked[0][1]['split_k']}"
         f" ways (over {SWITCH_MARGIN:.0%} cheaper than unsplit)")

@@ -162,13 +162,14 @@ def format_trip_floors(work, cards) -> str:
         table(["card", "mma.sync TFLOP/s", "MMA clocks", "smem clocks", "bound by"], rows)])
 
 
-def format_gemm_grid(plan: Plan, prog, shape: tuple[int, int, int], sms: int,
-                     card=None) -> str:
+def format_gemm_grid(plan: Plan, shape: tuple[int, int, int], sms: int, card=None) -> str:
     """gemm_rowsum's ``plan`` (the model's pick for ``shape``) beside the default plan, on
     ``sms`` SMs at ``card``'s rates (default: the model's own): CTAs, waves (CTAs per SM), the
-    rounds they take, the work edge tiles add, and the model's cost relative to the pick's."""
-    from frost.sched.gemm_rowsum import plan_gemm_rowsum, tile_label
-    from frost.sched.rank import CostModel, plan_cost
+    rounds they take, the work edge tiles and uneven K shares add, and the model's cost
+    relative to the pick's (:func:`frost.sched.gemm_rowsum.shaped_cost`: a split-K plan's
+    workspace included)."""
+    from frost.sched.gemm_rowsum import plan_gemm_rowsum, shaped_cost, tile_label
+    from frost.sched.tiles import CostModel
 
     default = plan_gemm_rowsum(plan.params["arch"], plan.params["dtype"])
     dims, model = dict(zip("MNK", shape)), CostModel()
@@ -176,11 +177,11 @@ def format_gemm_grid(plan: Plan, prog, shape: tuple[int, int, int], sms: int,
         model = model.on_card(card)
     out = [f"grid for M={shape[0]} N={shape[1]} K={shape[2]} on {sms} SMs"
            + (f" at {card.name}'s rates" if card is not None else "") + " (frost.sched.rank)",
-           f"  {'plan':<8} {'tile':<20} {'CTAs':>6} {'waves':>6} {'rounds':>6} {'edge':>6} "
+           f"  {'plan':<8} {'tile':<24} {'CTAs':>6} {'waves':>6} {'rounds':>6} {'edge':>6} "
            f"{'cost':>6}"]
-    base = plan_cost(prog, plan, dims, sms, model).cost
+    base = shaped_cost(plan, dims, sms, model).cost
     for label, p in (("picked", plan), ("default", default)):
-        s = plan_cost(prog, p, dims, sms, model)
-        out.append(f"  {label:<8} {tile_label(p):<20} {s.grid.ctas:>6} {s.grid.waves:>6.2f} "
+        s = shaped_cost(p, dims, sms, model)
+        out.append(f"  {label:<8} {tile_label(p):<24} {s.grid.ctas:>6} {s.grid.waves:>6.2f} "
                    f"{s.grid.makespan:>6.0f} {s.edge:>6.1%} {s.cost / base:>6.3f}")
     return "\n".join(out)

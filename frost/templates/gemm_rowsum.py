@@ -294,11 +294,11 @@ class GemmRowsum:
             for m in cutlass.range_constexpr(cute.size(acc, mode=[1])):
                 for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
                     for half in cutlass.range_constexpr(2):
-                        row, col = rows[(0, half), m, n]
-                        row, col = bm * self.tm + row, bn * self.tn + col
-                        if row < mW.shape[0] and col < mW.shape[1]:
+                        w_row, w_col = rows[(0, half), m, n]
+                        w_row, w_col = bm * self.tm + w_row, bn * self.tn + w_col
+                        if w_row < mW.shape[0] and w_col < mW.shape[1]:
                             ptx.red_add_v2_f32(
-                                mW.iterator + cutlass.Int64(row) * mW.shape[1] + col,
+                                mW.iterator + cutlass.Int64(w_row) * mW.shape[1] + w_col,
                                 acc[(0, half), m, n], acc[(1, half), m, n])
         sums = regs.row_reduce(acc)  # value half + 2 m: row of acc[(0, half), m, 0]
         if lane % 4 == 0:

@@ -151,7 +151,7 @@ def test_the_address_entry_builds_the_same_kernels_and_packs_the_dsls_abi():
                    "red.relaxed.gpu.global.add.f32", "griddepcontrol.wait"):
         assert rep.count(needle) == ref.count(needle) > 0, needle
     assert rep.total_spill_bytes == 0 and len(rep.kernels) == 2
-    vals = [(1 << 40) + 256 * i for i in range(4)] + [1000, 2048, 4104, 0]
+    vals = [(1 << 40) + 256 * i for i in range(5)] + [1000, 2048, 4104, 0]
     got = launch.marshalled_values(rep.compiled, vals, GR.ARG_KINDS)
     assert got[:-1] == vals[:-1] and not got[-1]
 
