@@ -60,7 +60,7 @@ def make_plan(dtype: str, tile: dict[str, int]):
 
 
 def peers(torch, plan):
-    from frost.templates.gemm_rowsum import run_gemm_rowsum
+    from frost.templates.gemm_rowsum_run import run_gemm_rowsum
 
     def frost(t):
         return run_gemm_rowsum(t["a"], t["b"], plan, c=t["c"], r=t["r"])
@@ -88,7 +88,7 @@ def bench_shape(torch, shape, fns, args, dtype):
     row = dict(shape=dict(M=m, N=n, K=k), tflops={}, ms={}, errors={}, check={}, rounds={})
     if "frost_model" in fns:  # picked once a shape, so that no peer times the model's lookup
         from frost.sched.gemm_rowsum import tile_label
-        from frost.templates.gemm_rowsum import device_card, model_plan
+        from frost.templates.gemm_rowsum_run import device_card, model_plan
 
         plan = model_plan(args.dtype, m, n, k, device_card(sets[0]["a"].get_device()))
         row["frost_model_tile"] = tile_label(plan)

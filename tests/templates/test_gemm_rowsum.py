@@ -9,6 +9,7 @@ import pytest
 from frost.ir.examples import gemm_rowsum_program
 from frost.sched import TileChoice, plan_sdpa_bwd, schedule
 from frost.templates import gemm_rowsum as GR
+from frost.templates import gemm_rowsum_run as GRR
 from frost.tile_dsl import barrier as bar
 from tests.conftest import ARCHS
 
@@ -73,17 +74,17 @@ def test_the_plan_key_follows_a_plan_changed_in_place_and_goes_with_it():
     import gc
 
     p = plan()
-    key = GR._plan_key(p)
-    assert GR._plan_key(p) is key and key == p.to_json()
+    key = GRR._plan_key(p)
+    assert GRR._plan_key(p) is key and key == p.to_json()
     p.kernel("gemm_rowsum").tile["tile_n"] = 128
-    assert GR._plan_key(p) == p.to_json() != key
+    assert GRR._plan_key(p) == p.to_json() != key
     p.params["dtype"] = "fp8"  # checked again: refused
     with pytest.raises(GR.GemmRowsumError, match="dtype must be one of"):
-        GR._plan_key(p)
-    n = len(GR._KEYS)
+        GRR._plan_key(p)
+    n = len(GRR._KEYS)
     del p
     gc.collect()
-    assert len(GR._KEYS) == n - 1
+    assert len(GRR._KEYS) == n - 1
 
 
 def test_problems_past_32_bits_or_the_grid_are_refused():
@@ -205,7 +206,7 @@ def test_gemm_rowsum_gpu(choice, dtype):
         assert err_c <= TOL[dtype], f"{choice} {m},{n},{k}: C rel err {err_c:.3e}"
         assert err_r <= 1e-5, f"{choice} {m},{n},{k}: r rel err {err_r:.3e} (fp32 sums)"
     # compiled once for the three sizes (the cache: one launcher a plan and device)
-    assert [key for key in GR._COMPILED if key[0] == p.to_json()] == [(p.to_json(), 0)]
+    assert [key for key in GRR._COMPILED if key[0] == p.to_json()] == [(p.to_json(), 0)]
 
 
 @pytest.mark.gpu
@@ -241,7 +242,7 @@ def test_without_a_plan_it_runs_the_default_one():
     r = torch.full((m,), float("nan"), device="cuda")
     GR.run_gemm_rowsum(a, b, c=c, r=r)
     torch.cuda.synchronize()
-    assert GR._DEFAULT_PLANS["fp16"].to_json() == plan_gemm_rowsum("sm_120a", "fp16").to_json()
+    assert GRR._DEFAULT_PLANS["fp16"].to_json() == plan_gemm_rowsum("sm_120a", "fp16").to_json()
     ref = a.double() @ b.double().T
     assert ((c.double() - ref).norm() / ref.norm()).item() <= TOL["fp16"]
     assert ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item() <= 1e-5
@@ -268,16 +269,16 @@ def test_plan_model_picks_for_the_shape_and_is_correct():
     GR.run_gemm_rowsum(a, b, "model", c=c, r=r)
     torch.cuda.synchronize()
     want = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(m, n, k), card=card)
-    picked = GR._MODEL_PLANS[("bf16", m, n, k, card)]
+    picked = GRR._MODEL_PLANS[("bf16", m, n, k, card)]
     assert picked.to_json() == want.to_json()
-    assert picked.kernel("gemm_rowsum").tile != GR._DEFAULT_PLANS.get(
+    assert picked.kernel("gemm_rowsum").tile != GRR._DEFAULT_PLANS.get(
         "bf16", plan_gemm_rowsum("sm_120a", "bf16")).kernel("gemm_rowsum").tile
     ref = a.double() @ b.double().T
     assert ((c.double() - ref).norm() / ref.norm()).item() <= TOL["bf16"]
     assert ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item() <= 1e-5
     # a second shape: the same plan object where the pick is the same tile (one compile)
     GR.run_gemm_rowsum(a[:, :256].contiguous(), b[:, :256].contiguous(), "model")
-    second = GR._MODEL_PLANS[("bf16", m, n, 256, card)]
+    second = GRR._MODEL_PLANS[("bf16", m, n, 256, card)]
     same = second.kernel("gemm_rowsum").tile == picked.kernel("gemm_rowsum").tile
     assert (second is picked) == same
     with pytest.raises(GR.GemmRowsumError, match="'model'"):

@@ -8,6 +8,7 @@ from frost.sched import plan_gemm_rowsum
 from frost.sched.arch import get_card
 from frost.sched.gemm_rowsum import split_k_of, tile_label
 from frost.templates import gemm_rowsum as GR
+from frost.templates import gemm_rowsum_run as GRR
 from tests.conftest import ARCHS
 
 
@@ -170,7 +171,7 @@ def test_plan_model_splits_a_long_k_and_is_correct():
     GR.run_gemm_rowsum(a, b, "model", c=c, r=r)
     torch.cuda.synchronize()
     card = GR.device_card(0)
-    assert split_k_of(GR._MODEL_PLANS[("bf16", m, n, k, card)]) > 1
+    assert split_k_of(GRR._MODEL_PLANS[("bf16", m, n, k, card)]) > 1
     ref = a.double() @ b.double().T
     assert ((c.double() - ref).norm() / ref.norm()).item() <= TOL["bf16"]
     assert ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item() <= 1e-5
