@@ -381,6 +381,12 @@ def test_compile_gemm_rowsum_reports_the_plans_kernels(capsys):
     assert out.startswith("frost compile: gemm_rowsum chain for sm_121a (one module)")
     assert "  fp16, tile 64x128x64, 4 MMA warps (2x2), ab ring of 2 stages\n" in out
     assert f"largest kernel smem {kp.smem_bytes:,} B of 101,376 B: OK" in out
+    # split over K: three kernels, C added into the workspace (vector atomics), no TMA store
+    assert main(["compile", "gemm-rowsum", *argv, "--tile", "split_k=3", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["kernel"] for r in rows] == ["zero_rowsum", "gemm_rowsum", "c_convert"]
+    assert rows[1]["ptx"]["red.v2.f32"] > 0 and rows[1]["ptx"]["tma.store"] == 0
+    assert rows[2]["ptx"]["pdl.wait"] == 1 and sum(r["spill_bytes"] for r in rows) == 0
 
 
 def test_plan_gemm_rowsum_for_a_shape_prints_the_grid(capsys):

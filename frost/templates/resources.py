@@ -21,6 +21,7 @@ GEMM_ROWSUM_NEEDLES = {
     "tma.store": "cp.async.bulk.tensor.2d.global.shared::cta",
     "mbarrier.wait": "mbarrier.try_wait",
     "red.f32": "red.relaxed.gpu.global.add.f32",
+    "red.v2.f32": "red.global.add.v2.f32",  # a split-K plan's workspace adds
     "setmaxnreg": "setmaxnreg",
     "pdl.wait": "griddepcontrol.wait",
     "pdl.trigger": "griddepcontrol.launch_dependents",
@@ -59,13 +60,14 @@ def entry_row(rep, name: str, part: str, threads: int, smem_bytes: int, needles:
 
 def gemm_rowsum_resources(plan, arch: str = "sm_120a") -> list[KernelResources]:
     """Compile :mod:`frost.templates.gemm_rowsum` from ``plan`` for ``arch`` (no GPU: fake
-    tensors with runtime M, N, K) and report its two kernels, in the chain's order."""
+    tensors with runtime M, N, K) and report its kernels (two, or three split over K), in the
+    chain's order."""
     from frost.templates import gemm_rowsum as GR
     from frost.tile_dsl.compile import compile_for
 
     rep = compile_for(GR.GemmRowsum(plan), *GR.fake_args(plan), arch=arch)
     return [entry_row(rep, k.name, entry, k.threads, k.smem_bytes, GEMM_ROWSUM_NEEDLES)
-            for k, entry in zip(plan.kernels, ("zero_kernel", "main_kernel"))]
+            for k, entry in zip(plan.kernels, ("zero_kernel", "main_kernel", "convert_kernel"))]
 
 
 def format_resources(rows: list[KernelResources], arch: str, budget: int,
