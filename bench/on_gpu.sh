@@ -2,7 +2,7 @@
 # One device call's worth of checks on the GPU host (after `bash .gpu/tools/setup-remote`):
 # the GPU test suite, an A/B of the measured defaults, and the peer benchmark, all under $OUT.
 #
-#   usage: bash bench/on_gpu.sh COMMIT [tests|ab|bench|all]   (default: all)
+#   usage: bash bench/on_gpu.sh COMMIT [tests|tests1|tests2|ab|bench|all]   (default: all)
 #
 # COMMIT is the sha being measured (the GPU copy has no .git); run it from the repo root.
 # Each part has its own time cap, so a hang in one still leaves the others' results.

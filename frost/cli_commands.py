@@ -31,7 +31,6 @@ def command(fn):
 
 
 PROGRAMS = ("sdpa-bwd", "gemm-rowsum")
-USER_TILE_DEFAULTS = {"num_mma_warps": 4, "exchange_stages": 1}  # and 2 stages a body ring
 
 
 def _program_arg(text: str) -> str:
@@ -44,73 +43,6 @@ def _program_arg(text: str) -> str:
         f"a function in FILE.py that returns a frost.ir.Program)")
 
 
-def _user_program(spec: str, dtype: str):
-    """(the Program that ``FUNCTION()`` of ``FILE.py`` returns, whether it took ``dtype=``): the
-    file runs as a module of its own, its folder on the path while it imports; ValueError for a
-    missing file or function, or a result that is not a Program. Errors inside the user's code
-    propagate as they are (a ValueError, e.g. a stage's refusal, prints as frost's error)."""
-    import importlib.util
-    import inspect
-    import os
-    import sys
-
-    from frost.ir.program import Program
-
-    path, _, name = spec.rpartition(":")
-    if not os.path.isfile(path):
-        raise ValueError(f"{spec}: no file {path}")
-    mspec = importlib.util.spec_from_file_location(
-        "frost_user_" + os.path.splitext(os.path.basename(path))[0], path)
-    mod = importlib.util.module_from_spec(mspec)
-    sys.modules[mspec.name] = mod  # (dataclasses look their module up there)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # its sibling modules
-    try:
-        mspec.loader.exec_module(mod)
-    finally:
-        sys.path.pop(0)
-    fn = getattr(mod, name, None)
-    if not callable(fn):
-        raise ValueError(f"{spec}: {path} has no function {name}")
-    takes = "dtype" in inspect.signature(fn).parameters
-    prog = fn(dtype=dtype) if takes else fn()
-    if not isinstance(prog, Program):
-        raise ValueError(f"{spec}: {name}() returned {type(prog).__name__}, not a "
-                         f"frost.ir.Program")
-    return prog, takes
-
-
-def _user_plan(args: argparse.Namespace, tile: dict[str, int] | None):
-    """(plan, program) of a user's program: ``--tile`` keys ``num_mma_warps``,
-    ``exchange_stages`` and ``<ring>_stages`` shape the TileChoice; every other key binds a
-    size (``tile_m=64``); the scheduler refuses what does not fit, naming it. With
-    ``--from-model`` the keys are forced and :func:`frost.sched.rank.best_plan` picks the rest."""
-    from frost.ir.stages import Load
-    from frost.ir.symbols import Level
-    from frost.sched import TileChoice, schedule
-
-    prog, took_dtype = _user_program(args.program, args.dtype)
-    t = {**USER_TILE_DEFAULTS, **(tile or {})}
-    warps, x = t.pop("num_mma_warps"), t.pop("exchange_stages")
-    rings = sorted({s.ring for s in prog.stages if isinstance(s, Load) and s.level == Level.BODY})
-    clash = [r for r in rings if f"{r}_stages" == "exchange_stages"]
-    if clash:
-        raise ValueError(f"{args.program}: a body ring may not be called {clash[0]!r} "
-                         f"(--tile exchange_stages is the exchanged tiles' copies)")
-    stages = {r: t.pop(f"{r}_stages", 2) for r in rings}
-    stray = sorted(k for k in t if k.endswith("_stages"))
-    if stray:
-        raise ValueError(f"--tile {stray[0]}: not a body ring of {prog.name} (ring keys: "
-                         f"{', '.join(f'{r}_stages' for r in rings) or 'none'}; a ring loaded "
-                         f"only before or after the loop has one stage)")
-    params = {"arch": args.arch, **({"dtype": args.dtype} if took_dtype else {})}
-    if args.from_model:  # the sizes, depths and warps --tile leaves open: the cost model's
-        from frost.sched.rank import best_plan
-
-        return best_plan(prog, args.arch, tile, params), prog
-    choice = TileChoice(t, stages, warps, exchange_stages=x)
-    return schedule(prog, args.arch, choice, params), prog
-
-
 def _common_args(p) -> None:
     """The knobs every planning / compiling sub-command takes."""
     p.add_argument("--arch", default="sm_120a", help="sm_120a, sm_121a or sm_90a")
@@ -118,18 +50,21 @@ def _common_args(p) -> None:
                    help="d_qk, a multiple of 8 in 32..256 (default 128; planned as the next "
                         "multiple of 32, or 256 above 192: frost plan's header says which)")
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
+    p.add_argument("--dtype", default=None, choices=("bf16", "fp16"), help="default bf16")
     p.add_argument("--tile", action="append", default=[], metavar="KEY=INT",
-                   help="force a tile knob, e.g. tile_m=64 or s_order=1 (a warp-grid order, "
-                        "-1: the scheduler's) (repeatable); sdpa-bwd forces it on top of the "
-                        "measured default plan (keys and values: frost.sched.sdpa.FORCEABLE)")
+                   help="force a tile knob (repeatable). sdpa-bwd: on top of the measured "
+                        "default plan, e.g. tile_m=64 or s_order=1 (a warp-grid order, -1: the "
+                        "scheduler's; keys and values: frost.sched.sdpa.FORCEABLE); gemm-rowsum: "
+                        "tile_m, tile_n, tile_k, ab_stages, num_mma_warps, split_k (K split "
+                        "over that many CTAs)")
 
 
-def _model_arg(p) -> None:
+def _model_arg(p, user: bool = True) -> None:
     p.add_argument("--from-model", action="store_true",
                    help="the cost model's pick among the plans with the --tile keys forced "
-                        "(sdpa-bwd, gemm-rowsum: instead of the measured default; FILE.py:"
-                        "FUNCTION: the sizes, ring depths and warps --tile leaves open)")
+                        "(sdpa-bwd, gemm-rowsum: instead of the measured default"
+                        + ("; FILE.py:FUNCTION: the sizes, ring depths and warps --tile leaves "
+                           "open)" if user else ")"))
 
 
 @command
@@ -192,10 +127,14 @@ def _sdpa_args(args: argparse.Namespace) -> None:
     """Check the sdpa-bwd-only flags against the program and fill their defaults: gemm-rowsum
     refuses any of them (it would ignore it), and ``--causal-align`` needs ``--causal`` (and, in
     ``frost plan``, ``--shape``: the plan does not depend on it, the grid model does)."""
+    args.dtype_given = args.dtype is not None
+    args.dtype = args.dtype or "bf16"
     given = [flag for flag, attr, unset in SDPA_ONLY if getattr(args, attr, unset) != unset]
     if args.program != "sdpa-bwd" and given:
-        takes = ("--dtype, --tile, --from-model, --shape, --card, --sms, --json and --graph"
-                 if hasattr(args, "graph") else "--dtype, --tile, --from-model and --json")
+        takes = ("--dtype, --tile, --from-model and --json" if not hasattr(args, "graph") else
+                 "--dtype, --tile, --from-model, --shape, --card, --sms, --json and --graph"
+                 if args.program == "gemm-rowsum" else
+                 "--dtype, --tile, --from-model, --json and --graph")
         raise ValueError(f"{', '.join(given)}: sdpa-bwd only ({args.program} takes --arch, "
                          f"{takes})")
     if args.causal_align is not None and not args.causal:
@@ -220,7 +159,9 @@ def _plan(args: argparse.Namespace, shape: tuple[int, int, int] | None = None):
                             tile, from_model=args.from_model)
         return plan, sdpa_bwd_program(args.dtype, args.causal)
     if args.program not in PROGRAMS:
-        return _user_plan(args, tile)
+        from frost.cli_user import user_plan
+
+        return user_plan(args, tile)
     from frost.ir.examples import gemm_rowsum_program
     from frost.sched.gemm_rowsum import plan_gemm_rowsum, split_k_of
 
@@ -273,16 +214,22 @@ def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     if args.card is not None and (args.program != "gemm-rowsum" or not args.from_model):
         raise ValueError("--card: gemm-rowsum --from-model only (the plans priced at its rates)")
     if args.shape is None:
-        if args.heads_kv is not None or args.sms is not None:
-            raise ValueError("--heads-kv and --sms go with --shape (sdpa-bwd, gemm-rowsum)")
+        given = [f for f, v in (("--heads-kv", args.heads_kv), ("--sms", args.sms)) if v]
+        if given or args.sms is not None:
+            raise ValueError(f"{' and '.join(given or ['--sms'])} "
+                             f"{'go' if len(given) > 1 else 'goes'} with --shape (sdpa-bwd's "
+                             f"grid; gemm-rowsum: --from-model --shape)")
         return None
     if args.sms is not None and args.sms < 1:
         raise ValueError(f"--sms must be >= 1, got {args.sms}")
     if args.program == "gemm-rowsum":
         return _gemm_shape_arg(args)
-    if args.program != "sdpa-bwd" or args.json:
-        raise ValueError("--shape models the sdpa-bwd grid and prints a table: "
-                         "use it with sdpa-bwd, without --json")
+    if args.program != "sdpa-bwd":
+        raise ValueError(f"--shape: sdpa-bwd (its grid), or gemm-rowsum with --from-model "
+                         f"(the plan for that problem); {args.program} takes none")
+    if args.json:
+        raise ValueError("--shape prints sdpa-bwd's grid table, which --json has no place for: "
+                         "drop one of them")
     parts = shape_ints(args.shape, (3, 4), "--shape", "B,H,S or B,H,S_q,S_kv")
     b, h, s_q, *rest = parts
     h_kv = h if args.heads_kv is None else args.heads_kv
@@ -298,17 +245,50 @@ def _gemm_shape_arg(args: argparse.Namespace) -> tuple[int, int, int]:
                          "cost model: add --from-model")
     if args.heads_kv is not None:
         raise ValueError("--heads-kv: sdpa-bwd only")
-    return tuple(shape_ints(args.shape, (3,), "gemm-rowsum's --shape", "M,N,K"))
+    m, n, k = shape_ints(args.shape, (3,), "gemm-rowsum's --shape", "M,N,K")
+    bad = [f"{x}={v} is not a multiple of 8" for x, v in (("N", n), ("K", k)) if v % 8] + \
+        [f"{x}={v} is not below 2**31" for x, v in (("M", m), ("N", n), ("K", k)) if v >= 2**31]
+    if bad:  # (frost.templates.gemm_rowsum.check_problem's rules: 16-byte TMA rows, 32 bits)
+        raise ValueError(f"gemm-rowsum's --shape {args.shape}: {'; '.join(bad)} (the template "
+                         f"would refuse it)")
+    return m, n, k
+
+
+def _grid_text(args: argparse.Namespace, plan, shape) -> str:
+    """The table --shape adds below the plan (gemm-rowsum: the pick beside the default;
+    sdpa-bwd: bwd_main's grid), or "" (none, or --json); ValueError naming --shape for a grid
+    the model cannot play out."""
+    from frost.sched.arch import get_arch, get_card
+
+    if not shape or args.json:
+        return ""
+    if args.program == "gemm-rowsum":
+        from frost.sched.report import format_gemm_grid
+
+        card = args.card and get_card(args.card)
+        sms = args.sms or (card.sms if card else get_arch(args.arch).sms)
+        return format_gemm_grid(plan, shape, sms, card)
+    from frost.sdpa.grid import estimate, format_estimate
+
+    b, h, h_kv, s_q, s_kv = shape
+    try:
+        est = estimate(plan.kernel("bwd_main"), b, h, h_kv, s_q, s_kv, args.causal,
+                       args.causal_align, sms=args.sms or get_arch(args.arch).sms)
+    except ValueError as e:
+        raise ValueError(f"--shape {args.shape}: {e}") from None
+    return format_estimate(est, f"B={b} H={h} H_kv={h_kv} S_q={s_q} S_kv={s_kv}"
+                                + (f" causal {args.causal_align}" if args.causal else ""))
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from frost.sched.arch import get_arch, get_card, plan_arch
-    from frost.sched.report import format_gemm_grid, format_plan
+    from frost.sched.arch import plan_arch
+    from frost.sched.report import format_plan
 
     _sdpa_args(args)
     _check_graph_path(args.graph)
     shape = _shape_arg(args)
     plan, prog = _plan(args, shape if args.program == "gemm-rowsum" else None)
+    grid = _grid_text(args, plan, shape)  # (before any output: it may refuse the shape)
     if args.json:
         print(plan.to_json(indent=1))
     else:
@@ -321,21 +301,8 @@ def run_plan(args: argparse.Namespace) -> int:
             from frost.sched.sdpa import main_trip_work
 
             print("\n" + format_trip_floors(main_trip_work(plan.kernel("bwd_main")), CARDS))
-    if shape and args.program == "gemm-rowsum":
-        if not args.json:
-            card = args.card and get_card(args.card)
-            sms = args.sms or (card.sms if card else get_arch(args.arch).sms)
-            print("\n" + format_gemm_grid(plan, shape, sms, card))
-    elif shape:
-        from frost.sdpa.grid import estimate, format_estimate
-
-        b, h, h_kv, s_q, s_kv = shape
-        sms = args.sms or get_arch(args.arch).sms
-        est = estimate(plan.kernel("bwd_main"), b, h, h_kv, s_q, s_kv, args.causal,
-                       args.causal_align, sms=sms)
-        print("\n" + format_estimate(est, f"B={b} H={h} H_kv={h_kv} S_q={s_q} S_kv={s_kv}"
-                                           + (f" causal {args.causal_align}" if args.causal
-                                              else "")))
+    if grid:
+        print("\n" + grid)
     if args.graph:
         from frost.sched.partition import partition
         from frost.viz import save_plan_figure
@@ -365,7 +332,7 @@ def register_compile(sub) -> None:
     p.add_argument("--no-pdl", action="store_true", help="compile without griddepcontrol")
     p.add_argument("--deterministic", action="store_true",
                    help="bwd_main's split-dQ form (what deterministic=True runs)")
-    _model_arg(p)
+    _model_arg(p, user=False)
     p.add_argument("--code", action="append", default=[], metavar="KEY=VALUE",
                    help="a bwd_main code choice on top of the measured defaults, e.g. "
                         "reg_usage=7 or p_store=st32 (repeatable; names and meanings: "
@@ -410,7 +377,9 @@ def run_compile(args: argparse.Namespace) -> int:
                                "each kernel alone" if args.standalone else "one module",
                                describe_variant(args.head_dim, args.causal, args.causal_align,
                                                 args.dtype, args.deterministic, not args.no_pdl,
-                                                (tile or {}).get("head_pad", 0))))
+                                                (tile or {}).get("head_pad", 0))
+                               + (f"; forced {tile}" if tile else "")
+                               + ("; the cost model's plan" if args.from_model else "")))
     return _spill_exit(rows)
 
 
@@ -439,11 +408,15 @@ def _compile_gemm_rowsum(args: argparse.Namespace) -> int:
     else:
         from frost.sched.plan import WarpRole
 
+        from frost.sched.gemm_rowsum import split_k_of
+
         kp = plan.kernel("gemm_rowsum")
-        t = kp.tile
+        t, split = kp.tile, split_k_of(plan)
         variant = (f"{args.dtype}, tile {t['tile_m']}x{t['tile_n']}x{t['tile_k']}, "
                    f"{kp.role(WarpRole.MMA).num_warps} MMA warps ({t['c_wm']}x{t['c_wn']}), "
-                   f"ab ring of {kp.mbarrier('ab_full').stages} stages")
+                   f"ab ring of {kp.mbarrier('ab_full').stages} stages"
+                   + (f", K split {split} ways" if split > 1 else "")
+                   + ("; the cost model's plan" if args.from_model else ""))
         print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget, "one module",
                                variant, chain="gemm_rowsum chain"))
     return _spill_exit(rows)

@@ -263,7 +263,12 @@ def fixed_fp16():
 def exchange_ring():
     p = gemm_scaled()
     return p.with_rings({"load_A": "exchange", "load_B": "exchange"})
+
+
+def raises():
+    return [][0]
 '''
+RAISES_AT = USER_PROGRAM.splitlines().index("    return [][0]") + 1
 DATACLASS_PROGRAM = '''
 from __future__ import annotations
 import dataclasses
@@ -315,7 +320,7 @@ def test_the_cost_model_plans_a_users_program(tmp_path, capsys):
     pick = best_plan(prog, "sm_120a", {"tile_m": 64}, {"arch": "sm_120a", "dtype": "bf16"})
     assert {x: k.tile[x] for x in pick.kernels[0].tile} == pick.kernels[0].tile
     assert main(["plan", spec, "--from-model", "--tile", "tile_q=8"]) == 2
-    assert "unknown tile key 'tile_q'" in capsys.readouterr().err
+    assert "--tile tile_q: " in capsys.readouterr().err
 
 
 def test_a_users_file_may_define_dataclasses_and_import_its_siblings(tmp_path, capsys):
@@ -337,11 +342,15 @@ def test_the_plan_records_a_dtype_only_where_the_program_took_it(tmp_path, capsy
     (":exchange_ring", SIZES, "a body ring may not be called 'exchange'"),
     (":gemm_scaled", [*SIZES, "--tile", "bb_stages=1"],
      "--tile bb_stages: not a body ring of gemm_scaled (ring keys: ab_stages"),
-    (":gemm_scaled", ["--tile", "tile_m=64"], "sizes has no value for ['tile_k', 'tile_n']"),
+    (":gemm_scaled", ["--tile", "tile_m=64"], "give --tile tile_k=... --tile tile_n=..., or --from-model"),
     (":gemm_scaled", [*SIZES, "--tile", "AB_stages=2"], "--tile AB_stages: not a body ring"),
     (":gemm_scaled", [*SIZES, "--causal"], "--causal: sdpa-bwd only"),
     (":three", [], "three() returned int, not a frost.ir.Program"),
     (":nope", [], "has no function nope"),
+    (":raises", [], f"IndexError at line {RAISES_AT} while calling raises(): list index"),
+    (":fixed_fp16", [*SIZES, "--dtype", "fp16"], "--dtype fp16: fixed_fp16() takes no dtype"),
+    (":gemm_scaled", [*SIZES, "--tile", "tile_q=8"], "--tile tile_q: "),
+    (":gemm_scaled", [*SIZES, "--shape", "64,64,64"], "gemm_scaled takes none"),
 ])
 def test_a_users_program_errors_exit_2(tmp_path, capsys, suffix, extra, msg):
     src = tmp_path / "my_kernels.py"
@@ -351,6 +360,20 @@ def test_a_users_program_errors_exit_2(tmp_path, capsys, suffix, extra, msg):
     assert msg in err and "Traceback" not in err
     assert main(["plan", f"{tmp_path}/missing.py:f"]) == 2
     assert "no file" in capsys.readouterr().err
+    bad = tmp_path / "broken.py"  # errors while the file imports: their type and line
+    bad.write_text("import os\n\ndef f(:\n    pass\n")
+    assert main(["plan", f"{bad}:f"]) == 2
+    assert f"{bad}:f: SyntaxError at line 3 while importing it" in capsys.readouterr().err
+    bad.write_text("import os\nimport no_such_module_here\n")
+    assert main(["plan", f"{bad}:f"]) == 2
+    err = capsys.readouterr().err
+    assert "ModuleNotFoundError at line 2 while importing it" in err and "Traceback" not in err
+
+
+def test_a_shape_the_grid_model_cannot_play_out_is_refused_before_the_plan(capsys):
+    assert main(["plan", "sdpa-bwd", "--shape", "4,16,4096,99999999999"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--shape 4,16,4096,99999999999: " in err and "CTAs" in err
 
 
 @pytest.mark.compile
@@ -417,7 +440,12 @@ def test_plan_gemm_rowsum_for_a_shape_prints_the_grid(capsys):
     (["plan", "gemm-rowsum", "--from-model", "--shape", "64,0,64"], "expects M,N,K"),
     (["plan", "gemm-rowsum", "--from-model", "--shape", "64,64,64", "--heads-kv", "2"],
      "--heads-kv: sdpa-bwd only"),
-    (["plan", "gemm-rowsum", "--from-model", "--sms", "132"], "--heads-kv and --sms go with"),
+    (["plan", "gemm-rowsum", "--from-model", "--sms", "132"], "--sms goes with --shape"),
+    (["plan", "gemm-rowsum", "--from-model", "--shape", "1,1,1"],
+     "N=1 is not a multiple of 8; K=1 is not a multiple of 8"),
+    (["plan", "gemm-rowsum", "--from-model", "--shape", f"{2 ** 31},8,8"],
+     "M=2147483648 is not below 2**31"),
+    (["plan", "sdpa-bwd", "--shape", "4,16,4096", "--json"], "drop one of them"),
     (["plan", "gemm-rowsum", "--card", "H200"], "--card: gemm-rowsum --from-model only"),
     (["plan", "sdpa-bwd", "--from-model", "--card", "H200"], "--card: gemm-rowsum"),
 ])
@@ -429,14 +457,15 @@ def test_plan_gemm_rowsum_shape_errors(argv, msg, capsys):
 
 def test_plan_gemm_rowsum_at_a_cards_rates(capsys):
     """--card prices the plans at that GPU's rates and takes its SMs: at the H200's, the
-    default and 64x128x128 are a near tie at 2432x1792x4096, under the switch margin, so the
-    default stands (where the default rates pick the smaller tile)."""
+    default and 64x128x128 are a near tie at 2432x1792x4096, under the switch margin; what
+    wins is the default tile with K split (133 CTAs of it take two rounds on 132 SMs)."""
     argv = ["plan", "gemm-rowsum", "--from-model", "--shape", "2432,1792,4096", "--card", "H200"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     table = out[out.index("grid for M=2432 N=1792 K=4096 on 132 SMs at H200's rates"):]
     picked, default = (r.split() for r in table.splitlines()[2:4])
-    assert picked[1:3] == default[1:3] == ["128x256x64", "s2"]
+    assert picked[1:4] == default[1:4] == ["128x256x64", "s2", "w8"]
+    assert picked[4].startswith("k/") and int(picked[-5]) > 133 * 4
     with pytest.raises(SystemExit):
         main(["plan", "gemm-rowsum", "--from-model", "--card", "B200"])
     assert "invalid choice: 'B200'" in capsys.readouterr().err
