@@ -214,9 +214,10 @@ def _shape_arg(args: argparse.Namespace) -> tuple[int, ...] | None:
     if args.card is not None and (args.program != "gemm-rowsum" or not args.from_model):
         raise ValueError("--card: gemm-rowsum --from-model only (the plans priced at its rates)")
     if args.shape is None:
-        given = [f for f, v in (("--heads-kv", args.heads_kv), ("--sms", args.sms)) if v]
-        if given or args.sms is not None:
-            raise ValueError(f"{' and '.join(given or ['--sms'])} "
+        given = [f for f, v in (("--heads-kv", args.heads_kv), ("--sms", args.sms))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{' and '.join(given)} "
                              f"{'go' if len(given) > 1 else 'goes'} with --shape (sdpa-bwd's "
                              f"grid; gemm-rowsum: --from-model --shape)")
         return None

@@ -425,7 +425,7 @@ def test_plan_gemm_rowsum_for_a_shape_prints_the_grid(capsys):
         "133", "1.01", "2"]  # (CTAs, waves, rounds)
     assert float(rows["default"][-1]) > 1.1  # the model's gain, past the switch margin
     assert rows["picked"][1:4] != rows["default"][1:4] or rows["picked"][4].startswith("k/")
-    assert int(rows["picked"][-5]) > 133 and float(rows["picked"][-1]) == 1.0
+    assert int(rows["picked"][-5]) > 133
     assert main([*argv, "--json"]) == 0
     shown = Plan.from_json(capsys.readouterr().out)
     want = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(2432, 1792, 4096),

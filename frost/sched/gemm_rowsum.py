@@ -13,7 +13,9 @@ GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 64, "ab_stages": 
 # split_k > 1 plans gemm_rowsum_program(split_k=True): the CTAs of a C block share K and add
 # into an fp32 workspace that a third kernel casts (a choice for few C blocks and a long K)
 MAX_SPLIT_K = 64
-WORKSPACE_BYTES = 8  # a split's fp32 workspace a C element: zeroed (4 B), read by the cast (4 B)
+# a split's extra global bytes a C element, besides C itself: the fp32 workspace zeroed (4 B) and
+# read by the cast (4 B); C's own store (priced in the unsplit kernel) moves to the cast kernel
+WORKSPACE_BYTES = 8
 
 
 def _check_keys(tile: dict[str, int]) -> None:
@@ -100,22 +102,27 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
 
 def shaped_cost(plan: Plan, dims: dict[str, int], sms: int | None, model):
     """:func:`frost.sched.rank.plan_cost` of gemm_rowsum ``plan`` for the problem ``dims``
-    (M, N, K) on ``sms`` SMs, priced on its own program (split K or not) and, split, with its
-    workspace added (:data:`WORKSPACE_BYTES` a C element at the model's global-memory rate, all
-    SMs together): the plan's price covers its main kernel only, and a split also zeroes the
-    fp32 workspace and casts it in a third kernel."""
+    (M, N, K) on ``sms`` SMs, priced on its own program (split K or not) and, split, with the
+    bytes it adds outside its main kernel (:data:`WORKSPACE_BYTES` plus C's own store a C
+    element, at the model's global-memory rate, all SMs together): the plan's price covers its
+    main kernel only, and a split also zeroes the fp32 workspace and casts it into C in a third
+    kernel. (A price is time x CTA slots / FLOPs, so the bytes' time counts once a slot.)"""
     import dataclasses
 
     from frost.ir.examples import gemm_rowsum_program
-    from frost.sched.rank import plan_cost
+    from frost.ir.symbols import DType
+    from frost.sched.rank import ctas_per_sm, plan_cost
 
     split = split_k_of(plan) > 1
-    scored = plan_cost(gemm_rowsum_program(plan.params.get("dtype", "bf16"), split), plan,
-                       shape=dims, sms=sms, model=model)
+    dtype = plan.params.get("dtype", "bf16")
+    scored = plan_cost(gemm_rowsum_program(dtype, split), plan, shape=dims, sms=sms,
+                       model=model)
     if not split:
         return scored
     flops = 2.0 * dims["M"] * dims["N"] * dims["K"]
-    extra = WORKSPACE_BYTES * dims["M"] * dims["N"] / (model.gmem_bytes_per_clk * flops)
+    per_c = WORKSPACE_BYTES + DType.parse(dtype).nbytes
+    slots = ctas_per_sm(plan.kernel("gemm_rowsum"), plan.params.get("arch", "sm_120a"))
+    extra = per_c * dims["M"] * dims["N"] * slots / (model.gmem_bytes_per_clk * flops)
     return dataclasses.replace(scored, cost=scored.cost + extra)
 
 

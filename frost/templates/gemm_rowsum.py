@@ -6,8 +6,8 @@ What it does
 A (M, K) and B (N, K), both K-major, bf16 or fp16; C (M, N) in A's dtype; r (M,) fp32 with
 ``r[i] = sum_j C[i, j]`` taken from the fp32 accumulator (before C is rounded).
 
-How: the plan's two kernels, PDL-linked as its edge says
---------------------------------------------------------
+How: the plan's kernels (two; three split over K), PDL-linked as its edges say
+-----------------------------------------------------------------------------
 * ``zero_rowsum`` (the plan's ``zeroes``): r = 0 on the plan's grid (M / tile_m CTAs).
 * ``gemm_rowsum``: one CTA a (tile_m, tile_n) block of C; every number below is the plan's:
   warp roles and their ``setmaxnreg`` budgets; the ``ab`` ring's buffers (sA, sB: offsets,
@@ -24,17 +24,19 @@ Split K (the plan's ``split_k`` > 1, :func:`frost.ir.examples.gemm_rowsum_progra
 of the fp32 workspace W (M, N), and r's rows from the blocks of column 0; ``gemm_rowsum`` runs
 ``split_k`` CTAs a block (grid z), each over ``ceil(K tiles / split_k)`` of K, and adds its
 accumulator into W by ``red.global.add.v2.f32`` (two adjacent columns a lane) and its row sums
-into r; ``c_convert`` waits for the whole grid (PDL) and casts W's block to C. The plan has no
-sC and no epilogue barrier then.
+into r (a CTA whose share is empty adds nothing); ``c_convert`` waits for the whole grid (PDL)
+and casts W's block to C, loading a batch of vectors before it stores any. The plan has no sC
+and no epilogue barrier then. C's fp32 sums land in any order: a split plan's C and r are not
+bitwise reproducible from run to run (within fp32 rounding of each other).
 
 Constraints (:func:`check_plan`, :func:`check_problem`): the MMA warps first, no store warp,
 tile_n a multiple of 8·c_wn (each warp takes 16 columns a MMA step, or 8 where 16·c_wn does
 not divide tile_n: :func:`warp_columns`); N % 8 == K % 8 == 0 (16-byte TMA row strides). M, N
 and K need not be multiples of the tile: TMA zero-fills the loads past each edge (zero rows of
-A and B add nothing to C or r), the TMA store clips C's box at the edge, and the row sums skip
-rows past M.
+A and B add nothing to C or r), the TMA store clips C's box at the edge (split: the atomics and
+the cast check each row and column), and the row sums skip rows past M.
 Extents are runtime values: one compile a plan serves every M, N, K. Run it with
-:func:`run_gemm_rowsum`.
+:func:`frost.templates.gemm_rowsum_run.run_gemm_rowsum` (also readable here).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ IO_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 KERNELS = ("zero_rowsum", "gemm_rowsum")
 SPLIT_KERNELS = KERNELS + ("c_convert",)  # split-K: C summed in an fp32 workspace, then cast
 VEC = 8  # C elements a thread zeroes, or casts, at a time (16 bytes of C: N % 8 == 0)
+CAST_BATCH = 4  # vectors c_convert loads before it stores one (loads in flight a thread)
 MAX_GRID_Y = 65535  # the grid's y extent (N / tile_n CTAs)
 
 
@@ -84,6 +87,9 @@ def check_plan(plan: Plan) -> None:
         raise GemmRowsumError(f"dtype must be one of {sorted(IO_DTYPES)}, got "
                               f"{plan.params.get('dtype')!r}")
     mma, t = kp.role(WarpRole.MMA), kp.tile
+    if split > 1 and plan.kernel("zero_rowsum").tile.get("rows_per_cta") != t["tile_m"]:
+        raise GemmRowsumError("a split plan's zero_rowsum zeroes r by C blocks: its rows_per_cta "
+                              f"must be tile_m={t['tile_m']}")
     if mma.first_warp != 0 or (split == 1 and kp.barrier("epilogue").threads != mma.threads):
         raise GemmRowsumError("expects the MMA warps first and an epilogue barrier of exactly "
                               "the MMA threads (no store_warp)")
@@ -197,17 +203,29 @@ class GemmRowsum:
 
     @cute.kernel
     def convert_kernel(self, mW: cute.Tensor, mC: cute.Tensor):
-        """C = cast(W) on C block (bm, bn), once the GEMM's grid is done (split K only)."""
+        """C = cast(W) on C block (bm, bn), once the GEMM's grid is done (split K only): each
+        thread loads :data:`CAST_BATCH` vectors of W, then casts and stores them (its loads in
+        flight together, not one L2 round trip a vector)."""
         tid, _, _ = cute.arch.thread_idx()
         bm, bn, _ = cute.arch.block_idx()
         bar.pdl_wait(self.use_pdl)  # W is the GEMM kernel's sum
+        per_row, threads = self.tn // VEC, self.convert.threads
+        units = self.tm * per_row
+        batches = -(-units // (threads * CAST_BATCH))
+        acc = cute.make_rmem_tensor((CAST_BATCH, VEC), cutlass.Float32)
         out = cute.make_rmem_tensor((VEC,), self.io)
-        per_row = self.tn // VEC
-        for u in range(tid, self.tm * per_row, self.convert.threads):
-            row, v = bm * self.tm + u // per_row, bn * per_row + u % per_row
-            if row < mW.shape[0] and v * VEC < mW.shape[1]:
-                out.store(cute.local_tile(mW[row, None], (VEC,), (v,)).load().to(self.io))
-                cute.autovec_copy(out, cute.local_tile(mC[row, None], (VEC,), (v,)))
+        for g in cutlass.range_constexpr(batches):
+            for j in cutlass.range_constexpr(CAST_BATCH):
+                u = tid + (g * CAST_BATCH + j) * threads
+                row, v = bm * self.tm + u // per_row, bn * per_row + u % per_row
+                if u < units and row < mW.shape[0] and v * VEC < mW.shape[1]:
+                    cute.autovec_copy(cute.local_tile(mW[row, None], (VEC,), (v,)), acc[j, None])
+            for j in cutlass.range_constexpr(CAST_BATCH):
+                u = tid + (g * CAST_BATCH + j) * threads
+                row, v = bm * self.tm + u // per_row, bn * per_row + u % per_row
+                if u < units and row < mW.shape[0] and v * VEC < mW.shape[1]:
+                    out.store(acc[j, None].load().to(self.io))
+                    cute.autovec_copy(out, cute.local_tile(mC[row, None], (VEC,), (v,)))
         bar.pdl_launch_dependents(self.use_pdl)
 
     @cute.kernel
@@ -236,7 +254,7 @@ class GemmRowsum:
                 bar.init_rings(((full, full_plan), (empty, empty_plan)), (tma_a, tma_b))
         bar.mbar_init_fence()
         cute.arch.sync_threads()
-        bar.pdl_wait(self.use_pdl)  # r is zero_rowsum's output
+        bar.pdl_wait(self.use_pdl)  # r (and a split's W) are zero_rowsum's output
 
         # (each role computes the K-loop's extent after its setmaxnreg: a value live across it
         # is what ptxas spills, 8 B at 128x256x64, bench/RESULTS.md v132)
@@ -272,7 +290,8 @@ class GemmRowsum:
                     bar.mbar_arrive(empty, st)
                 st.advance()
             bar.pdl_launch_dependents(self.use_pdl)
-            self.epilogue(raw, acc, tiled_mma, tid, lane, mR, mW, tma_c, tC, bm, bn)
+            if k_hi > k_lo:  # (a split's empty share adds nothing; the same for the whole CTA)
+                self.epilogue(raw, acc, tiled_mma, tid, lane, mR, mW, tma_c, tC, bm, bn)
 
     def k_range(self, tA, bz):
         """[first, end) of the K tiles CTA z of a C block walks: all of them, or split K its
@@ -297,8 +316,8 @@ class GemmRowsum:
                         w_row, w_col = rows[(0, half), m, n]
                         w_row, w_col = bm * self.tm + w_row, bn * self.tn + w_col
                         if w_row < mW.shape[0] and w_col < mW.shape[1]:
-                            ptx.red_add_v2_f32(
-                                mW.iterator + cutlass.Int64(w_row) * mW.shape[1] + w_col,
+                            ptx.red_add_v2_f32(  # (W's own layout: any row stride)
+                                mW.iterator + cute.crd2idx((w_row, w_col), mW.layout),
                                 acc[(0, half), m, n], acc[(1, half), m, n])
         sums = regs.row_reduce(acc)  # value half + 2 m: row of acc[(0, half), m, 0]
         if lane % 4 == 0:

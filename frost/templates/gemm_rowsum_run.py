@@ -80,14 +80,18 @@ def device_card(index: int):
     return _CARDS[index]
 
 
-def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
+def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None, workspace=None):
     """``(C, r) = (a @ b.T, rowsum(a @ b.T))`` on the GPU by the plan's kernels (three for a
     split-K plan, which also allocates its (M, N) fp32 workspace a call). ``a`` (M, K)
     and ``b`` (N, K): contiguous CUDA tensors of the plan's dtype; ``c``/``r`` are written in
     place when given. M and N need not be multiples of the tile. Without ``plan``:
     :func:`frost.sched.plan_gemm_rowsum`'s default for ``a``'s dtype (the sm_120a plan, which
     the H200 runs as well); ``plan="model"``: the cost model's plan for this call's shape on
-    this GPU (:func:`model_plan`: its SMs and per-SM rates; the grid's waves priced).
+    this GPU (:func:`model_plan`: its SMs and per-SM rates; the grid's waves priced), which may
+    split K over CTAs: C's fp32 sums then land in any order, so C and r are not bitwise
+    reproducible from call to call (pass a plan to keep one order). A split plan's fp32
+    ``workspace`` (M, N), contiguous, may be passed in (it is zeroed by the chain; by default
+    one is allocated a call).
 
     Compiles once a plan (and device): later calls, any size, launch the compiled chain through
     :class:`frost.templates.launch.FastLauncher` on the current torch stream."""
@@ -115,10 +119,15 @@ def run_gemm_rowsum(a, b, plan: Plan | str | None = None, c=None, r=None):
     c = host.output(c, "c", (m, n), dt, a, GemmRowsumError)
     r = host.output(r, "r", (m,), torch.float32, a, GemmRowsumError, align=4)
     idx = a.get_device()
-    # split K: the fp32 workspace the chain zeroes, adds into and casts (torch's caching
-    # allocator keeps it until the stream is past the chain)
-    w = torch.empty((m, n), device=a.device, dtype=torch.float32) \
-        if plan.kernel(KERNELS[1]).tile.get("split_k", 1) > 1 else None
+    # split K: the fp32 workspace the chain zeroes, adds into and casts. One allocated here goes
+    # back to torch's pool on return; the next user of its bytes runs after the chain on this
+    # stream, and each chain kernel waits (PDL) before it touches global memory
+    w = None
+    if plan.kernel(KERNELS[1]).tile.get("split_k", 1) > 1:
+        w = host.output(workspace, "workspace", (m, n), torch.float32, a, GemmRowsumError,
+                        align=16)
+    elif workspace is not None:
+        raise GemmRowsumError("workspace goes with a split-K plan (this plan writes C itself)")
     values = (a.data_ptr(), b.data_ptr(), c.data_ptr(), r.data_ptr(),
               0 if w is None else w.data_ptr(), m, n, k, host.raw_stream(idx))
     key = (key, idx)

@@ -42,8 +42,8 @@ def test_a_split_plan_is_three_kernels_with_the_workspace_zeroed_first():
 
 def test_the_model_splits_k_where_few_blocks_leave_sms_idle():
     """On the H200's card: a 1024x1024 C (32 blocks of 128x256 on 132 SMs) with a long K is
-    split; 4096³ (512 blocks) and a short K (the workspace's bytes outweigh the SMs won) are
-    not; a forced split_k is kept."""
+    split; 4096³ (512 blocks) is not, nor a short K, where the split's extra bytes leave it
+    under the switch margin; a forced split_k is kept."""
     h200 = get_card("H200")
 
     def pick(shape, **kw):
@@ -124,10 +124,12 @@ TOL = {"bf16": 1e-2, "fp16": 5e-3}
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("split,tile", [(2, None), (4, {"tile_n": 128}),
-                                        (3, {"tile_m": 64, "tile_n": 128, "tile_k": 32})])
+                                        (3, {"tile_m": 64, "tile_n": 128, "tile_k": 32}),
+                                        (8, {"tile_n": 128})])
 def test_split_k_gpu(split, tile, dtype):
-    """Whole tiles; M, N and K tails; and a K whose last share is empty (9 tiles in 4 shares of
-    3): every C element and r row against float64, both poisoned, guard rows untouched."""
+    """Whole tiles; M, N and K tails; a K whose last share is empty (9 tiles in 4 shares of 3);
+    K of one tile (split 8: seven empty shares): every C element and r row against float64,
+    C, r and the fp32 workspace poisoned first, guard rows untouched."""
     import torch
 
     p = split_plan(split, tile, dtype)
@@ -135,17 +137,19 @@ def test_split_k_gpu(split, tile, dtype):
     tm, tn, tk = t["tile_m"], t["tile_n"], t["tile_k"]
     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     for m, n, k in [(2 * tm, 2 * tn, 8 * tk), (2 * tm + 17, tn + 24, 5 * tk + 8),
-                    (tm, tn, 9 * tk)]:
+                    (tm, tn, 9 * tk), (tm + 8, tn, tk)]:
         a = torch.randn(m, k, device="cuda").to(tdt)
         b = torch.randn(n, k, device="cuda").to(tdt)
         c_buf = torch.full((m + 1, n), float("nan"), device="cuda", dtype=tdt)
         r_buf = torch.full((m + 4,), float("nan"), device="cuda")
         c, r = c_buf[:m], r_buf[:m]
-        GR.run_gemm_rowsum(a, b, p, c=c, r=r)
+        w = torch.full((m, n), float("nan"), device="cuda")  # the chain must zero it
+        GR.run_gemm_rowsum(a, b, p, c=c, r=r, workspace=w)
         torch.cuda.synchronize()
         ref = a.double() @ b.double().T
         assert not torch.isnan(c).any() and not torch.isnan(r).any()
         assert torch.isnan(c_buf[m:]).all() and torch.isnan(r_buf[m:]).all()
+        assert ((w.double() - ref).norm() / ref.norm()).item() <= 1e-5  # W: the fp32 sums
         err_c = ((c.double() - ref).norm() / ref.norm()).item()
         err_r = ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item()
         worst = ((c.double() - ref).abs().max() / ref.abs().max()).item()
@@ -178,3 +182,15 @@ def test_plan_model_splits_a_long_k_and_is_correct():
     # fp32 atomics land in any order: the two calls agree to rounding, not bitwise
     assert ((c1.double() - c.double()).abs().max() / ref.abs().max()).item() <= 1e-2
     assert ((r1.double() - r.double()).abs().max() / ref.sum(1).abs().max()).item() <= 1e-5
+
+
+@pytest.mark.gpu
+def test_a_workspace_goes_with_a_split_plan():
+    import torch
+
+    a = torch.randn(64, 64, device="cuda").to(torch.bfloat16)
+    w = torch.empty(64, 64, device="cuda")
+    with pytest.raises(GR.GemmRowsumError, match="workspace goes with a split-K plan"):
+        GR.run_gemm_rowsum(a, a, plan_gemm_rowsum("sm_120a", "bf16"), workspace=w)
+    with pytest.raises(GR.GemmRowsumError, match="workspace must be a"):
+        GR.run_gemm_rowsum(a, a, split_plan(2), workspace=w[:32])
