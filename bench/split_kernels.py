@@ -1,0 +1,55 @@
+"""Per-kernel device time of gemm_rowsum plans (torch.profiler), for split-K diagnosis:
+    python3 bench/split_kernels.py M,N,K [KEY=INT ...] [-- KEY=INT ...]
+Each ``--``-separated group of --tile keys is one plan; prints each kernel's mean time (µs)."""
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from frost.sched import plan_gemm_rowsum
+from frost.sched.gemm_rowsum import tile_label
+from frost.templates.gemm_rowsum_run import run_gemm_rowsum
+
+
+def main(argv):
+    m, n, k = (int(x) for x in argv[0].split(","))
+    groups, cur = [], []
+    for a in argv[1:]:
+        if a == "--":
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    groups.append(cur)
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+    for g in groups:
+        tile = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in g}
+        plan = plan_gemm_rowsum("sm_120a", "bf16", tile=tile or None)
+        for _ in range(5):
+            run_gemm_rowsum(a, b, plan)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(20):
+                run_gemm_rowsum(a, b, plan)
+            torch.cuda.synchronize()
+        ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ev[0].record()
+        for _ in range(20):
+            run_gemm_rowsum(a, b, plan)
+        ev[1].record()
+        torch.cuda.synchronize()
+        call = ev[0].elapsed_time(ev[1]) / 20 * 1e3
+        rows = {}
+        for e in prof.key_averages():
+            if e.device_type.name == "CUDA" or getattr(e, "device_time", 0):
+                t = getattr(e, "device_time", None) or getattr(e, "cuda_time", 0)
+                rows[e.key[:60]] = (t, e.count)
+        tf = 2.0 * m * n * k / (call * 1e-6) / 1e12
+        print(f"{m}x{n}x{k} {tile_label(plan)}: call {call:.1f} us ({tf:.1f} TFLOP/s)")
+        for key, (t, c) in sorted(rows.items(), key=lambda x: -x[1][0]):
+            print(f"    {t:9.1f} us x{c:<3d} {key}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
