@@ -457,15 +457,15 @@ def test_plan_gemm_rowsum_shape_errors(argv, msg, capsys):
 
 def test_plan_gemm_rowsum_at_a_cards_rates(capsys):
     """--card prices the plans at that GPU's rates and takes its SMs: at the H200's, the
-    default and 64x128x128 are a near tie at 2432x1792x4096, under the switch margin; what
-    wins is the default tile with K split (133 CTAs of it take two rounds on 132 SMs)."""
+    default and 64x128x128 are a near tie at 2432x1792x4096, and splitting K (priced with its
+    measured overhead, SPLIT_FACTOR) stays under the switch margin too, so the default stands
+    (where the default rates pick the smaller tile)."""
     argv = ["plan", "gemm-rowsum", "--from-model", "--shape", "2432,1792,4096", "--card", "H200"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     table = out[out.index("grid for M=2432 N=1792 K=4096 on 132 SMs at H200's rates"):]
     picked, default = (r.split() for r in table.splitlines()[2:4])
-    assert picked[1:4] == default[1:4] == ["128x256x64", "s2", "w8"]
-    assert picked[4].startswith("k/") and int(picked[-5]) > 133 * 4
+    assert picked[1:] == default[1:] and picked[1:4] == ["128x256x64", "s2", "w8"]
     with pytest.raises(SystemExit):
         main(["plan", "gemm-rowsum", "--from-model", "--card", "B200"])
     assert "invalid choice: 'B200'" in capsys.readouterr().err
