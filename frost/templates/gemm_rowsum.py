@@ -194,9 +194,8 @@ class GemmRowsum:
         if cutlass.const_expr(self.split > 1):
             zeros = cute.make_rmem_tensor((VEC,), cutlass.Float32)
             zeros.fill(0.0)
-            per_row = self.tn // VEC  # W's block (b, bn), 8 columns a thread at a time
-            for u in range(tid, self.tm * per_row, self.zero.threads):
-                row, v = b * self.tm + u // per_row, bn * per_row + u % per_row
+            for u in range(tid, self.tm * self.tn // VEC, self.zero.threads):  # W's block
+                row, v = self.block_vector(b, bn, u)
                 if row < mW.shape[0] and v * VEC < mW.shape[1]:
                     cute.autovec_copy(zeros, cute.local_tile(mW[row, None], (VEC,), (v,)))
         bar.pdl_launch_dependents(self.use_pdl)
@@ -209,24 +208,29 @@ class GemmRowsum:
         tid, _, _ = cute.arch.thread_idx()
         bm, bn, _ = cute.arch.block_idx()
         bar.pdl_wait(self.use_pdl)  # W is the GEMM kernel's sum
-        per_row, threads = self.tn // VEC, self.convert.threads
-        units = self.tm * per_row
+        threads, units = self.convert.threads, self.tm * self.tn // VEC
         batches = -(-units // (threads * CAST_BATCH))
         acc = cute.make_rmem_tensor((CAST_BATCH, VEC), cutlass.Float32)
         out = cute.make_rmem_tensor((VEC,), self.io)
         for g in cutlass.range_constexpr(batches):
             for j in cutlass.range_constexpr(CAST_BATCH):
                 u = tid + (g * CAST_BATCH + j) * threads
-                row, v = bm * self.tm + u // per_row, bn * per_row + u % per_row
+                row, v = self.block_vector(bm, bn, u)
                 if u < units and row < mW.shape[0] and v * VEC < mW.shape[1]:
                     cute.autovec_copy(cute.local_tile(mW[row, None], (VEC,), (v,)), acc[j, None])
             for j in cutlass.range_constexpr(CAST_BATCH):
                 u = tid + (g * CAST_BATCH + j) * threads
-                row, v = bm * self.tm + u // per_row, bn * per_row + u % per_row
+                row, v = self.block_vector(bm, bn, u)
                 if u < units and row < mW.shape[0] and v * VEC < mW.shape[1]:
                     out.store(acc[j, None].load().to(self.io))
                     cute.autovec_copy(out, cute.local_tile(mC[row, None], (VEC,), (v,)))
         bar.pdl_launch_dependents(self.use_pdl)
+
+    def block_vector(self, bm, bn, u):
+        """(row, vector) of the ``u``-th 8-column vector of C block (bm, bn), row-major in the
+        block (the caller checks it lies inside (M, N))."""
+        per_row = self.tn // VEC
+        return bm * self.tm + u // per_row, bn * per_row + u % per_row
 
     @cute.kernel
     def main_kernel(self, tma_a: cute.CopyAtom, tA: cute.Tensor, tma_b: cute.CopyAtom,
