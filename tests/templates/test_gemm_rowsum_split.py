@@ -16,7 +16,7 @@ def split_plan(split=4, tile=None, dtype="bf16"):
     return plan_gemm_rowsum("sm_120a", dtype, tile={**(tile or {}), "split_k": split})
 
 
-# ---- plans (CPU) -----------------------------------------------------------------------------------
+# ---- plans (CPU) ---------------------------------------------------------------------------------
 
 def test_a_split_plan_is_three_kernels_with_the_workspace_zeroed_first():
     p = split_plan(4)
@@ -75,7 +75,7 @@ def test_a_splits_shares_are_priced_rounded_up():
     assert uneven == pytest.approx(even * 12 / 9)
 
 
-# ---- compile only ----------------------------------------------------------------------------------
+# ---- compile only --------------------------------------------------------------------------------
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
@@ -116,7 +116,7 @@ def test_a_workspace_goes_with_a_split_plan_only():
         compile_for(GR.GemmRowsum(whole), a, b, c, r, stream, w, arch=ARCHS[0])
 
 
-# ---- GPU numerics ----------------------------------------------------------------------------------
+# ---- GPU numerics --------------------------------------------------------------------------------
 
 TOL = {"bf16": 1e-2, "fp16": 5e-3}
 
