@@ -79,15 +79,15 @@ def test_cli_compile_passes_its_flags_and_exits_3_on_spills(monkeypatch, capsys)
     captured = capsys.readouterr()
     assert "spills: {'bwd_main': 24}" in captured.err
     # the header names the variant (head dim, dtype, mask, dQ form, PDL)
-    assert "  head_dim=128, bf16, non-causal, deterministic, PDL\n" in captured.out
+    assert "  head_dim=128, bf16, non-causal, deterministic, PDL; the cost model's plan\n" in captured.out
     assert cli.main(["compile", "sdpa-bwd", "--head-dim", "136", "--causal", "--causal-align",
                      "top_left", "--dtype", "fp16", "--no-pdl"]) == 3
     assert ("  head_dim=136 (planned as d=160), fp16, causal top_left, atomic dQ, no PDL\n"
             in capsys.readouterr().out)
     assert cli.main(["compile", "sdpa-bwd", "--head-dim", "96", "--tile", "head_pad=64",
                      "--causal"]) == 3  # the forced padding, and the alignment's default
-    assert "  head_dim=96 (planned as d=128), bf16, causal bottom_right, atomic dQ, PDL\n" in \
-        capsys.readouterr().out
+    assert ("  head_dim=96 (planned as d=128), bf16, causal bottom_right, atomic dQ, PDL; "
+            "forced {'head_pad': 64}\n") in capsys.readouterr().out
     assert cli.main(["compile", "sdpa-bwd", "--code", "reg_usage=7", "--code", "p_store=st32",
                      "--standalone"]) == 3
     assert seen["code"] == {"reg_usage": 7, "p_store": "st32"} and seen["standalone"] is True
