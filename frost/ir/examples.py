@@ -43,15 +43,14 @@ def gemm_rowsum_program(dtype: str | DType = "bf16", split_k: bool = False) -> P
         Accumulate("C_acc", body, Cp, Ca),
     ]
     names = {"pre": "zero_rowsum", "main": "gemm_rowsum"}
-    gacc, Cs = global_("C_accum", (M, N), f32), tile("C_sum", (tile_m, tile_n), f32)
+    row_sums = [RowReduce("r_part", epi, Ca, r), AtomicReduce("r_atomic", epi, r, gr)]
     if split_k:  # (the workspace's atomic first: the zeroing kernel's grid is its blocks)
-        stages.append(AtomicReduce("C_atomic", epi, Ca, gacc))
-    stages += [RowReduce("r_part", epi, Ca, r), AtomicReduce("r_atomic", epi, r, gr)]
-    if split_k:
-        stages += [Load("load_C_accum", epi, gacc, Cs, ring="c"), Cast("C_cast", epi, Cs, C)]
+        gacc, Cs = global_("C_accum", (M, N), f32), tile("C_sum", (tile_m, tile_n), f32)
+        stages += [AtomicReduce("C_atomic", epi, Ca, gacc), *row_sums,
+                   Load("load_C_accum", epi, gacc, Cs, ring="c"), Cast("C_cast", epi, Cs, C)]
         names["post"] = "c_convert"
     else:
-        stages.append(Cast("C_cast", epi, Ca, C))
+        stages += [*row_sums, Cast("C_cast", epi, Ca, C)]
     stages.append(Store("store_C", epi, C, gC))
     splits = split_k_sym if split_k else 1
     return Program("gemm_rowsum" + ("_split_k" if split_k else ""), tuple(stages),

@@ -82,14 +82,15 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
     if shape is not None and len(shape) != 3:
         raise ValueError(f"shape is (M, N, K); got {shape!r}")
     forced = dict(tile or {})
-    split = forced.pop("split_k", None)
+    split = forced.pop("split_k", None)  # None: the model may split (with a shape)
+    splits = split is not None and split > 1
     params = {"dtype": dtype, "arch": arch}
     if from_model:
         from frost.sched.arch import get_card
 
         card = get_card(card) if isinstance(card, str) else card
         dims = dict(zip("MNK", shape)) if shape is not None else None
-        if split is not None and split > 1:
+        if splits:
             return best_plan(gemm_rowsum_program(dtype, True), arch, {**forced, "split_k": split},
                              params, sms=sms, shape=dims, card=card)
         whole = best_plan(gemm_rowsum_program(dtype), arch, forced, params, sms=sms, shape=dims,
@@ -98,11 +99,10 @@ def plan_gemm_rowsum(arch: str = "sm_120a", dtype: str = "bf16",
             _split_if_cheaper(whole, dtype, arch, forced, params, dims, sms, card)
     t = {**GEMM_ROWSUM_DEFAULT, **forced}
     sizes = {tile_m: t["tile_m"], tile_n: t["tile_n"], tile_k: t["tile_k"]}
-    if split is not None and split > 1:
+    if splits:
         sizes[split_k] = split
     choice = TileChoice(sizes, {"ab": t["ab_stages"]}, t["num_mma_warps"])
-    return schedule(gemm_rowsum_program(dtype, split is not None and split > 1), arch, choice,
-                    params)
+    return schedule(gemm_rowsum_program(dtype, splits), arch, choice, params)
 
 
 def shaped_cost(plan: Plan, dims: dict[str, int], sms: int | None, model):

@@ -44,7 +44,7 @@ from frost.sched.arch import Card, get_arch
 from frost.sched.partition import partition
 from frost.sched.plan import Infeasible, Plan, with_tile_source
 from frost.sched.scheduler import TileChoice, schedule
-from frost.sched.tiles import CostModel, candidates, iteration_cost
+from frost.sched.tiles import CostModel, candidates, is_split, iteration_cost
 from frost.sched.waves import GridEstimate
 
 SIZES = (64, 128, 256)
@@ -56,7 +56,7 @@ SPLITS = (2, 4, 8)
 
 def _is_choice(name: str) -> bool:
     """A size the plan chooses (a tile size or a split), not one the problem gives."""
-    return name.startswith(("tile_", "split_"))
+    return name.startswith("tile_") or is_split(name)
 
 
 def free_symbols(prog: Program) -> list[sympy.Symbol]:
@@ -93,7 +93,7 @@ def tile_space(prog: Program) -> dict[str, tuple[int, ...]]:
     """name -> values: the generic search space of ``prog`` (the module's docstring)."""
     loop = loop_symbol(prog)
     space = {x.name: LOOP_SIZES if x.name == loop else SIZES for x in tile_symbols(prog)}
-    space.update({x.name: SPLITS for x in free_symbols(prog) if x.name.startswith("split_")})
+    space.update({x.name: SPLITS for x in free_symbols(prog) if is_split(x.name)})
     space.update({f"{r}_stages": STAGES for r in body_rings(prog)})
     space["num_mma_warps"] = WARPS
     return space
@@ -176,7 +176,7 @@ def shape_factor(prog: Program, c: dict[str, int], shape: dict[str, int],
     volume = prog.grid * prog.trips
     ctas = math.ceil(prog.grid.subs({**bind, **padded}))
     trips = prog.trips.subs({**bind, **padded})
-    if any(x.name.startswith("split_") for x in prog.trips.free_symbols):
+    if any(is_split(x.name) for x in prog.trips.free_symbols):
         trips = math.ceil(trips)  # a split's shares: the longest one is what the CTAs wait for
     grid = GridEstimate.uniform(int(ctas), slots)
     waste = float(ctas * trips / volume.subs({**bind, **exact}))

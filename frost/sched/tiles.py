@@ -150,10 +150,16 @@ def iteration_cost(prog: Program, kp: KernelPlan, model: CostModel = CostModel()
     t += model.per_trip_clocks
     trips = model.nominal_extent / max(int(tile.get(loop_tile, 1)), 1)
     for k, v in tile.items():  # a split loop (split-K): each CTA walks 1/split of it
-        if k.startswith("split_"):
+        if is_split(k):
             trips /= max(int(v), 1)
     t += w.once / model.gmem_bytes_per_clk / max(trips, 1.0)
     return t / w.flops
+
+
+def is_split(name: str) -> bool:
+    """Whether a size named ``name`` is a split (``split_k``: CTAs sharing one loop), which a
+    plan chooses like a tile size."""
+    return name.startswith("split_")
 
 
 def trip_floors(work: TripWork, card) -> dict:
