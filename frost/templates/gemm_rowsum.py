@@ -20,14 +20,17 @@ How: the plan's kernels (two; three split over K), PDL-linked as its edges say
   sC, and stored by one TMA box.
 
 Split K (the plan's ``split_k`` > 1, :func:`frost.ir.examples.gemm_rowsum_program` with
-``split_k=True``): three kernels. ``zero_rowsum`` takes one CTA a C block and zeroes that block
-of the fp32 workspace W (M, N), and r's rows from the blocks of column 0; ``gemm_rowsum`` runs
-``split_k`` CTAs a block (grid z), each over ``ceil(K tiles / split_k)`` of K, and adds its
-accumulator into W by ``red.global.add.v2.f32`` (two adjacent columns a lane) and its row sums
-into r (a CTA whose share is empty adds nothing); ``c_convert`` waits for the whole grid (PDL)
-and casts W's block to C, loading a batch of vectors before it stores any. The plan has no sC
-and no epilogue barrier then. C's fp32 sums land in any order: a split plan's C and r are not
-bitwise reproducible from run to run (within fp32 rounding of each other).
+``split_k=True``): three kernels. ``zero_rowsum`` zeroes the fp32 workspace W (M, N) and r;
+``gemm_rowsum`` runs ``split_k`` CTAs a block (grid z), each over ``ceil(K tiles / split_k)``
+of K, and adds its accumulator into W by ``red.global.add.v2.f32`` (two adjacent columns a
+lane) and its row sums into r (a CTA whose share is empty adds nothing); ``c_convert`` waits
+for the whole grid (PDL) and casts W to C, each thread loading its batch of vectors before it
+stores any. The zero and cast kernels are pointwise over W: their grid is W's 8-column vectors
+numbered flat, :data:`CAST_BATCH` a thread (M·N / 4096 CTAs of 128 threads, over every SM),
+not the plan's ``grid`` of one CTA a C block, which left half of an H100's SMs idle at 64
+blocks (bench/RESULTS.md v135). The plan has no sC and no epilogue barrier then. C's fp32 sums
+land in any order: a split plan's C and r are not bitwise reproducible from run to run (within
+fp32 rounding of each other).
 
 Constraints (:func:`check_plan`, :func:`check_problem`): the MMA warps first, no store warp,
 tile_n a multiple of 8·c_wn (each warp takes 16 columns a MMA step, or 8 where 16·c_wn does
@@ -87,9 +90,9 @@ def check_plan(plan: Plan) -> None:
         raise GemmRowsumError(f"dtype must be one of {sorted(IO_DTYPES)}, got "
                               f"{plan.params.get('dtype')!r}")
     mma, t = kp.role(WarpRole.MMA), kp.tile
-    if split > 1 and plan.kernel("zero_rowsum").tile.get("rows_per_cta") != t["tile_m"]:
-        raise GemmRowsumError("a split plan's zero_rowsum zeroes r by C blocks: its rows_per_cta "
-                              f"must be tile_m={t['tile_m']}")
+    if split > 1 and plan.kernel("zero_rowsum").threads != plan.kernel("c_convert").threads:
+        raise GemmRowsumError("a split plan's zero_rowsum and c_convert share one flat grid of "
+                              "W's vectors: their thread counts must match")
     if mma.first_warp != 0 or (split == 1 and kp.barrier("epilogue").threads != mma.threads):
         raise GemmRowsumError("expects the MMA warps first and an epilogue barrier of exactly "
                               "the MMA threads (no store_warp)")
@@ -115,6 +118,9 @@ def check_problem(plan: Plan, m: int, n: int, k: int) -> None:
     if max(m, n, k) >= 2 ** 31:
         raise GemmRowsumError(f"extents must be below 2**31 (32-bit), got M={m}, N={n}, K={k}")
     t = plan.kernel("gemm_rowsum").tile
+    if t.get("split_k", 1) > 1 and m * n >= 2 ** 31:
+        raise GemmRowsumError(f"a split-K plan's fp32 workspace is numbered by 32-bit vectors: "
+                              f"M·N must be below 2**31, got {m}·{n}")
     if -(-n // t["tile_n"]) > MAX_GRID_Y:
         raise GemmRowsumError(f"N={n} needs {-(-n // t['tile_n'])} column tiles of "
                               f"{t['tile_n']}: the grid's y extent is at most {MAX_GRID_Y}")
@@ -163,10 +169,11 @@ class GemmRowsum:
                                           (self.tm, self.tn))
         tiled_mma = mm.make_tiled_mma(self.io, (kp.tile["c_wm"], kp.tile["c_wn"]),
                                       n_per_warp=warp_columns(self.plan))
-        rows = self.zero.tile["rows_per_cta"]  # the plan's grid: M / tile_m CTAs (split K:
+        rows = self.zero.tile["rows_per_cta"]  # the plan's grid: M / tile_m CTAs
         blocks = (cute.ceil_div(mC.shape[0], self.tm), cute.ceil_div(mC.shape[1], self.tn), 1)
-        self.zero_kernel(mR, mW).launch(  # one a C block, which zeroes W's block as well)
-            grid=blocks if split else (cute.ceil_div(mR.shape[0], rows), 1, 1),
+        flat = (self.flat_ctas(mC), 1, 1)  # split K: W's vectors over every SM, not its blocks
+        self.zero_kernel(mR, mW).launch(
+            grid=flat if split else (cute.ceil_div(mR.shape[0], rows), 1, 1),
             block=(self.zero.threads, 1, 1), stream=stream, use_pdl=self.use_pdl)
         grid = (blocks[0], blocks[1], self.split)
         # (min_blocks_per_mp: with it ptxas knows the entry's register count and honours the
@@ -175,62 +182,72 @@ class GemmRowsum:
             grid=grid, block=(kp.threads, 1, 1), smem=kp.smem_bytes, stream=stream,
             use_pdl=self.use_pdl, min_blocks_per_mp=1)
         if cutlass.const_expr(split):
-            self.convert_kernel(mW, mC).launch(grid=blocks, block=(self.convert.threads, 1, 1),
+            self.convert_kernel(mW, mC).launch(grid=flat, block=(self.convert.threads, 1, 1),
                                                stream=stream, use_pdl=self.use_pdl)
+
+    def flat_ctas(self, mC: cute.Tensor):
+        """CTAs of the split's zero and cast kernels: each takes :data:`CAST_BATCH` vectors a
+        thread of W (M, N) read flat, row-major (:meth:`flat_vector`)."""
+        per_cta = self.zero.threads * CAST_BATCH
+        return cute.ceil_div(mC.shape[0] * (mC.shape[1] // VEC), per_cta)
 
     # ---------------------------------------------------------------- device
     @cute.kernel
     def zero_kernel(self, mR: cute.Tensor, mW: cute.Tensor):
         """r = 0: CTA b zeroes rows [b·rows_per_cta, (b + 1)·rows_per_cta), its threads striding.
-        Split K: CTA (b, n) zeroes W's C block (b, n), and the CTAs of column 0 those r rows."""
+        Split K: CTA b zeroes its :data:`CAST_BATCH` vectors a thread of W (:meth:`flat_vector`)
+        and the CTAs stride over r together."""
         tid, _, _ = cute.arch.thread_idx()
-        b, bn, _ = cute.arch.block_idx()
-        rows = self.zero.tile["rows_per_cta"]
+        b, _, _ = cute.arch.block_idx()
+        threads = self.zero.threads
         bar.pdl_wait(self.use_pdl)  # r may still be read by whatever ran before the chain
-        if bn == 0:
-            for i in range(b * rows + tid, cutlass.min((b + 1) * rows, mR.shape[0]),
-                           self.zero.threads):
-                mR[i] = cutlass.Float32(0.0)
         if cutlass.const_expr(self.split > 1):
+            ctas, _, _ = cute.arch.grid_dim()
+            for i in range(b * threads + tid, mR.shape[0], ctas * threads):
+                mR[i] = cutlass.Float32(0.0)
             zeros = cute.make_rmem_tensor((VEC,), cutlass.Float32)
             zeros.fill(0.0)
-            for u in range(tid, self.tm * self.tn // VEC, self.zero.threads):  # W's block
-                row, v = self.block_vector(b, bn, u)
-                if row < mW.shape[0] and v * VEC < mW.shape[1]:
+            for j in cutlass.range_constexpr(CAST_BATCH):
+                row, v = self.flat_vector(mW, b, j, tid)
+                if row < mW.shape[0]:
                     cute.autovec_copy(zeros, cute.local_tile(mW[row, None], (VEC,), (v,)))
+        else:
+            rows = self.zero.tile["rows_per_cta"]
+            for i in range(b * rows + tid, cutlass.min((b + 1) * rows, mR.shape[0]), threads):
+                mR[i] = cutlass.Float32(0.0)
         bar.pdl_launch_dependents(self.use_pdl)
 
     @cute.kernel
     def convert_kernel(self, mW: cute.Tensor, mC: cute.Tensor):
-        """C = cast(W) on C block (bm, bn), once the GEMM's grid is done (split K only): each
-        thread loads :data:`CAST_BATCH` vectors of W, then casts and stores them (its loads in
-        flight together, not one L2 round trip a vector)."""
+        """C = cast(W) once the GEMM's grid is done (split K only): CTA b's threads each load
+        their :data:`CAST_BATCH` vectors of W (:meth:`flat_vector`; the loads in flight
+        together, not one L2 round trip a vector), then cast and store them."""
         tid, _, _ = cute.arch.thread_idx()
-        bm, bn, _ = cute.arch.block_idx()
+        b, _, _ = cute.arch.block_idx()
         bar.pdl_wait(self.use_pdl)  # W is the GEMM kernel's sum
-        threads, units = self.convert.threads, self.tm * self.tn // VEC
-        batches = -(-units // (threads * CAST_BATCH))
-        acc = cute.make_rmem_tensor((CAST_BATCH, VEC), cutlass.Float32)
+        acc = cute.make_rmem_tensor((VEC, CAST_BATCH), cutlass.Float32)  # (a vector: a column)
         out = cute.make_rmem_tensor((VEC,), self.io)
-        for g in cutlass.range_constexpr(batches):
-            for j in cutlass.range_constexpr(CAST_BATCH):
-                u = tid + (g * CAST_BATCH + j) * threads
-                row, v = self.block_vector(bm, bn, u)
-                if u < units and row < mW.shape[0] and v * VEC < mW.shape[1]:
-                    cute.autovec_copy(cute.local_tile(mW[row, None], (VEC,), (v,)), acc[j, None])
-            for j in cutlass.range_constexpr(CAST_BATCH):
-                u = tid + (g * CAST_BATCH + j) * threads
-                row, v = self.block_vector(bm, bn, u)
-                if u < units and row < mW.shape[0] and v * VEC < mW.shape[1]:
-                    out.store(acc[j, None].load().to(self.io))
-                    cute.autovec_copy(out, cute.local_tile(mC[row, None], (VEC,), (v,)))
+        for j in cutlass.range_constexpr(CAST_BATCH):
+            row, v = self.flat_vector(mW, b, j, tid)
+            if row < mW.shape[0]:
+                cute.autovec_copy(cute.local_tile(mW[row, None], (VEC,), (v,)), acc[None, j])
+        for j in cutlass.range_constexpr(CAST_BATCH):
+            row, v = self.flat_vector(mW, b, j, tid)
+            if row < mW.shape[0]:
+                out.store(acc[None, j].load().to(self.io))
+                cute.autovec_copy(out, cute.local_tile(mC[row, None], (VEC,), (v,)))
         bar.pdl_launch_dependents(self.use_pdl)
 
-    def block_vector(self, bm, bn, u):
-        """(row, vector) of the ``u``-th 8-column vector of C block (bm, bn), row-major in the
-        block (the caller checks it lies inside (M, N))."""
-        per_row = self.tn // VEC
-        return bm * self.tm + u // per_row, bn * per_row + u % per_row
+    def flat_vector(self, mW: cute.Tensor, b, j, tid):
+        """(row, vector) of thread ``tid``'s ``j``-th vector in CTA ``b`` of the zero and cast
+        kernels: W's 8-column vectors numbered row-major, CTA b taking the
+        ``threads·CAST_BATCH`` from ``b·threads·CAST_BATCH``, a batch of ``threads`` adjacent
+        vectors at a time (coalesced). Rows past M: the grid's tail, which the caller skips."""
+        threads = self.zero.threads
+        u = (b * CAST_BATCH + j) * threads + tid
+        per_row = mW.shape[1] // VEC
+        row = u // per_row
+        return row, u - row * per_row
 
     @cute.kernel
     def main_kernel(self, tma_a: cute.CopyAtom, tA: cute.Tensor, tma_b: cute.CopyAtom,

@@ -2,6 +2,8 @@
 as the attention backward's dQ path. Plan and model checks (CPU), compile-only for sm_120a and
 sm_121a with PTX and resource asserts, GPU numerics against float64 with C and r poisoned."""
 
+import dataclasses
+
 import pytest
 
 from frost.sched import plan_gemm_rowsum
@@ -97,7 +99,13 @@ def test_split_k_compiles_with_vector_atomics_and_a_cast_kernel(arch):
         assert ptx.count("griddepcontrol.wait") == 1
         assert ptx.count("griddepcontrol.launch_dependents") >= 1
     assert conv.count("cvt.rn.f16x2.f32") >= 1 and conv.count("mma.sync") == 0
-    assert zero.count("st.global.v4") >= 1  # the workspace, 16 bytes a store
+    # flat over W: a thread's CAST_BATCH vectors of 8 fp32, two 16-byte loads (or zero stores)
+    # each, all loads before the first store, 8 halves stored 16 bytes at a time
+    batch = GR.CAST_BATCH
+    assert conv.count("ld.global.v4.b32") == 2 * batch and conv.count("ld.global.b32") == 0
+    assert conv.count("st.global.v4.b32") == batch
+    assert conv.rindex("ld.global.v4.b32") < conv.index("st.global.v4.b32")
+    assert zero.count("st.global.v4.b32") == 2 * batch  # the workspace, 16 bytes a store
     assert r.total_spill_bytes == 0 and len(r.kernels) == 3
     rep = compile_for(GR.GemmRowsumByAddress(p), *launch.example_args(GR.ARG_KINDS), arch=arch)
     assert rep.count("red.global.add.v2.f32") == main.count("red.global.add.v2.f32")
@@ -114,6 +122,19 @@ def test_a_workspace_goes_with_a_split_plan_only():
         compile_for(GR.GemmRowsum(split), a, b, c, r, stream, arch=ARCHS[0])
     with pytest.raises(GR.GemmRowsumError, match="workspace W"):
         compile_for(GR.GemmRowsum(whole), a, b, c, r, stream, w, arch=ARCHS[0])
+
+
+def test_split_problems_and_plans_the_flat_grid_cannot_take_are_refused():
+    p = split_plan(2)
+    GR.check_problem(p, 2 ** 15, 2 ** 15 - 8, 64)
+    with pytest.raises(GR.GemmRowsumError, match="M·N must be below 2\\*\\*31"):
+        GR.check_problem(p, 2 ** 16, 2 ** 15, 64)
+    GR.check_problem(plan_gemm_rowsum("sm_120a", "bf16"), 2 ** 16, 2 ** 15, 64)  # unsplit: fine
+    bad = dataclasses.replace(p, kernels=tuple(
+        dataclasses.replace(k, threads=k.threads * 2) if k.name == "c_convert" else k
+        for k in p.kernels))
+    with pytest.raises(GR.GemmRowsumError, match="thread counts must match"):
+        GR.check_plan(bad)
 
 
 # ---- GPU numerics --------------------------------------------------------------------------------
