@@ -25,11 +25,11 @@ split)
     sk 1024,1024,32768 split_k=4 -- tile_n=128
     sk 2432,1792,16384 split_k=8 -- tile_k=64; } > "$out/split_kernels.txt"
   grep "call" "$out/split_kernels.txt"
-  timeout 200 python3 bench/gemm_rowsum.py --commit "$commit" --out "$out/gemm" \
+  timeout 260 python3 bench/gemm_rowsum.py --commit "$commit" --out "$out/gemm" \
     --peers frost,frost_model,torch --rounds 3 --shape 1024,1024,32768 \
     --shape 1024,2048,16384 --shape 2048,1024,16384 --shape 512,512,65536 \
     --shape 3072,3072,16384 --shape 2432,1792,16384 --shape 4096,4096,4096 \
-    > "$out/gemm.txt" 2>&1
+    --shape 768,768,49152 --shape 1024,1536,24576 > "$out/gemm.txt" 2>&1
   grep -v Warn "$out/gemm.txt" | tail -16 ;;
 suite)
   timeout 560 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE \
