@@ -77,6 +77,31 @@ def test_a_splits_shares_are_priced_rounded_up():
     assert uneven == pytest.approx(even * 12 / 9)
 
 
+def test_a_splits_price_carries_its_zero_and_cast_kernels_time():
+    """shaped_cost: split, SPLIT_FACTOR x the main kernel's price plus the fixed clocks and the
+    workspace's bytes, both independent of K: per FLOP they halve when K doubles, and they
+    weigh on a short K (a third of the price at 1024²x2048) more than on a long one, as
+    measured."""
+    from frost.ir.examples import gemm_rowsum_program
+    from frost.sched import gemm_rowsum as SG
+    from frost.sched.rank import plan_cost
+    from frost.sched.tiles import CostModel
+
+    model, p = CostModel().on_card(get_card("H200")), split_plan(4)
+
+    def extra(k):
+        dims = {"M": 1024, "N": 1024, "K": k}
+        main = plan_cost(gemm_rowsum_program("bf16", True), p, shape=dims, sms=132,
+                         model=model).cost
+        total = SG.shaped_cost(p, dims, 132, model).cost
+        return total - main * SG.SPLIT_FACTOR, total
+
+    (e1, t1), (e2, _), (e16, t16) = extra(2048), extra(4096), extra(32768)
+    assert e1 > 0 and e1 == pytest.approx(2 * e2) and e1 == pytest.approx(16 * e16)
+    # (1024²x32768 k/4 measured 13.0 of 150.7 µs outside its main kernel: 0.086, v135)
+    assert e1 / t1 > 0.3 and 0.05 < e16 / t16 < 0.12
+
+
 # ---- compile only --------------------------------------------------------------------------------
 
 @pytest.mark.compile
