@@ -4,12 +4,7 @@
 # split: the split-K GPU tests and v134's gemm_rowsum bench; suite: the GPU tests outside
 # test_bwd_main.py; chain: the SDPA chain bench (bench/sdpa_bwd.py). Results under $OUT.
 set -u
-commit=${1:?usage: bash bench/s41_gpu.sh COMMIT split|suite|chain}
-out=${OUT:-bench/out}
-mkdir -p "$out"
-. /tmp/frost-gpu/env.sh
-export PYTHONUNBUFFERED=1 FLASH_ATTENTION_ARCH=120
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/card.txt"
+. "$(dirname "$0")/gpu_prologue.sh"
 case ${2:?} in
 split)
   timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE \
@@ -22,12 +17,6 @@ split)
     --shape 3072,3072,16384 --shape 2432,1792,16384 --shape 4096,4096,4096 \
     > "$out/gemm.txt" 2>&1
   grep -v Warn "$out/gemm.txt" | tail -12 ;;
-suite)
-  timeout 560 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE \
-    --ignore=tests/templates/test_bwd_main.py > "$out/gpu_suite.log" 2>&1
-  grep -E "FAILED|ERROR" "$out/gpu_suite.log" | head; tail -1 "$out/gpu_suite.log" ;;
-chain)
-  timeout 400 python3 bench/sdpa_bwd.py --commit "$commit" --warmup 3 --out "$out/chain" \
-    > "$out/chain.txt" 2>&1
-  grep -v Warn "$out/chain.txt" | tail -10 ;;
+suite|chain)
+  exec bash "$(dirname "$0")/s42_gpu.sh" "$commit" "$2" ;;
 esac

@@ -5,12 +5,7 @@
 # picks (bench/split_kernels.py) and the gemm_rowsum bench at v134's shapes; suite: the GPU
 # tests outside test_bwd_main.py; chain: the SDPA chain bench (bench/sdpa_bwd.py). Under $OUT.
 set -u
-commit=${1:?usage: bash bench/s42_gpu.sh COMMIT split|suite|chain}
-out=${OUT:-bench/out}
-mkdir -p "$out"
-. /tmp/frost-gpu/env.sh
-export PYTHONUNBUFFERED=1 FLASH_ATTENTION_ARCH=120
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/card.txt"
+. "$(dirname "$0")/gpu_prologue.sh"
 case ${2:?} in
 split)
   timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE \

@@ -30,6 +30,7 @@ WORKSPACE_SLOWDOWN = 5.5
 # atomics land at the end of their loops)
 SPLIT_FACTOR = 1.13
 
+
 def _check_keys(tile: dict[str, int]) -> None:
     unknown = set(tile) - set(GEMM_ROWSUM_DEFAULT) - {"split_k"}
     if unknown:

@@ -227,12 +227,13 @@ class GemmRowsum:
         bar.pdl_wait(self.use_pdl)  # W is the GEMM kernel's sum
         acc = cute.make_rmem_tensor((VEC, CAST_BATCH), cutlass.Float32)  # (a vector: a column)
         out = cute.make_rmem_tensor((VEC,), self.io)
+        at = [self.flat_vector(mW, b, j, tid) for j in range(CAST_BATCH)]  # (once, both loops)
         for j in cutlass.range_constexpr(CAST_BATCH):
-            row, v = self.flat_vector(mW, b, j, tid)
+            row, v = at[j]
             if row < mW.shape[0]:
                 cute.autovec_copy(cute.local_tile(mW[row, None], (VEC,), (v,)), acc[None, j])
         for j in cutlass.range_constexpr(CAST_BATCH):
-            row, v = self.flat_vector(mW, b, j, tid)
+            row, v = at[j]
             if row < mW.shape[0]:
                 out.store(acc[None, j].load().to(self.io))
                 cute.autovec_copy(out, cute.local_tile(mC[row, None], (VEC,), (v,)))
