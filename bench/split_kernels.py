@@ -12,7 +12,10 @@ from frost.templates.gemm_rowsum_run import run_gemm_rowsum
 
 
 def main(argv):
-    m, n, k = (int(x) for x in argv[0].split(","))
+    try:
+        m, n, k = (int(x) for x in argv[0].split(","))
+    except (IndexError, ValueError):
+        sys.exit(f"usage:{__doc__.split(':', 1)[1]}")
     groups, cur = [], []
     for a in argv[1:]:
         if a == "--":

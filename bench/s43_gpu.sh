@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 43's device calls (after `bash .gpu/tools/setup-remote`): usage
+#   bash bench/s43_gpu.sh COMMIT gemm|suite|chain|tests
+# gemm: v135b's new split picks (1024²x16384 k/4, 512²x4096 k/8) timed as whole calls against
+# the unsplit default (bench/split_kernels.py) and in the gemm_rowsum bench beside v135's shapes;
+# suite/chain: as bench/s42_gpu.sh; tests: the whole GPU test set. Results under $OUT.
+set -u
+. "$(dirname "$0")/gpu_prologue.sh"
+case ${2:?} in
+gemm)
+  sk() { timeout 60 python3 bench/split_kernels.py "$@" 2>&1 | grep -v Warn; }
+  { sk 1024,1024,16384 split_k=4 -- tile_n=128
+    sk 512,512,4096 split_k=8 -- tile_n=128
+    sk 1024,2048,16384 split_k=2 -- tile_n=128; } > "$out/split_kernels.txt"
+  grep "call" "$out/split_kernels.txt"
+  timeout 300 python3 bench/gemm_rowsum.py --commit "$commit" --out "$out/gemm" \
+    --peers frost,frost_model,torch --rounds 3 --shape 1024,1024,16384 --shape 512,512,4096 \
+    --shape 1024,1024,32768 --shape 512,512,65536 --shape 2432,1792,16384 \
+    --shape 1024,2048,16384 --shape 768,768,49152 --shape 1024,1536,24576 \
+    --shape 4096,4096,4096 > "$out/gemm.txt" 2>&1
+  grep -v Warn "$out/gemm.txt" | tail -16 ;;
+tests)
+  timeout 590 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE > "$out/gpu_tests.log" 2>&1
+  grep -E "FAILED|ERROR" "$out/gpu_tests.log" | head; tail -1 "$out/gpu_tests.log" ;;
+suite|chain) bash "$(dirname "$0")/s42_gpu.sh" "$1" "$2" ;;
+esac
