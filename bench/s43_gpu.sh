@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Session 43's device calls (after `bash .gpu/tools/setup-remote`): usage
-#   bash bench/s43_gpu.sh COMMIT gemm|suite|chain|tests
+#   bash bench/s43_gpu.sh COMMIT gemm|floor|suite|chain|tests
 # gemm: v135b's new split picks (1024²x16384 k/4, 512²x4096 k/8) timed as whole calls against
 # the unsplit default (bench/split_kernels.py) and in the gemm_rowsum bench beside v135's shapes;
-# suite/chain: as bench/s42_gpu.sh; tests: the whole GPU test set. Results under $OUT.
+# floor: a call's time over K at 512x512
+# (split and not); suite/chain: as bench/s42_gpu.sh; tests: the whole GPU test set. Results under $OUT.
 set -u
 . "$(dirname "$0")/gpu_prologue.sh"
 case ${2:?} in
@@ -19,6 +20,12 @@ gemm)
     --shape 1024,2048,16384 --shape 768,768,49152 --shape 1024,1536,24576 \
     --shape 4096,4096,4096 > "$out/gemm.txt" 2>&1
   grep -v Warn "$out/gemm.txt" | tail -16 ;;
+floor)  # a call's fixed time: 512x512xK over K, split k/8 and unsplit (128x128x64 both)
+  for t in "--tile tile_n=128 --tile split_k=8" "--tile tile_n=128" "--tile tile_n=128 --tile split_k=2"; do
+    timeout 150 python3 bench/gemm_rowsum.py --commit "$commit" --peers frost --rounds 3 $t \
+      --shape 512,512,512 --shape 512,512,1024 --shape 512,512,2048 --shape 512,512,4096 \
+      --shape 512,512,8192 --shape 512,512,16384 2>&1 | grep -v Warn | grep -E "^#|^512"
+  done | tee "$out/floor.txt" ;;
 tests)
   timeout 590 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE > "$out/gpu_tests.log" 2>&1
   grep -E "FAILED|ERROR" "$out/gpu_tests.log" | head; tail -1 "$out/gpu_tests.log" ;;
