@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 43's device calls (after `bash .gpu/tools/setup-remote`): usage
-#   bash bench/s43_gpu.sh COMMIT gemm|floor|suite|chain|tests
+#   bash bench/s43_gpu.sh COMMIT gemm|floor|probe|suite|chain|tests
 # gemm: v135b's new split picks (1024²x16384 k/4, 512²x4096 k/8) timed as whole calls against
 # the unsplit default (bench/split_kernels.py) and in the gemm_rowsum bench beside v135's shapes;
 # floor: a call's time over K at 512x512
@@ -26,6 +26,11 @@ floor)  # a call's fixed time: 512x512xK over K, split k/8 and unsplit (128x128x
       --shape 512,512,512 --shape 512,512,1024 --shape 512,512,2048 --shape 512,512,4096 \
       --shape 512,512,8192 --shape 512,512,16384 2>&1 | grep -v Warn | grep -E "^#|^512"
   done | tee "$out/floor.txt" ;;
+probe)  # host or GPU: bench/call_floor.py at 512x512x512 and 512x512x4096
+  for k in 512 4096; do timeout 100 python3 bench/call_floor.py 512,512,$k tile_n=128 \
+    -- tile_n=128 split_k=2 -- tile_n=128 split_k=8 2>&1 | grep -v Warn; done | tee "$out/probe.txt"
+  timeout 60 python3 bench/split_kernels.py 512,512,512 tile_n=128 -- tile_n=128 split_k=2 \
+    -- tile_n=128 split_k=8 2>&1 | grep -v Warn | tee -a "$out/probe.txt" ;;
 tests)
   timeout 590 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE > "$out/gpu_tests.log" 2>&1
   grep -E "FAILED|ERROR" "$out/gpu_tests.log" | head; tail -1 "$out/gpu_tests.log" ;;
