@@ -3,12 +3,14 @@
 ``host`` (perf_counter over N calls, no sync: the Python and launch path), ``stream`` (events
 around N back-to-back calls: the GPU's rate when the host keeps ahead, or the host's when it
 does not) and ``each`` (events around each call, then synced, as bench/gemm_rowsum.py times):
-    python3 bench/call_floor.py M,N,K [KEY=INT ...] [-- KEY=INT ...]"""
+    python3 bench/call_floor.py M,N,K [KEY=INT ...] [-- KEY=INT ...]
+"""
 import statistics
 import sys
 import time
 
 import torch
+from split_kernels import parse
 
 from frost.sched import plan_gemm_rowsum
 from frost.sched.gemm_rowsum import tile_label
@@ -16,18 +18,13 @@ from frost.templates.gemm_rowsum_run import run_gemm_rowsum
 
 
 def main(argv, n=200):
-    try:
-        m, nn, k = (int(x) for x in argv[0].split(","))
-    except (IndexError, ValueError):
-        sys.exit(__doc__)
-    groups = [g.split() for g in " ".join(argv[1:]).split("--")]
+    (m, nn, k), tiles = parse(argv, __doc__)
     a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     b = torch.randn(nn, k, device="cuda").to(torch.bfloat16)
     c = torch.empty(m, nn, device="cuda", dtype=torch.bfloat16)
     r = torch.empty(m, device="cuda")
     w = torch.empty(m, nn, device="cuda")
-    for g in groups:
-        tile = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in g}
+    for tile in tiles:
         plan = plan_gemm_rowsum("sm_120a", "bf16", tile=tile or None)
         for ws in (None, w) if tile.get("split_k", 1) > 1 else (None,):
             def call():

@@ -11,23 +11,23 @@ from frost.sched.gemm_rowsum import tile_label
 from frost.templates.gemm_rowsum_run import run_gemm_rowsum
 
 
-def main(argv):
+def parse(argv, doc=__doc__):
+    """(M, N, K) and the plans' --tile dicts from ``M,N,K [KEY=INT ...] [-- KEY=INT ...]``
+    (an empty group: the default plan); exits with ``doc``'s usage on a bad shape."""
     try:
         m, n, k = (int(x) for x in argv[0].split(","))
     except (IndexError, ValueError):
-        sys.exit(f"usage:{__doc__.split(':', 1)[1]}")
-    groups, cur = [], []
-    for a in argv[1:]:
-        if a == "--":
-            groups.append(cur)
-            cur = []
-        else:
-            cur.append(a)
-    groups.append(cur)
+        sys.exit("usage: " + next(ln.strip() for ln in doc.splitlines() if "python3" in ln))
+    groups = " ".join(argv[1:]).split("--")
+    return (m, n, k), [{kv.split("=")[0]: int(kv.split("=")[1]) for kv in g.split()}
+                       for g in groups]
+
+
+def main(argv):
+    (m, n, k), tiles = parse(argv)
     a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
-    for g in groups:
-        tile = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in g}
+    for tile in tiles:
         plan = plan_gemm_rowsum("sm_120a", "bf16", tile=tile or None)
         for _ in range(5):
             run_gemm_rowsum(a, b, plan)

@@ -985,3 +985,18 @@ def test_gemm_rowsum_bench_times_the_models_plan_on_the_gpu(tmp_path):
                                                             device_card(0)))
     assert row["tflops"]["frost_model"] > 0 and row["tflops"]["frost"] > 0
     assert float(row["check"]["frost_model"]["c"]) <= 1e-2
+
+
+def test_split_kernels_parse_reads_plans_and_refuses_a_bad_shape():
+    pytest.importorskip("torch")
+    mod = _load(os.path.join(ROOT, "bench", "split_kernels.py"))
+    shape, tiles = mod.parse(["512,512,4096", "tile_n=128", "--", "tile_n=128", "split_k=8",
+                              "--"])
+    assert shape == (512, 512, 4096)
+    assert tiles == [{"tile_n": 128}, {"tile_n": 128, "split_k": 8}, {}]
+    for bad in ([], ["512,512"], ["--help"]):
+        with pytest.raises(SystemExit, match="usage: python3 bench/split_kernels.py M,N,K"):
+            mod.parse(bad)
+    res = subprocess.run([sys.executable, "bench/call_floor.py"], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 1 and "usage: python3 bench/call_floor.py" in res.stderr
