@@ -202,8 +202,9 @@ def main(argv=None):
 
     tile = _tile_arg(args.tile) or {}
     plan = make_plan(args.dtype, tile)
-    t = plan.kernel("gemm_rowsum").tile
-    tile_s = f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']}/{plan.kernel('gemm_rowsum').threads}thr"
+    from frost.sched.gemm_rowsum import tile_label
+
+    tile_s = f"{tile_label(plan)}/{plan.kernel('gemm_rowsum').threads}thr"  # (split_k shown)
     fns = {p: f for p, f in peers(torch, plan).items() if p in names}
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
     rows = [bench_shape(torch, sh, fns, args, dtype) for sh in shapes]

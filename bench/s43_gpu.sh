@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 43's device calls (after `bash .gpu/tools/setup-remote`): usage
 #   bash bench/s43_gpu.sh COMMIT gemm|floor|probe|suite|chain|tests
-# gemm: v135b's new split picks (1024²x16384 k/4, 512²x4096 k/8) timed as whole calls against
-# the unsplit default (bench/split_kernels.py) and in the gemm_rowsum bench beside v135's shapes;
+# gemm: split plans timed as whole calls (bench/split_kernels.py: 128x256x64 k/S, then the
+# 128x128x64 unsplit plan), and v135b's new picks in the gemm_rowsum bench beside v135's shapes;
 # floor: a call's time over K at 512x512
 # (split and not); suite/chain: as bench/s42_gpu.sh; tests: the whole GPU test set. Results under $OUT.
 set -u
@@ -20,9 +20,12 @@ gemm)
     --shape 1024,2048,16384 --shape 768,768,49152 --shape 1024,1536,24576 \
     --shape 4096,4096,4096 > "$out/gemm.txt" 2>&1
   grep -v Warn "$out/gemm.txt" | tail -16 ;;
-floor)  # a call's fixed time: 512x512xK over K, split k/8 and unsplit (128x128x64 both)
+floor)  # a call's fixed time: 512x512xK over K, 128x128x64 k/8, unsplit and k/2
+  i=0
   for t in "--tile tile_n=128 --tile split_k=8" "--tile tile_n=128" "--tile tile_n=128 --tile split_k=2"; do
+    i=$((i + 1))
     timeout 150 python3 bench/gemm_rowsum.py --commit "$commit" --peers frost --rounds 3 $t \
+      --out "$out/floor$i" \
       --shape 512,512,512 --shape 512,512,1024 --shape 512,512,2048 --shape 512,512,4096 \
       --shape 512,512,8192 --shape 512,512,16384 2>&1 | grep -v Warn | grep -E "^#|^512"
   done | tee "$out/floor.txt" ;;
@@ -35,4 +38,5 @@ tests)
   timeout 590 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE > "$out/gpu_tests.log" 2>&1
   grep -E "FAILED|ERROR" "$out/gpu_tests.log" | head; tail -1 "$out/gpu_tests.log" ;;
 suite|chain) bash "$(dirname "$0")/s42_gpu.sh" "$1" "$2" ;;
+*) echo "unknown mode ${2}: gemm|floor|probe|suite|chain|tests" >&2; exit 2 ;;
 esac

@@ -11,16 +11,23 @@ from frost.sched.gemm_rowsum import tile_label
 from frost.templates.gemm_rowsum_run import run_gemm_rowsum
 
 
-def parse(argv, doc=__doc__):
+def parse(argv, doc=None):
     """(M, N, K) and the plans' --tile dicts from ``M,N,K [KEY=INT ...] [-- KEY=INT ...]``
     (an empty group: the default plan); exits with ``doc``'s usage on a bad shape."""
     try:
         m, n, k = (int(x) for x in argv[0].split(","))
     except (IndexError, ValueError):
+        doc = doc or __doc__ or "python3 bench/split_kernels.py M,N,K ..."
         sys.exit("usage: " + next(ln.strip() for ln in doc.splitlines() if "python3" in ln))
-    groups = " ".join(argv[1:]).split("--")
-    return (m, n, k), [{kv.split("=")[0]: int(kv.split("=")[1]) for kv in g.split()}
-                       for g in groups]
+    groups = [[]]
+    for a in argv[1:]:
+        if a == "--":
+            groups.append([])
+        elif "=" not in a or not a.split("=", 1)[1].lstrip("-").isdigit():
+            sys.exit(f"not a KEY=INT tile key: {a!r}")
+        else:
+            groups[-1].append(a.split("=", 1))
+    return (m, n, k), [{key: int(v) for key, v in g} for g in groups]
 
 
 def main(argv):

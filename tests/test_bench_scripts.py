@@ -997,6 +997,9 @@ def test_split_kernels_parse_reads_plans_and_refuses_a_bad_shape():
     for bad in ([], ["512,512"], ["--help"]):
         with pytest.raises(SystemExit, match="usage: python3 bench/split_kernels.py M,N,K"):
             mod.parse(bad)
+    for bad in (["8,8,8", "--tile", "tile_n=128"], ["8,8,8", "tile_n=x"], ["8,8,8", "--help"]):
+        with pytest.raises(SystemExit, match="not a KEY=INT tile key"):
+            mod.parse(bad)
     res = subprocess.run([sys.executable, "bench/call_floor.py"], capture_output=True,
                          text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 1 and "usage: python3 bench/call_floor.py" in res.stderr
