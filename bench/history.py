@@ -1,0 +1,178 @@
+"""The SDPA benchmark over time: every saved ``bench/sdpa_bwd.py`` run of one card, side by side.
+
+Each session re-runs ``bench/sdpa_bwd.py`` and saves ``sdpa_bwd.json`` under
+``bench/results/``. This script (no GPU) gathers those runs, keeps the ones of one card and
+dtype that measured the full shape list, orders them by date and prints, per shape:
+
+* frost's TFLOP/s in the first, the best and the latest run;
+* frost's ratio to the best SM120-class peer, latest and best, against the 1.3x target;
+* how much the best SM120-class peer itself moved between runs ((max - min) / median of its
+  TFLOP/s): the run-to-run noise that a ratio inherits from the peer it divides by.
+
+A row's ratio and peer columns count only the runs in which every SM120-class peer timed it (a
+failed peer would leave the ratio over the other one: fa4's SM120 path reads ~9 TFLOP/s at
+d=256); the ``runs`` column says how many of all the runs that is.
+
+It saves ``history.json`` and ``history.png`` (the ratio per shape over the runs, with the
+target line) to ``--out``.
+
+    python3 bench/history.py [--card "NVIDIA H200"] [--dtype bf16] [--since 2026-12-01]
+        [--out DIR] [JSON_OR_DIR ...]
+
+Without paths it reads every ``sdpa_bwd.json`` under ``bench/results``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SM120_PEERS = ("frost_sm120", "fa4_sm120")  # as bench/sdpa_bwd.py
+TARGET = 1.3
+
+
+def shape_label(sh: dict) -> str:
+    return f"{sh['B']},{sh['H']},{sh['S']},{sh['D']},{'T' if sh['causal'] else 'F'}"
+
+
+def find_runs(paths: list[str]) -> list[str]:
+    """The ``sdpa_bwd.json`` files named by ``paths`` (files, or folders searched recursively)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += glob.glob(os.path.join(p, "**", "sdpa_bwd.json"), recursive=True)
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            raise SystemExit(f"history: no such file or folder: {p}")
+    return sorted(set(out))
+
+
+def load_runs(files: list[str], card: str, dtype: str, since: str = "") -> list[dict]:
+    """The runs of ``card`` and ``dtype`` dated ``since`` or later that timed every shape of the
+    most common shape list among them, oldest first: dicts of path, date, commit and rows
+    (label -> frost TFLOP/s, best SM120 peer's TFLOP/s or None where an SM120 peer did not
+    time the row). Unreadable files are skipped with a
+    note on stderr."""
+    runs = []
+    for f in files:
+        try:
+            with open(f) as fh:
+                data = json.load(fh)
+            meta, rows = data["meta"], data["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"history: skipped {f}: {e!r}", file=sys.stderr)
+            continue
+        if meta.get("gpu") != card or meta.get("dtype", "bf16") != dtype:
+            continue
+        if str(meta.get("date", "")) < since:
+            continue
+        got = {}
+        for r in rows:
+            t = r.get("tflops", {})
+            if "frost" in t:
+                best = max(t[p] for p in SM120_PEERS) if all(p in t for p in SM120_PEERS) \
+                    else None
+                got[shape_label(r["shape"])] = (t["frost"], best)
+        runs.append(dict(path=f, date=str(meta.get("date", "")),
+                         commit=str(meta.get("commit", ""))[:7], rows=got))
+    if not runs:
+        return []
+    keys = [tuple(sorted(r["rows"])) for r in runs]
+    full = max(set(keys), key=lambda k: (keys.count(k), len(k)))
+    return sorted((r for r, k in zip(runs, keys) if k == full), key=lambda r: r["date"])
+
+
+def summary(runs: list[dict]) -> list[dict]:
+    """Per shape (in the first run's order): first / best / latest frost TFLOP/s, and over the
+    runs where both SM120 peers timed it (``peer_runs``): the latest and best ratio to the
+    best of them, and that peer's spread."""
+    out = []
+    for label in runs[0]["rows"]:
+        frost = [r["rows"][label][0] for r in runs]
+        pairs = [r["rows"][label] for r in runs if r["rows"][label][1]]
+        row = dict(shape=label, runs=len(runs), peer_runs=len(pairs), first=frost[0],
+                   best=max(frost), latest=frost[-1], ratio_latest=None, ratio_best=None,
+                   peer_spread=None)
+        if pairs:
+            peer = [p for _, p in pairs]
+            row.update(ratio_latest=pairs[-1][0] / pairs[-1][1],
+                       ratio_best=max(f / p for f, p in pairs),
+                       peer_spread=(max(peer) - min(peer)) / statistics.median(peer))
+        out.append(row)
+    return out
+
+
+def print_table(table: list[dict]) -> None:
+    print(f"{'B,H,S,D,causal':<20}{'runs':>5}{'first':>8}{'best':>8}{'latest':>8}"
+          f"{'ratio':>7}{'best r':>8}{'peer spread':>13}")
+    for t in table:
+        runs = f"{t['peer_runs']}/{t['runs']}" if t["peer_runs"] != t["runs"] else t["runs"]
+        head = f"{t['shape']:<20}{runs:>5}{t['first']:>8.1f}{t['best']:>8.1f}{t['latest']:>8.1f}"
+        if t["ratio_latest"] is None:
+            print(head + f"{'-':>7}{'-':>8}{'-':>13}")
+            continue
+        mark = "" if t["ratio_latest"] >= TARGET else " <"
+        print(head + f"{t['ratio_latest']:>7.3f}{t['ratio_best']:>8.3f}"
+              f"{100 * t['peer_spread']:>11.1f} %{mark}")
+    print(f"(runs a/b: the ratio columns count the a of b runs where every SM120 peer timed the "
+          f"row; '<': latest ratio below the {TARGET}x target)")
+
+
+def plot(runs: list[dict], path: str, card: str) -> None:
+    """frost / best SM120 peer per shape, one point a run in date order, and the target."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.25 * len(runs) + 3), 4.2))
+    xs = range(len(runs))
+    for label in runs[0]["rows"]:  # a run without both SM120 peers leaves a gap
+        ax.plot(xs, [r["rows"][label][0] / r["rows"][label][1] if r["rows"][label][1]
+                     else float("nan") for r in runs], marker=".", label=label)
+    ax.axhline(TARGET, color="black", linestyle="--", linewidth=1, label=f"{TARGET}x target")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{r['date'][5:10]} {r['commit']}" for r in runs], rotation=90,
+                       fontsize=6)
+    ax.set_ylabel("frost / best SM120-class peer")
+    ax.set_title(f"bench/sdpa_bwd.py runs on {card} ({len(runs)})", fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="*", metavar="JSON_OR_DIR",
+                    help="sdpa_bwd.json files or folders (default: bench/results)")
+    ap.add_argument("--card", default="NVIDIA H200", help="the runs' meta gpu name")
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
+    ap.add_argument("--since", default="", help="keep runs dated this ISO date or later")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    args = ap.parse_args(argv)
+    runs = load_runs(find_runs(args.paths or [os.path.join(HERE, "results")]), args.card,
+                     args.dtype, args.since)
+    if not runs:
+        print(f"history: no {args.dtype} run on {args.card!r} found", file=sys.stderr)
+        return 1
+    table = summary(runs)
+    print(f"# {len(runs)} runs on {args.card}, {runs[0]['date'][:10]} .. {runs[-1]['date'][:10]}")
+    print_table(table)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "history.json"), "w") as f:
+        json.dump(dict(card=args.card, dtype=args.dtype, summary=table,
+                       runs=[{k: r[k] for k in ("path", "date", "commit")} for r in runs]),
+                  f, indent=1)
+    plot(runs, os.path.join(args.out, "history.png"), args.card)
+    print(os.path.join(args.out, "history.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
