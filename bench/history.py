@@ -2,10 +2,11 @@
 
 Each session re-runs ``bench/sdpa_bwd.py`` and saves ``sdpa_bwd.json`` under
 ``bench/results/``. This script (no GPU) gathers those runs, keeps the ones of one card and
-dtype that measured the full shape list, orders them by date and prints, per shape:
+dtype that timed every shape of the benchmark's list (``SHAPES``), orders them by date and
+prints, per shape:
 
 * frost's TFLOP/s in the first, the best and the latest run;
-* frost's ratio to the best SM120-class peer, latest and best, against the 1.3x target;
+* frost's ratio to the best SM120-class peer, latest, worst and best, against the 1.3x target;
 * how much the best SM120-class peer itself moved between runs ((max - min) / median of its
   TFLOP/s): the run-to-run noise that a ratio inherits from the peer it divides by.
 
@@ -13,10 +14,10 @@ A row's ratio and peer columns count only the runs in which every SM120-class pe
 failed peer would leave the ratio over the other one: fa4's SM120 path reads ~9 TFLOP/s at
 d=256); the ``runs`` column says how many of all the runs that is.
 
-It saves ``history.json`` and ``history.png`` (the ratio per shape over the runs, with the
-target line) to ``--out``.
+It saves ``history.json`` (the summary and each run's ratios) and ``history.png`` (the ratio per
+shape over the runs, with the target line) to ``--out`` (default ``$OUT``, else ``bench/out``).
 
-    python3 bench/history.py [--card "NVIDIA H200"] [--dtype bf16] [--since 2026-12-01]
+    python3 bench/history.py [--card "NVIDIA H200"] [--dtype bf16] [--since 2026-12-01T12:00]
         [--out DIR] [JSON_OR_DIR ...]
 
 Without paths it reads every ``sdpa_bwd.json`` under ``bench/results``.
@@ -25,6 +26,7 @@ Without paths it reads every ``sdpa_bwd.json`` under ``bench/results``.
 from __future__ import annotations
 
 import argparse
+import datetime
 import glob
 import json
 import os
@@ -32,12 +34,17 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SM120_PEERS = ("frost_sm120", "fa4_sm120")  # as bench/sdpa_bwd.py
-TARGET = 1.3
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from sdpa_bwd import SHAPES, SM120_PEERS, TARGET, shape_label  # noqa: E402
+
+LABELS = [shape_label(dict(B=b, H=h, S=s, D=d, causal=c)) for b, h, s, d, c in SHAPES]
 
 
-def shape_label(sh: dict) -> str:
-    return f"{sh['B']},{sh['H']},{sh['S']},{sh['D']},{'T' if sh['causal'] else 'F'}"
+def when(text: str) -> datetime.datetime:
+    """An ISO date or time as a UTC-aware datetime (no zone given: UTC); ValueError if not one."""
+    t = datetime.datetime.fromisoformat(str(text))
+    return t if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
 
 
 def find_runs(paths: list[str]) -> list[str]:
@@ -53,55 +60,68 @@ def find_runs(paths: list[str]) -> list[str]:
     return sorted(set(out))
 
 
-def load_runs(files: list[str], card: str, dtype: str, since: str = "") -> list[dict]:
-    """The runs of ``card`` and ``dtype`` dated ``since`` or later that timed every shape of the
-    most common shape list among them, oldest first: dicts of path, date, commit and rows
-    (label -> frost TFLOP/s, best SM120 peer's TFLOP/s or None where an SM120 peer did not
-    time the row). Unreadable files are skipped with a
-    note on stderr."""
-    runs = []
+def load_runs(files: list[str], card: str, dtype: str, since=None,
+              labels: list[str] = LABELS) -> list[dict]:
+    """The runs of ``card`` and ``dtype`` dated ``since`` (a datetime) or later in which frost
+    timed every shape of ``labels``, oldest first: dicts of path, date, commit and rows (label ->
+    frost TFLOP/s, the best SM120 peer's TFLOP/s or None where an SM120 peer did not time the
+    row), in ``labels``' order. Unreadable files and the runs of the card that lack a shape are
+    skipped with a note on stderr."""
+    runs, partial = [], 0
     for f in files:
         try:
             with open(f) as fh:
                 data = json.load(fh)
-            meta, rows = data["meta"], data["rows"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            meta = data["meta"]
+            if meta.get("gpu") != card or meta.get("dtype", "bf16") != dtype:
+                continue
+            date = when(meta["date"])
+            got = {}
+            for r in data["rows"]:
+                t = r["tflops"]
+                if "frost" in t:
+                    best = max(t[p] for p in SM120_PEERS) if all(p in t for p in SM120_PEERS) \
+                        else None
+                    got[shape_label(r["shape"])] = (float(t["frost"]), best)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             print(f"history: skipped {f}: {e!r}", file=sys.stderr)
             continue
-        if meta.get("gpu") != card or meta.get("dtype", "bf16") != dtype:
+        if since is not None and date < since:
             continue
-        if str(meta.get("date", "")) < since:
+        if not all(lab in got for lab in labels):
+            partial += 1
             continue
-        got = {}
-        for r in rows:
-            t = r.get("tflops", {})
-            if "frost" in t:
-                best = max(t[p] for p in SM120_PEERS) if all(p in t for p in SM120_PEERS) \
-                    else None
-                got[shape_label(r["shape"])] = (t["frost"], best)
-        runs.append(dict(path=f, date=str(meta.get("date", "")),
-                         commit=str(meta.get("commit", ""))[:7], rows=got))
-    if not runs:
-        return []
-    keys = [tuple(sorted(r["rows"])) for r in runs]
-    full = max(set(keys), key=lambda k: (keys.count(k), len(k)))
-    return sorted((r for r, k in zip(runs, keys) if k == full), key=lambda r: r["date"])
+        runs.append(dict(path=f, date=date.isoformat(timespec="minutes"),
+                         commit=str(meta.get("commit", ""))[:7],
+                         rows={lab: got[lab] for lab in labels}, _when=date))
+    if partial:
+        print(f"history: left out {partial} run(s) of {card} without every shape", file=sys.stderr)
+    runs.sort(key=lambda r: r["_when"])
+    for r in runs:
+        del r["_when"]
+    return runs
+
+
+def ratios(run: dict) -> dict:
+    """A run's frost / best SM120 peer per shape (None where a peer is missing)."""
+    return {lab: (f / p if p else None) for lab, (f, p) in run["rows"].items()}
 
 
 def summary(runs: list[dict]) -> list[dict]:
-    """Per shape (in the first run's order): first / best / latest frost TFLOP/s, and over the
-    runs where both SM120 peers timed it (``peer_runs``): the latest and best ratio to the
-    best of them, and that peer's spread."""
+    """Per shape: first / best / latest frost TFLOP/s, and over the runs where both SM120 peers
+    timed it (``peer_runs``): the latest, worst and best ratio to the best of them, and that
+    peer's spread ((max - min) / median over those runs)."""
     out = []
     for label in runs[0]["rows"]:
         frost = [r["rows"][label][0] for r in runs]
         pairs = [r["rows"][label] for r in runs if r["rows"][label][1]]
         row = dict(shape=label, runs=len(runs), peer_runs=len(pairs), first=frost[0],
-                   best=max(frost), latest=frost[-1], ratio_latest=None, ratio_best=None,
-                   peer_spread=None)
+                   best=max(frost), latest=frost[-1], ratio_latest=None, ratio_worst=None,
+                   ratio_best=None, peer_spread=None)
         if pairs:
             peer = [p for _, p in pairs]
             row.update(ratio_latest=pairs[-1][0] / pairs[-1][1],
+                       ratio_worst=min(f / p for f, p in pairs),
                        ratio_best=max(f / p for f, p in pairs),
                        peer_spread=(max(peer) - min(peer)) / statistics.median(peer))
         out.append(row)
@@ -110,15 +130,15 @@ def summary(runs: list[dict]) -> list[dict]:
 
 def print_table(table: list[dict]) -> None:
     print(f"{'B,H,S,D,causal':<20}{'runs':>5}{'first':>8}{'best':>8}{'latest':>8}"
-          f"{'ratio':>7}{'best r':>8}{'peer spread':>13}")
+          f"{'ratio':>7}{'worst r':>8}{'best r':>8}{'peer spread':>13}")
     for t in table:
         runs = f"{t['peer_runs']}/{t['runs']}" if t["peer_runs"] != t["runs"] else t["runs"]
         head = f"{t['shape']:<20}{runs:>5}{t['first']:>8.1f}{t['best']:>8.1f}{t['latest']:>8.1f}"
         if t["ratio_latest"] is None:
-            print(head + f"{'-':>7}{'-':>8}{'-':>13}")
+            print(head + f"{'-':>7}{'-':>8}{'-':>8}{'-':>13}")
             continue
         mark = "" if t["ratio_latest"] >= TARGET else " <"
-        print(head + f"{t['ratio_latest']:>7.3f}{t['ratio_best']:>8.3f}"
+        print(head + f"{t['ratio_latest']:>7.3f}{t['ratio_worst']:>8.3f}{t['ratio_best']:>8.3f}"
               f"{100 * t['peer_spread']:>11.1f} %{mark}")
     print(f"(runs a/b: the ratio columns count the a of b runs where every SM120 peer timed the "
           f"row; '<': latest ratio below the {TARGET}x target)")
@@ -132,9 +152,10 @@ def plot(runs: list[dict], path: str, card: str) -> None:
 
     fig, ax = plt.subplots(figsize=(max(6.0, 0.25 * len(runs) + 3), 4.2))
     xs = range(len(runs))
+    got = [ratios(r) for r in runs]
     for label in runs[0]["rows"]:  # a run without both SM120 peers leaves a gap
-        ax.plot(xs, [r["rows"][label][0] / r["rows"][label][1] if r["rows"][label][1]
-                     else float("nan") for r in runs], marker=".", label=label)
+        ax.plot(xs, [g[label] if g[label] else float("nan") for g in got], marker=".",
+                label=label)
     ax.axhline(TARGET, color="black", linestyle="--", linewidth=1, label=f"{TARGET}x target")
     ax.set_xticks(list(xs))
     ax.set_xticklabels([f"{r['date'][5:10]} {r['commit']}" for r in runs], rotation=90,
@@ -153,8 +174,9 @@ def main(argv=None) -> int:
                     help="sdpa_bwd.json files or folders (default: bench/results)")
     ap.add_argument("--card", default="NVIDIA H200", help="the runs' meta gpu name")
     ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
-    ap.add_argument("--since", default="", help="keep runs dated this ISO date or later")
-    ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument("--since", type=when, default=None,
+                    help="keep runs dated this ISO date or time or later (UTC unless a zone)")
+    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(HERE, "out"))
     args = ap.parse_args(argv)
     runs = load_runs(find_runs(args.paths or [os.path.join(HERE, "results")]), args.card,
                      args.dtype, args.since)
@@ -167,7 +189,8 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "history.json"), "w") as f:
         json.dump(dict(card=args.card, dtype=args.dtype, summary=table,
-                       runs=[{k: r[k] for k in ("path", "date", "commit")} for r in runs]),
+                       runs=[dict({k: r[k] for k in ("path", "date", "commit")},
+                                  ratios=ratios(r)) for r in runs]),
                   f, indent=1)
     plot(runs, os.path.join(args.out, "history.png"), args.card)
     print(os.path.join(args.out, "history.png"))

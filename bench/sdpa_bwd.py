@@ -259,13 +259,17 @@ def round_spread(row, name="frost"):
     return (max(got) - min(got)) / statistics.median(got) if len(got) > 1 else None
 
 
+def shape_label(sh: dict) -> str:
+    """A row's shape as the table prints it: ``B,H,S,D,T|F`` (T: causal)."""
+    return f"{sh['B']},{sh['H']},{sh['S']},{sh['D']},{'T' if sh['causal'] else 'F'}"
+
+
 def print_table(rows, peers):
     head = f"{'B,H,S,D,causal':<22}" + "".join(f"{p:>13}" for p in peers) + \
         f"{'frost/best120':>15}{'frost spread':>14}"
     print(head)
     for r in rows:
-        sh = r["shape"]
-        lab = f"{sh['B']},{sh['H']},{sh['S']},{sh['D']},{'T' if sh['causal'] else 'F'}"
+        lab = shape_label(r["shape"])
         cells = "".join(f"{r['tflops'][p]:>13.1f}" if p in r["tflops"] else f"{'err':>13}" for p in peers)
         ratio = r.get("frost_vs_best_sm120")
         spread = round_spread(r)
