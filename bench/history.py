@@ -63,10 +63,10 @@ def find_runs(paths: list[str]) -> list[str]:
 def load_runs(files: list[str], card: str, dtype: str, since=None,
               labels: list[str] = LABELS) -> list[dict]:
     """The runs of ``card`` and ``dtype`` dated ``since`` (a datetime) or later in which frost
-    timed every shape of ``labels``, oldest first: dicts of path, date, commit and rows (label ->
-    frost TFLOP/s, the best SM120 peer's TFLOP/s or None where an SM120 peer did not time the
-    row), in ``labels``' order. Unreadable files and the runs of the card that lack a shape are
-    skipped with a note on stderr."""
+    timed every shape of ``labels``, oldest first: dicts of path, date (UTC), commit and rows
+    (label -> frost TFLOP/s, the best SM120 peer's TFLOP/s or None where an SM120 peer did not
+    time the row), in ``labels``' order. Unreadable files and the runs of the card that lack a
+    shape are skipped with a note on stderr."""
     runs, partial = [], 0
     for f in files:
         try:
@@ -75,7 +75,7 @@ def load_runs(files: list[str], card: str, dtype: str, since=None,
             meta = data["meta"]
             if meta.get("gpu") != card or meta.get("dtype", "bf16") != dtype:
                 continue
-            date = when(meta["date"])
+            date = when(meta["date"]).astimezone(datetime.timezone.utc)
             got = {}
             for r in data["rows"]:
                 t = r["tflops"]
@@ -93,13 +93,10 @@ def load_runs(files: list[str], card: str, dtype: str, since=None,
             continue
         runs.append(dict(path=f, date=date.isoformat(timespec="minutes"),
                          commit=str(meta.get("commit", ""))[:7],
-                         rows={lab: got[lab] for lab in labels}, _when=date))
+                         rows={lab: got[lab] for lab in labels}))
     if partial:
         print(f"history: left out {partial} run(s) of {card} without every shape", file=sys.stderr)
-    runs.sort(key=lambda r: r["_when"])
-    for r in runs:
-        del r["_when"]
-    return runs
+    return sorted(runs, key=lambda r: r["date"])  # UTC, one format: text order = time
 
 
 def ratios(run: dict) -> dict:
