@@ -108,18 +108,17 @@ def summary(runs: list[dict]) -> list[dict]:
     """Per shape: first / best / latest frost TFLOP/s, and over the runs where both SM120 peers
     timed it (``peer_runs``): the latest, worst and best ratio to the best of them, and that
     peer's spread ((max - min) / median over those runs)."""
+    got = [ratios(r) for r in runs]
     out = []
     for label in runs[0]["rows"]:
         frost = [r["rows"][label][0] for r in runs]
-        pairs = [r["rows"][label] for r in runs if r["rows"][label][1]]
-        row = dict(shape=label, runs=len(runs), peer_runs=len(pairs), first=frost[0],
+        rs = [g[label] for g in got if g[label] is not None]
+        peer = [r["rows"][label][1] for r in runs if r["rows"][label][1]]
+        row = dict(shape=label, runs=len(runs), peer_runs=len(rs), first=frost[0],
                    best=max(frost), latest=frost[-1], ratio_latest=None, ratio_worst=None,
                    ratio_best=None, peer_spread=None)
-        if pairs:
-            peer = [p for _, p in pairs]
-            row.update(ratio_latest=pairs[-1][0] / pairs[-1][1],
-                       ratio_worst=min(f / p for f, p in pairs),
-                       ratio_best=max(f / p for f, p in pairs),
+        if rs:
+            row.update(ratio_latest=rs[-1], ratio_worst=min(rs), ratio_best=max(rs),
                        peer_spread=(max(peer) - min(peer)) / statistics.median(peer))
         out.append(row)
     return out
