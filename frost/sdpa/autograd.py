@@ -1,0 +1,133 @@
+"""Attention with frost's backward inside torch autograd.
+
+::
+
+    o = frost.sdpa.attention(q, k, v, causal=True)   # (B, S, H, D) in, (B, S, H, D) out
+    o.float().square().sum().backward()               # dq, dk, dv by frost.sdpa.backward
+
+frost has no forward kernel: :func:`forward` runs torch's own fused attention forward, the one
+``torch.nn.functional.scaled_dot_product_attention`` picks on CUDA, through the ATen op that also
+returns the row log-sum-exp (natural log, fp32 (B, H_q, S_q)) the backward takes:
+
+* FlashAttention (``aten._scaled_dot_product_flash_attention``) where its causal mask is the one
+  asked for: no mask, or a causal mask aligned bottom-right (its ``is_causal`` on a non-square
+  problem), or a square one;
+* the memory-efficient kernel (``aten._efficient_attention_forward`` with its upper-left mask)
+  for a top-left causal mask on S_q != S_kv, and wherever torch's flash backend is off or absent.
+
+Both are called the way ``torch.nn.attention.bias`` calls them. Under GQA (H_q a multiple of
+H_kv) the forward repeats each K/V head over its group (a copy the size of K and V times the
+group); the backward works on the grouped tensors and sums dK/dV over each group itself.
+
+Everything :func:`frost.sdpa.backward` checks is checked here before the forward runs, so bad
+input fails before any launch. ``torch.compile`` sees :func:`attention` as an opaque autograd
+function (a graph break).
+"""
+
+from __future__ import annotations
+
+from frost.sdpa.api import backward
+from frost.sdpa.validation import _ALIGN_BYTES, _ALIGN_ELEMS, _torch, validate
+
+_FN: dict = {}   # the torch.autograd.Function, built on first use (torch is optional)
+
+
+def check(q, k, v, *, causal=False, causal_align="bottom_right", scale=None,
+          deterministic=False):
+    """Check q, k, v and the options as :func:`frost.sdpa.backward` would (no CUDA call apart
+    from a 4-byte allocation); raise TypeError / ValueError naming the argument."""
+    torch = _torch()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if q.dim() != 4:
+        raise ValueError(f"q shape must be 4-D (B, S, H, D), got {tuple(q.shape)}")
+    b, s_q, h_q, _ = q.shape
+    # o and do take q's shape and layout; lse is (B, H_q, S_q) fp32 (a broadcast scalar here)
+    lse = torch.empty((), dtype=torch.float32, device=q.device).expand(b, h_q, s_q)
+    return validate(q, k, v, q, q, lse, causal=causal, causal_align=causal_align, scale=scale,
+                    deterministic=deterministic)
+
+
+def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
+    """(o, lse): torch's fused attention forward on (B, S, H, D) tensors, with the row
+    log-sum-exp, natural log, fp32 (B, H_q, S_q), that :func:`frost.sdpa.backward` takes.
+
+    ``o`` is (B, S_q, H_q, D) in q's dtype (a view of torch's output). Arguments as
+    :func:`frost.sdpa.backward`'s; checked the same way first (:func:`check`)."""
+    p = check(q, k, v, causal=causal, causal_align=causal_align, scale=scale)
+    torch = _torch()
+    if p.h_kv != p.h_q:  # the fused forwards take one K/V head per Q head
+        k, v = (x.repeat_interleave(p.h_q // p.h_kv, dim=2) for x in (k, v))
+    scale = None if scale is None else float(scale)
+    top_left = causal and causal_align == "top_left" and p.s_q != p.s_kv
+    if not top_left and torch.backends.cuda.flash_sdp_enabled() and _flash_available(torch):
+        out = torch.ops.aten._scaled_dot_product_flash_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, is_causal=causal,
+            return_debug_mask=False, scale=scale)
+        return out[0].transpose(1, 2), out[1][:, :, :p.s_q]
+    mask = 0 if not causal else (1 if causal_align == "top_left" else 2)  # upper-/lower-left
+    out = torch.ops.aten._efficient_attention_forward(
+        q, k, v, bias=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+        max_seqlen_k=None, dropout_p=0.0, custom_mask_type=mask, compute_log_sumexp=True,
+        scale=scale, seqlen_k=None)
+    return out[0], out[1][:, :, :p.s_q]
+
+
+def _flash_available(torch) -> bool:
+    fn = getattr(torch.backends.cuda, "is_flash_attention_available", None)
+    return True if fn is None else bool(fn())
+
+
+def attention(q, k, v, *, causal=False, causal_align="bottom_right", scale=None,
+              deterministic=False):
+    """``softmax(q·kᵀ·scale [+ causal mask])·v`` as a differentiable op whose backward is
+    :func:`frost.sdpa.backward`.
+
+    Args: as :func:`frost.sdpa.backward` (q (B, S_q, H_q, D), k and v (B, S_kv, H_kv, D), fp16
+    or bf16 on one CUDA device, last dim contiguous, 16-byte strides and alignment; D a multiple
+    of 8 in [32, 256]; ``deterministic`` applies to the backward). The forward is torch's
+    (:func:`forward`); o and lse are kept for the backward, and the incoming gradient is made
+    contiguous where its layout is one the kernels cannot take (a broadcast ``o.sum()`` grad).
+
+    Returns o, (B, S_q, H_q, D) in q's dtype. Raises TypeError / ValueError naming the argument
+    before anything runs."""
+    check(q, k, v, causal=causal, causal_align=causal_align, scale=scale,
+          deterministic=deterministic)
+    return _function().apply(q, k, v, causal, causal_align, scale, deterministic)
+
+
+def _kernel_layout(t):
+    """``t`` if the kernels can read it (last dim contiguous, 16-byte strides and base), else a
+    contiguous copy."""
+    st = t.stride()
+    ok = (st[3] == 1 or t.shape[3] == 1) and t.data_ptr() % _ALIGN_BYTES == 0 and \
+        all(s % _ALIGN_ELEMS == 0 for s, n in zip(st[:3], t.shape[:3]) if n > 1)
+    return t if ok else t.contiguous()
+
+
+def _function():
+    fn = _FN.get("attention")
+    if fn is None:
+        torch = _torch()
+
+        class _Attention(torch.autograd.Function):
+            """o = attention(q, k, v); backward by frost.sdpa.backward."""
+
+            @staticmethod
+            def forward(ctx, q, k, v, causal, causal_align, scale, deterministic):
+                o, lse = forward(q, k, v, causal=causal, causal_align=causal_align, scale=scale)
+                ctx.save_for_backward(q, k, v, o, lse)
+                ctx.opts = dict(causal=causal, causal_align=causal_align, scale=scale,
+                                deterministic=deterministic)
+                return o
+
+            @staticmethod
+            def backward(ctx, do):
+                q, k, v, o, lse = ctx.saved_tensors
+                dq, dk, dv = backward(q, k, v, o, _kernel_layout(do.to(q.dtype)), lse,
+                                      **ctx.opts)
+                return dq, dk, dv, None, None, None, None
+
+        fn = _FN["attention"] = _Attention
+    return fn

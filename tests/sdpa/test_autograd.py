@@ -1,0 +1,124 @@
+"""frost.sdpa.attention: torch's forward with frost's backward under autograd.
+
+CPU: bad input is refused before anything runs, naming the argument; the incoming gradient is
+copied only where the kernels cannot read its layout. GPU: o and (dq, dk, dv) against the float64
+reference, the gradients on poisoned memory (:func:`frost.templates.host.poisoned`).
+"""
+
+import pytest
+import torch
+
+import frost.sdpa as sdpa
+from frost.sdpa import autograd as A
+from frost.sdpa import reference as R
+from frost.templates import host
+
+TOL = {torch.bfloat16: 1e-2, torch.float16: 5e-3}
+
+
+def _cpu(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape).to(dtype)
+
+
+def test_cpu_tensors_are_refused_naming_the_device():
+    q, k, v = _cpu(1, 64, 2, 64), _cpu(1, 64, 2, 64), _cpu(1, 64, 2, 64)
+    with pytest.raises(ValueError, match="q device must be a CUDA device"):
+        sdpa.attention(q, k, v)
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    (dict(causal_align="diagonal"), ValueError, "causal_align"),
+    (dict(causal=1), TypeError, "causal must be a bool"),
+    (dict(scale=float("nan")), ValueError, "scale must be finite"),
+    (dict(deterministic="yes"), TypeError, "deterministic"),
+])
+def test_bad_options_are_refused(kw, exc, match):
+    q = _cpu(1, 64, 2, 64)
+    with pytest.raises(exc, match=match):
+        sdpa.attention(q, q, q, **kw)
+
+
+@pytest.mark.parametrize("make,exc,match", [
+    (lambda q: (q, q.float(), q), TypeError, "k dtype must match q"),
+    (lambda q: (q, [1], q), TypeError, "k must be a torch.Tensor"),
+    (lambda q: (q[0], q, q), ValueError, "q shape must be 4-D"),
+    (lambda q: (q, _cpu(1, 64, 3, 64), _cpu(1, 64, 3, 64)), ValueError, "GQA ratio"),
+    (lambda q: (_cpu(1, 64, 4, 68)[..., :64],) * 3, ValueError, "stride alignment"),
+    (lambda q: (_cpu(1, 64, 4, 20), _cpu(1, 64, 4, 20), _cpu(1, 64, 4, 20)), ValueError,
+     "head dim"),
+])
+def test_bad_tensors_are_refused(make, exc, match):
+    q = _cpu(1, 64, 4, 64)
+    with pytest.raises(exc, match=match):
+        sdpa.attention(*make(q))
+
+
+def test_kernel_layout_copies_only_what_the_kernels_cannot_read():
+    base = _cpu(2, 16, 4, 64)
+    view = base.transpose(1, 2).contiguous().transpose(1, 2)   # (B, S, H, D), heads outermost
+    assert A._kernel_layout(view) is view
+    ones = torch.ones((), dtype=torch.bfloat16).expand(2, 16, 4, 64)   # o.sum()'s gradient
+    got = A._kernel_layout(ones)
+    assert got is not ones and got.is_contiguous() and torch.equal(got, ones)
+    padded = _cpu(2, 16, 4, 72)[..., :64]   # head stride 72 elements: 16-byte multiples
+    assert A._kernel_layout(padded) is padded
+    bad = _cpu(2, 16, 4, 68)[..., :64]      # 68 elements: not
+    assert A._kernel_layout(bad) is not bad and A._kernel_layout(bad).is_contiguous()
+
+
+# --- GPU -------------------------------------------------------------------------------------
+
+CASES = [  # b, s_q, s_kv, h_q, h_kv, d, causal, align, dtype
+    (2, 200, 200, 2, 2, 64, False, "bottom_right", torch.bfloat16),
+    (1, 256, 256, 2, 2, 256, True, "bottom_right", torch.bfloat16),
+    (1, 127, 300, 4, 1, 128, True, "top_left", torch.float16),
+    (1, 130, 260, 8, 2, 96, True, "bottom_right", torch.bfloat16),
+    (1, 300, 127, 4, 2, 64, True, "bottom_right", torch.float16),
+    (2, 96, 80, 2, 2, 160, False, "top_left", torch.float16),
+]
+
+
+def _inputs(b, s_q, s_kv, h_q, h_kv, d, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+
+    def rnd(*shape):
+        return torch.randn(*shape, generator=g).to(device="cuda", dtype=dtype)
+
+    return rnd(b, s_q, h_q, d), rnd(b, s_kv, h_kv, d), rnd(b, s_kv, h_kv, d), rnd(b, s_q, h_q, d)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c[:8])))
+def test_gpu_attention_against_float64(case):
+    *shape, causal, align, dtype = case
+    q, k, v, do = _inputs(*shape, dtype, seed=sum(shape))
+    q, k, v = (x.requires_grad_() for x in (q, k, v))
+    o = sdpa.attention(q, k, v, causal=causal, causal_align=align)
+    with host.poisoned(q, k, v) as ranges:
+        grads = torch.autograd.grad(o, (q, k, v), do)
+    torch.cuda.synchronize()
+    if torch.cuda.get_allocator_backend() == "native":
+        assert all(host.covered(x, ranges) for x in grads), "a gradient missed the poison"
+    ro, _ = R.forward(q.detach(), k.detach(), v.detach(), causal=causal, causal_align=align)
+    refs = R.backward(q.detach(), k.detach(), v.detach(), do, causal=causal, causal_align=align)
+    errs = {"o": R.rel_err(o, ro)}
+    errs.update({n: R.rel_err(g, r) for n, g, r in zip(("dq", "dk", "dv"), grads, refs)})
+    assert all(not torch.isnan(g).any() for g in grads), errs
+    assert max(errs.values()) <= TOL[dtype], errs
+
+
+@pytest.mark.gpu
+def test_gpu_attention_broadcast_grad_and_deterministic():
+    """``o.sum().backward()`` hands the backward a stride-0 gradient (copied before the kernels),
+    into ``.grad`` of leaf tensors; with deterministic=True two passes give equal gradients."""
+    q, k, v, _ = _inputs(1, 190, 250, 4, 2, 128, torch.bfloat16, seed=11)
+    runs = []
+    for _ in range(2):
+        leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+        sdpa.attention(*leaves, causal=True, deterministic=True).sum().backward()
+        runs.append([x.grad for x in leaves])
+    ones = torch.ones_like(q)
+    refs = R.backward(q, k, v, ones, causal=True)
+    errs = [R.rel_err(g, r) for g, r in zip(runs[0], refs)]
+    assert max(errs) <= TOL[torch.bfloat16], errs
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
