@@ -1003,3 +1003,59 @@ def test_split_kernels_parse_reads_plans_and_refuses_a_bad_shape():
     res = subprocess.run([sys.executable, "bench/call_floor.py"], capture_output=True,
                          text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 1 and "usage: python3 bench/call_floor.py" in res.stderr
+
+
+def test_attention_train_checks_against_flash_times_in_turns_and_plots(monkeypatch, capsys,
+                                                                       tmp_path):
+    """bench/attention_train.py without a GPU (peers and timer replaced): each peer's first
+    outputs are compared with torch_flash's, the peers take turns over the rounds, a failing one
+    is dropped, the speedups are torch's time over frost's, and the table, JSON-ready row and
+    plot carry them."""
+    import argparse
+
+    import torch
+
+    mod = _load(os.path.join(ROOT, "bench", "attention_train.py"))
+    assert mod.step_flops(4, 16, 4096, 128, False) == 14.0 * 4 * 16 * 4096 ** 2 * 128
+    assert mod.step_flops(4, 16, 4096, 128, True) == mod.step_flops(4, 16, 4096, 128, False) / 2
+    ref = [torch.ones(4) for _ in range(4)]
+    outs = {"torch_flash": ref, "frost": [r * 1.01 for r in ref], "torch_cudnn": ref}
+    times = {"frost": iter([1.0, 2.0, 1.2]), "torch_flash": iter([1.5, 1.6, 1.4])}
+    calls = []
+
+    def make_peer(torch_, name, causal):
+        def fn(t):
+            if name == "torch_cudnn":
+                raise RuntimeError("no cuDNN")
+            return outs[name]
+        fn.__name__ = name
+        return fn
+
+    def fake_time(fn, sets, warmup, iters):
+        calls.append(fn.__name__)
+        return next(times[fn.__name__])
+
+    monkeypatch.setattr(mod, "make_peer", make_peer)
+    monkeypatch.setattr(mod, "make_set", lambda *a, **k: None)
+    monkeypatch.setattr(mod, "time_ms", fake_time)
+
+    class FakeTorch:
+        class cuda:
+            empty_cache = staticmethod(lambda: None)
+            synchronize = staticmethod(lambda: None)
+
+    args = argparse.Namespace(sets=3, peers=list(mod.PEERS), rounds=3, warmup=1, iters=20,
+                              cooldown=0.0)
+    row = mod.bench_shape(FakeTorch, (1, 2, 256, 64, True), args, None)
+    assert calls == ["frost", "torch_flash", "torch_flash", "frost", "frost", "torch_flash"]
+    assert row["ms"] == {"frost": 1.2, "torch_flash": 1.5} and "torch_cudnn" in row["errors"]
+    assert row["frost_vs_torch_flash"] == pytest.approx(1.25)
+    assert "frost_vs_torch_cudnn" not in row
+    assert row["check"]["frost"]["dq"] == pytest.approx(0.01)
+    mod.print_table([row], list(mod.PEERS))
+    out = capsys.readouterr().out
+    assert "1.250" in out and "err" in out
+    meta = dict(gpu="G", date="2026-12-06T00:00", commit="abc", dtype="bf16")
+    mod.plot([row], list(mod.PEERS), str(tmp_path / "p.png"), meta)
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    _help_lists(os.path.join(ROOT, "bench", "attention_train.py"), "--quick", "--peers")
