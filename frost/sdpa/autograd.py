@@ -9,33 +9,38 @@ frost has no forward kernel: :func:`forward` runs torch's own fused attention fo
 ``torch.nn.functional.scaled_dot_product_attention`` picks on CUDA, through the ATen op that also
 returns the row log-sum-exp (natural log, fp32 (B, H_q, S_q)) the backward takes:
 
-* FlashAttention (``aten._scaled_dot_product_flash_attention``) where its causal mask is the one
-  asked for: no mask, or a causal mask aligned bottom-right (its ``is_causal`` on a non-square
-  problem), or a square one;
-* the memory-efficient kernel (``aten._efficient_attention_forward`` with its upper-left mask)
-  for a top-left causal mask on S_q != S_kv, and wherever torch's flash backend is off or absent.
+* FlashAttention (``aten._scaled_dot_product_flash_attention``, GQA native) where its causal
+  mask is the one asked for: no mask, a causal mask aligned bottom-right (its ``is_causal`` on a
+  non-square problem), or a square one;
+* the memory-efficient kernel (``aten._efficient_attention_forward``, its top-left or
+  bottom-right mask) for a top-left causal mask on S_q != S_kv, and for every call while torch's
+  flash backend is switched off (``torch.backends.cuda.enable_flash_sdp(False)``,
+  ``sdpa_kernel``) or absent. It takes one K/V head per Q head, so under GQA each K/V head is
+  repeated over its group (a copy).
 
-Both are called the way ``torch.nn.attention.bias`` calls them. Under GQA (H_q a multiple of
-H_kv) the forward repeats each K/V head over its group (a copy the size of K and V times the
-group); the backward works on the grouped tensors and sums dK/dV over each group itself.
+Both are called the way ``torch.nn.attention.bias`` calls them; the backward works on the
+grouped K/V and sums dK/dV over each group itself.
 
-Everything :func:`frost.sdpa.backward` checks is checked here before the forward runs, so bad
-input fails before any launch. ``torch.compile`` sees :func:`attention` as an opaque autograd
-function (a graph break).
+:func:`attention` checks its input as :func:`frost.sdpa.backward` would, and the GPU's arch,
+before the forward runs; only a deterministic workspace's fit (``deterministic=True``) is left
+to the backward's first call. ``torch.compile`` sees :func:`attention` as an opaque autograd
+function (a graph break); the backward is not differentiable again (``create_graph=True``
+raises).
 """
 
 from __future__ import annotations
 
-from frost.sdpa.api import backward
-from frost.sdpa.validation import _ALIGN_BYTES, _ALIGN_ELEMS, _torch, validate
+from frost.sdpa.api import SUPPORTED_DEVICE_ARCHS, backward
+from frost.sdpa.validation import Problem, _torch, layout_problem, validate
+from frost.templates.host import device_arch
 
 _FN: dict = {}   # the torch.autograd.Function, built on first use (torch is optional)
 
 
 def check(q, k, v, *, causal=False, causal_align="bottom_right", scale=None,
-          deterministic=False):
-    """Check q, k, v and the options as :func:`frost.sdpa.backward` would (no CUDA call apart
-    from a 4-byte allocation); raise TypeError / ValueError naming the argument."""
+          deterministic=False) -> Problem:
+    """Check q, k, v and the options as :func:`frost.sdpa.backward` would, and the GPU's arch;
+    raise TypeError / ValueError naming the argument. Returns the call's sizes."""
     torch = _torch()
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -45,8 +50,13 @@ def check(q, k, v, *, causal=False, causal_align="bottom_right", scale=None,
     b, s_q, h_q, _ = q.shape
     # o and do take q's shape and layout; lse is (B, H_q, S_q) fp32 (a broadcast scalar here)
     lse = torch.empty((), dtype=torch.float32, device=q.device).expand(b, h_q, s_q)
-    return validate(q, k, v, q, q, lse, causal=causal, causal_align=causal_align, scale=scale,
-                    deterministic=deterministic)
+    p = validate(q, k, v, q, q, lse, causal=causal, causal_align=causal_align, scale=scale,
+                 deterministic=deterministic)
+    arch = device_arch(q.device)
+    if arch not in SUPPORTED_DEVICE_ARCHS:
+        raise ValueError(f"q device: arch {arch} is not supported; frost's kernels need "
+                         f"{', '.join(SUPPORTED_DEVICE_ARCHS)}")
+    return p
 
 
 def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
@@ -56,9 +66,11 @@ def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
     ``o`` is (B, S_q, H_q, D) in q's dtype (a view of torch's output). Arguments as
     :func:`frost.sdpa.backward`'s; checked the same way first (:func:`check`)."""
     p = check(q, k, v, causal=causal, causal_align=causal_align, scale=scale)
+    return _forward(p, q, k, v, causal, causal_align, scale)
+
+
+def _forward(p: Problem, q, k, v, causal, causal_align, scale):
     torch = _torch()
-    if p.h_kv != p.h_q:  # the fused forwards take one K/V head per Q head
-        k, v = (x.repeat_interleave(p.h_q // p.h_kv, dim=2) for x in (k, v))
     scale = None if scale is None else float(scale)
     top_left = causal and causal_align == "top_left" and p.s_q != p.s_kv
     if not top_left and torch.backends.cuda.flash_sdp_enabled() and _flash_available(torch):
@@ -66,12 +78,14 @@ def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, is_causal=causal,
             return_debug_mask=False, scale=scale)
         return out[0].transpose(1, 2), out[1][:, :, :p.s_q]
-    mask = 0 if not causal else (1 if causal_align == "top_left" else 2)  # upper-/lower-left
+    if p.h_kv != p.h_q:  # this kernel takes one K/V head per Q head
+        k, v = (x.repeat_interleave(p.h_q // p.h_kv, dim=2) for x in (k, v))
+    mask = 0 if not causal else (1 if causal_align == "top_left" else 2)  # top-left, bottom-right
     out = torch.ops.aten._efficient_attention_forward(
         q, k, v, bias=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
         max_seqlen_k=None, dropout_p=0.0, custom_mask_type=mask, compute_log_sumexp=True,
         scale=scale, seqlen_k=None)
-    return out[0], out[1][:, :, :p.s_q]
+    return out[0], out[1][:, :, :p.s_q]  # its LSE rows are padded to a multiple of 32
 
 
 def _flash_available(torch) -> bool:
@@ -88,46 +102,45 @@ def attention(q, k, v, *, causal=False, causal_align="bottom_right", scale=None,
     or bf16 on one CUDA device, last dim contiguous, 16-byte strides and alignment; D a multiple
     of 8 in [32, 256]; ``deterministic`` applies to the backward). The forward is torch's
     (:func:`forward`); o and lse are kept for the backward, and the incoming gradient is made
-    contiguous where its layout is one the kernels cannot take (a broadcast ``o.sum()`` grad).
+    contiguous where its layout is one the kernels cannot read (a broadcast ``o.sum()`` grad).
 
     Returns o, (B, S_q, H_q, D) in q's dtype. Raises TypeError / ValueError naming the argument
-    before anything runs."""
-    check(q, k, v, causal=causal, causal_align=causal_align, scale=scale,
-          deterministic=deterministic)
-    return _function().apply(q, k, v, causal, causal_align, scale, deterministic)
+    before the forward runs (:func:`check`)."""
+    p = check(q, k, v, causal=causal, causal_align=causal_align, scale=scale,
+              deterministic=deterministic)
+    return _function().apply(p, q, k, v, causal, causal_align, scale, deterministic)
 
 
 def _kernel_layout(t):
-    """``t`` if the kernels can read it (last dim contiguous, 16-byte strides and base), else a
+    """``t`` if the kernels can read it (:func:`~frost.sdpa.validation.layout_problem`), else a
     contiguous copy."""
-    st = t.stride()
-    ok = (st[3] == 1 or t.shape[3] == 1) and t.data_ptr() % _ALIGN_BYTES == 0 and \
-        all(s % _ALIGN_ELEMS == 0 for s, n in zip(st[:3], t.shape[:3]) if n > 1)
-    return t if ok else t.contiguous()
+    return t if layout_problem("do", t) is None else t.contiguous()
 
 
 def _function():
     fn = _FN.get("attention")
     if fn is None:
         torch = _torch()
+        from torch.autograd.function import once_differentiable
 
         class _Attention(torch.autograd.Function):
             """o = attention(q, k, v); backward by frost.sdpa.backward."""
 
             @staticmethod
-            def forward(ctx, q, k, v, causal, causal_align, scale, deterministic):
-                o, lse = forward(q, k, v, causal=causal, causal_align=causal_align, scale=scale)
+            def forward(ctx, p, q, k, v, causal, causal_align, scale, deterministic):
+                o, lse = _forward(p, q, k, v, causal, causal_align, scale)
                 ctx.save_for_backward(q, k, v, o, lse)
                 ctx.opts = dict(causal=causal, causal_align=causal_align, scale=scale,
                                 deterministic=deterministic)
                 return o
 
             @staticmethod
+            @once_differentiable
             def backward(ctx, do):
                 q, k, v, o, lse = ctx.saved_tensors
                 dq, dk, dv = backward(q, k, v, o, _kernel_layout(do.to(q.dtype)), lse,
                                       **ctx.opts)
-                return dq, dk, dv, None, None, None, None
+                return None, dq, dk, dv, None, None, None, None
 
         fn = _FN["attention"] = _Attention
     return fn

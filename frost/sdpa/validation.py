@@ -33,6 +33,20 @@ def _torch():
     return torch
 
 
+def layout_problem(name: str, t) -> str | None:
+    """Why the kernels cannot read the 4-D io tensor ``t`` as it lies (its last dim not
+    contiguous, a stride or its base not 16-byte aligned), naming ``name``; None if they can."""
+    st = t.stride()
+    if st[3] != 1 and t.shape[3] > 1:
+        return f"{name} stride: the last dim must be contiguous (stride 1), got strides {st}"
+    if any(s % _ALIGN_ELEMS for s, n in zip(st[:3], t.shape[:3]) if n > 1):
+        return (f"{name} stride alignment: strides {st[:3]} must be multiples of "
+                f"{_ALIGN_ELEMS} elements (16 bytes)")
+    if t.device.type != "meta" and t.data_ptr() % _ALIGN_BYTES:
+        return f"{name} alignment: data pointer must be 16-byte aligned"
+    return None
+
+
 def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
              deterministic=False) -> Problem:
     """Check every argument (no CUDA call); return the :class:`Problem` or raise naming the argument."""
@@ -86,14 +100,9 @@ def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
         raise ValueError(f"lse shape must be (B, H_q, S_q) = {(b, h_q, s_q)}, got {tuple(lse.shape)}")
 
     for name, t in io:
-        st = t.stride()
-        if st[3] != 1 and t.shape[3] > 1:
-            raise ValueError(f"{name} stride: the last dim must be contiguous (stride 1), got strides {st}")
-        if any(s % _ALIGN_ELEMS for s, n in zip(st[:3], t.shape[:3]) if n > 1):
-            raise ValueError(f"{name} stride alignment: strides {st[:3]} must be multiples of "
-                             f"{_ALIGN_ELEMS} elements (16 bytes)")
-        if t.device.type != "meta" and t.data_ptr() % _ALIGN_BYTES:
-            raise ValueError(f"{name} alignment: data pointer must be 16-byte aligned")
+        problem = layout_problem(name, t)
+        if problem:
+            raise ValueError(problem)
 
     dev = q.device
     for name, t in io[1:] + (("lse", lse),):

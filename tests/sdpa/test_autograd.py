@@ -68,13 +68,14 @@ def test_kernel_layout_copies_only_what_the_kernels_cannot_read():
 
 # --- GPU -------------------------------------------------------------------------------------
 
-CASES = [  # b, s_q, s_kv, h_q, h_kv, d, causal, align, dtype
-    (2, 200, 200, 2, 2, 64, False, "bottom_right", torch.bfloat16),
-    (1, 256, 256, 2, 2, 256, True, "bottom_right", torch.bfloat16),
-    (1, 127, 300, 4, 1, 128, True, "top_left", torch.float16),
-    (1, 130, 260, 8, 2, 96, True, "bottom_right", torch.bfloat16),
-    (1, 300, 127, 4, 2, 64, True, "bottom_right", torch.float16),
-    (2, 96, 80, 2, 2, 160, False, "top_left", torch.float16),
+CASES = [  # b, s_q, s_kv, h_q, h_kv, d, causal, align, dtype, scale
+    (2, 200, 200, 2, 2, 64, False, "bottom_right", torch.bfloat16, None),
+    (1, 256, 256, 2, 2, 256, True, "bottom_right", torch.bfloat16, None),
+    (1, 127, 300, 4, 1, 128, True, "top_left", torch.float16, None),
+    (1, 300, 127, 2, 2, 64, True, "top_left", torch.bfloat16, 0.3),
+    (1, 130, 260, 8, 2, 96, True, "bottom_right", torch.bfloat16, None),
+    (1, 300, 127, 4, 2, 64, True, "bottom_right", torch.float16, None),
+    (2, 96, 80, 2, 2, 160, False, "top_left", torch.float16, 0.3),
 ]
 
 
@@ -87,24 +88,45 @@ def _inputs(b, s_q, s_kv, h_q, h_kv, d, dtype, seed):
     return rnd(b, s_q, h_q, d), rnd(b, s_kv, h_kv, d), rnd(b, s_kv, h_kv, d), rnd(b, s_q, h_q, d)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c[:8])))
-def test_gpu_attention_against_float64(case):
-    *shape, causal, align, dtype = case
+def _check_case(case):
+    *shape, causal, align, dtype, scale = case
     q, k, v, do = _inputs(*shape, dtype, seed=sum(shape))
     q, k, v = (x.requires_grad_() for x in (q, k, v))
-    o = sdpa.attention(q, k, v, causal=causal, causal_align=align)
+    o = sdpa.attention(q, k, v, causal=causal, causal_align=align, scale=scale)
     with host.poisoned(q, k, v) as ranges:
         grads = torch.autograd.grad(o, (q, k, v), do)
     torch.cuda.synchronize()
     if torch.cuda.get_allocator_backend() == "native":
         assert all(host.covered(x, ranges) for x in grads), "a gradient missed the poison"
-    ro, _ = R.forward(q.detach(), k.detach(), v.detach(), causal=causal, causal_align=align)
-    refs = R.backward(q.detach(), k.detach(), v.detach(), do, causal=causal, causal_align=align)
+    q, k, v = q.detach(), k.detach(), v.detach()
+    ro, _ = R.forward(q, k, v, causal=causal, causal_align=align, scale=scale)
+    refs = R.backward(q, k, v, do, causal=causal, causal_align=align, scale=scale)
     errs = {"o": R.rel_err(o, ro)}
     errs.update({n: R.rel_err(g, r) for n, g, r in zip(("dq", "dk", "dv"), grads, refs)})
-    assert all(not torch.isnan(g).any() for g in grads), errs
+    assert not any(torch.isnan(x).any() for x in (o, *grads)), errs
     assert max(errs.values()) <= TOL[dtype], errs
+
+
+def _ids(c):
+    return "-".join(map(str, c[:8])) + ("" if c[9] is None else f"-scale{c[9]}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_gpu_attention_against_float64(case):
+    _check_case(case)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [CASES[0], CASES[4], CASES[5]], ids=_ids)
+def test_gpu_attention_memory_efficient_forward(case):
+    """With torch's flash backend switched off the forward is the memory-efficient kernel (no
+    mask, bottom-right, GQA repeated); the results hold the same bounds."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        assert not torch.backends.cuda.flash_sdp_enabled()
+        _check_case(case)
 
 
 @pytest.mark.gpu
