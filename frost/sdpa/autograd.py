@@ -12,11 +12,12 @@ returns the row log-sum-exp (natural log, fp32 (B, H_q, S_q)) the backward takes
 * FlashAttention (``aten._scaled_dot_product_flash_attention``, GQA native) where its causal
   mask is the one asked for: no mask, a causal mask aligned bottom-right (its ``is_causal`` on a
   non-square problem), or a square one;
-* the memory-efficient kernel (``aten._efficient_attention_forward``, its top-left or
-  bottom-right mask) for a top-left causal mask on S_q != S_kv, and for every call while torch's
-  flash backend is switched off (``torch.backends.cuda.enable_flash_sdp(False)``,
-  ``sdpa_kernel``) or absent. It takes one K/V head per Q head, so under GQA each K/V head is
-  repeated over its group (a copy).
+* the memory-efficient kernel (``aten._efficient_attention_forward``) for a top-left causal
+  mask on S_q != S_kv, and for every call while torch's flash backend is switched off
+  (``torch.backends.cuda.enable_flash_sdp(False)``, ``sdpa_kernel``) or absent. It takes one
+  K/V head per Q head, so under GQA each K/V head is repeated over its group (a copy); a
+  bottom-right mask on S_q > S_kv runs as the square top-left problem of the last S_kv queries
+  (the first S_q - S_kv see no key: o = 0, lse = -inf).
 
 Both are called the way ``torch.nn.attention.bias`` calls them; the backward works on the
 grouped K/V and sums dK/dV over each group itself.
@@ -80,12 +81,26 @@ def _forward(p: Problem, q, k, v, causal, causal_align, scale):
         return out[0].transpose(1, 2), out[1][:, :, :p.s_q]
     if p.h_kv != p.h_q:  # this kernel takes one K/V head per Q head
         k, v = (x.repeat_interleave(p.h_q // p.h_kv, dim=2) for x in (k, v))
-    mask = 0 if not causal else (1 if causal_align == "top_left" else 2)  # top-left, bottom-right
+    off = p.s_q - p.s_kv if causal and causal_align == "bottom_right" else 0
+    if off <= 0:
+        return _efficient(torch, q, k, v, (1 if causal_align == "top_left" else 2) if causal
+                          else 0, scale, p.s_q)
+    # bottom-right with S_q > S_kv: rows [0, off) see no key (o = 0, lse = -inf, as the
+    # reference), the rest are a square top-left problem (this kernel's own bottom-right mask
+    # gave a wrong o there, on the H100 with torch 2.11: session 45)
+    o = q.new_zeros(q.shape)
+    lse = torch.full((p.b, p.h_q, p.s_q), float("-inf"), device=q.device)
+    o[:, off:], lse[:, :, off:] = _efficient(torch, q[:, off:], k, v, 1, scale, p.s_kv)
+    return o, lse
+
+
+def _efficient(torch, q, k, v, mask: int, scale, s_q: int):
+    """(o, lse) of the memory-efficient kernel; ``mask``: 0 none, 1 top-left, 2 bottom-right."""
     out = torch.ops.aten._efficient_attention_forward(
         q, k, v, bias=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
         max_seqlen_k=None, dropout_p=0.0, custom_mask_type=mask, compute_log_sumexp=True,
         scale=scale, seqlen_k=None)
-    return out[0], out[1][:, :, :p.s_q]  # its LSE rows are padded to a multiple of 32
+    return out[0], out[1][:, :, :s_q]  # its LSE rows are padded to a multiple of 32
 
 
 def _flash_available(torch) -> bool:
