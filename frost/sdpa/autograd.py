@@ -24,9 +24,9 @@ grouped K/V and sums dK/dV over each group itself.
 
 :func:`attention` checks its input as :func:`frost.sdpa.backward` would, and the GPU's arch,
 before the forward runs; only a deterministic workspace's fit (``deterministic=True``) is left
-to the backward's first call. ``torch.compile`` sees :func:`attention` as an opaque autograd
-function (a graph break); the backward is not differentiable again (``create_graph=True``
-raises).
+to the backward's first call. Both halves are torch custom ops (``torch.ops.frost.attention_*``),
+so ``torch.compile`` traces :func:`attention` without a graph break; the backward is not
+differentiable again.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from frost.sdpa.api import SUPPORTED_DEVICE_ARCHS, backward
 from frost.sdpa.validation import Problem, _torch, layout_problem, validate
 from frost.templates.host import device_arch
 
-_FN: dict = {}   # the torch.autograd.Function, built on first use (torch is optional)
+_FN: dict = {}   # the custom ops (:class:`_Ops`), registered on first use (torch is optional)
 
 
 def check(q, k, v, *, causal=False, causal_align="bottom_right", scale=None,
@@ -119,11 +119,21 @@ def attention(q, k, v, *, causal=False, causal_align="bottom_right", scale=None,
     (:func:`forward`); o and lse are kept for the backward, and the incoming gradient is made
     contiguous where its layout is one the kernels cannot read (a broadcast ``o.sum()`` grad).
 
-    Returns o, (B, S_q, H_q, D) in q's dtype. Raises TypeError / ValueError naming the argument
-    before the forward runs (:func:`check`)."""
-    p = check(q, k, v, causal=causal, causal_align=causal_align, scale=scale,
+    The two halves are torch custom ops, ``torch.ops.frost.attention_forward`` and
+    ``torch.ops.frost.attention_backward``, with shape-only fake kernels, so ``torch.compile``
+    traces through :func:`attention` without a graph break (under it, the checks run when the
+    compiled graph does, still before the forward).
+
+    Returns o, (B, S_q, H_q, D) contiguous, in q's dtype. Raises TypeError / ValueError naming
+    the argument before the forward runs (:func:`check`)."""
+    torch = _torch()
+    checked = not torch.compiler.is_compiling()  # (a traced check would read data pointers)
+    if checked:
+        check(q, k, v, causal=causal, causal_align=causal_align, scale=scale,
               deterministic=deterministic)
-    return _function().apply(p, q, k, v, causal, causal_align, scale, deterministic)
+    scale = None if scale is None else float(scale)
+    return _ops().attention_forward(q, k, v, causal, causal_align, scale, deterministic,
+                                    checked)[0]
 
 
 def _kernel_layout(t):
@@ -132,30 +142,61 @@ def _kernel_layout(t):
     return t if layout_problem("do", t) is None else t.contiguous()
 
 
-def _function():
-    fn = _FN.get("attention")
-    if fn is None:
+class _Ops:
+    """The custom ops, registered with torch once a process (torch is imported lazily)."""
+
+    def __init__(self):
         torch = _torch()
-        from torch.autograd.function import once_differentiable
+        lib = "frost::attention_"
+        fwd_schema = ("(Tensor q, Tensor k, Tensor v, bool causal, str causal_align, "
+                      "float? scale, bool deterministic, bool checked) -> (Tensor, Tensor)")
+        bwd_schema = ("(Tensor q, Tensor k, Tensor v, Tensor o, Tensor do, Tensor lse, "
+                      "bool causal, str causal_align, float? scale, bool deterministic) "
+                      "-> (Tensor, Tensor, Tensor)")
 
-        class _Attention(torch.autograd.Function):
-            """o = attention(q, k, v); backward by frost.sdpa.backward."""
+        def fwd(q, k, v, causal, causal_align, scale, deterministic, checked):
+            if checked:  # by attention(), eagerly; only the sizes are needed here
+                b, s_q, h_q, d = q.shape
+                p = Problem(b, s_q, k.shape[1], h_q, k.shape[2], d,
+                            "bf16" if q.dtype == torch.bfloat16 else "fp16")
+            else:  # traced by torch.compile: checked now, at run time, before the forward
+                p = check(q, k, v, causal=causal, causal_align=causal_align, scale=scale,
+                          deterministic=deterministic)
+            o, lse = _forward(p, q, k, v, causal, causal_align, scale)
+            return o.contiguous(), lse.contiguous()
 
-            @staticmethod
-            def forward(ctx, p, q, k, v, causal, causal_align, scale, deterministic):
-                o, lse = _forward(p, q, k, v, causal, causal_align, scale)
-                ctx.save_for_backward(q, k, v, o, lse)
-                ctx.opts = dict(causal=causal, causal_align=causal_align, scale=scale,
-                                deterministic=deterministic)
-                return o
+        def fwd_fake(q, k, v, causal, causal_align, scale, deterministic, checked):
+            b, s_q, h_q, _ = q.shape
+            return q.new_empty(q.shape), q.new_empty((b, h_q, s_q), dtype=torch.float32)
 
-            @staticmethod
-            @once_differentiable
-            def backward(ctx, do):
-                q, k, v, o, lse = ctx.saved_tensors
-                dq, dk, dv = backward(q, k, v, o, _kernel_layout(do.to(q.dtype)), lse,
-                                      **ctx.opts)
-                return None, dq, dk, dv, None, None, None, None
+        def bwd(q, k, v, o, do, lse, causal, causal_align, scale, deterministic):
+            return backward(q, k, v, o, _kernel_layout(do.to(q.dtype)), lse, causal=causal,
+                            causal_align=causal_align, scale=scale, deterministic=deterministic)
 
-        fn = _FN["attention"] = _Attention
-    return fn
+        def bwd_fake(q, k, v, o, do, lse, causal, causal_align, scale, deterministic):
+            return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+        def setup_context(ctx, inputs, output):
+            q, k, v, causal, causal_align, scale, deterministic, _ = inputs
+            ctx.save_for_backward(q, k, v, *output)
+            ctx.opts = (causal, causal_align, scale, deterministic)
+
+        def grads(ctx, do, _dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            return (*self.attention_backward(q, k, v, o, do, lse, *ctx.opts),
+                    None, None, None, None, None)
+
+        self.attention_forward = torch.library.custom_op(lib + "forward", fwd, mutates_args=(),
+                                                         schema=fwd_schema)
+        self.attention_forward.register_fake(fwd_fake)
+        self.attention_forward.register_autograd(grads, setup_context=setup_context)
+        self.attention_backward = torch.library.custom_op(lib + "backward", bwd,
+                                                          mutates_args=(), schema=bwd_schema)
+        self.attention_backward.register_fake(bwd_fake)
+
+
+def _ops() -> _Ops:
+    ops = _FN.get("ops")
+    if ops is None:
+        ops = _FN["ops"] = _Ops()
+    return ops

@@ -66,6 +66,25 @@ def test_kernel_layout_copies_only_what_the_kernels_cannot_read():
     assert A._kernel_layout(bad) is not bad and A._kernel_layout(bad).is_contiguous()
 
 
+def test_custom_ops_fake_kernels_give_the_output_shapes():
+    """Under FakeTensorMode (what torch.compile traces with) the two custom ops give their
+    outputs' shapes and dtypes without running anything: o like q, lse (B, H_q, S_q) fp32,
+    dq/dk/dv like q/k/v (GQA: H_kv heads)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    A._ops()
+    with FakeTensorMode():
+        q = torch.empty(2, 100, 8, 64, dtype=torch.float16)
+        k = torch.empty(2, 50, 2, 64, dtype=torch.float16)
+        o, lse = torch.ops.frost.attention_forward(q, k, k, True, "top_left", None, False, True)
+        dq, dk, dv = torch.ops.frost.attention_backward(q, k, k, o, o, lse, True, "top_left",
+                                                        0.5, False)
+    assert (o.shape, o.dtype) == (q.shape, torch.float16)
+    assert (lse.shape, lse.dtype) == ((2, 8, 100), torch.float32)
+    assert [x.shape for x in (dq, dk, dv)] == [q.shape, k.shape, k.shape]
+    assert dk.dtype == torch.float16
+
+
 # --- GPU -------------------------------------------------------------------------------------
 
 CASES = [  # b, s_q, s_kv, h_q, h_kv, d, causal, align, dtype, scale
@@ -144,3 +163,28 @@ def test_gpu_attention_broadcast_grad_and_deterministic():
     errs = [R.rel_err(g, r) for g, r in zip(runs[0], refs)]
     assert max(errs) <= TOL[torch.bfloat16], errs
     assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.gpu
+def test_gpu_attention_under_torch_compile():
+    """torch.compile traces attention with no graph break (fullgraph=True) and its gradients
+    hold the float64 bound; torch.library.opcheck accepts both custom ops (schema, fake kernels
+    against the real ones, autograd registration)."""
+    q, k, v, do = _inputs(1, 160, 200, 4, 2, 64, torch.bfloat16, seed=5)
+
+    def step(q, k, v, do):
+        o = sdpa.attention(q, k, v, causal=True)
+        return (o.float() * do.float()).sum()
+
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    torch.compile(step, fullgraph=True)(*leaves, do).backward()
+    refs = R.backward(q, k, v, do, causal=True)
+    errs = [R.rel_err(x.grad, r) for x, r in zip(leaves, refs)]
+    assert max(errs) <= TOL[torch.bfloat16], errs
+    A._ops()
+    fwd_args = (leaves[0], leaves[1], leaves[2], True, "bottom_right", None, False, True)
+    torch.library.opcheck(torch.ops.frost.attention_forward.default, fwd_args)
+    o, lse = torch.ops.frost.attention_forward(*(x.detach() for x in leaves), True,
+                                               "bottom_right", None, False, True)
+    torch.library.opcheck(torch.ops.frost.attention_backward.default,
+                          (q, k, v, o, do, lse, True, "bottom_right", None, False))
