@@ -180,8 +180,15 @@ class _Ops:
             q, k, v, causal, causal_align, scale, deterministic, _ = inputs
             ctx.save_for_backward(q, k, v, *output)
             ctx.opts = (causal, causal_align, scale, deterministic)
+            # lse is kept for the backward only: no gradient flows into it, and none is made up
+            # (a zero-filled one would be allocated and written for nothing; do is None too
+            # when o took no gradient)
+            ctx.mark_non_differentiable(output[1])
+            ctx.set_materialize_grads(False)
 
         def grads(ctx, do, _dlse):
+            if do is None:
+                return (None,) * 8
             q, k, v, o, lse = ctx.saved_tensors
             return (*self.attention_backward(q, k, v, o, do, lse, *ctx.opts),
                     None, None, None, None, None)

@@ -85,6 +85,42 @@ def test_custom_ops_fake_kernels_give_the_output_shapes():
     assert dk.dtype == torch.float16
 
 
+def test_backward_makes_no_gradient_for_lse(monkeypatch):
+    """The forward op's second output (lse) takes no gradient: autograd neither allocates a
+    zero-filled one (an extra allocation and memset a step, which also took the poisoned block
+    meant for dq in the GPU tests) nor passes one; the backward op gets o's gradient as given.
+    The kernels are stood in for by CPU functions; the aten ops of the backward are logged."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            seen.append((str(func), tuple(out.shape) if isinstance(out, torch.Tensor) else ()))
+            return out
+
+    got = {}
+
+    def fake_backward(q, k, v, o, do, lse, **kw):
+        got["do"] = do
+        return do * 1.0, k * 1.0, v * 1.0
+
+    monkeypatch.setattr(A, "_forward", lambda p, q, k, v, *a: (q * 1.0, torch.randn(2, 3, 5)))
+    monkeypatch.setattr(A, "backward", fake_backward)
+    q = torch.randn(2, 5, 3, 64, dtype=torch.float16, requires_grad=True)
+    k = torch.randn(2, 7, 3, 64, dtype=torch.float16, requires_grad=True)
+    o, lse = A._ops().attention_forward(q, k, k, False, "top_left", None, False, True)
+    assert not lse.requires_grad
+    do = torch.randn_like(o)
+    with Log():
+        o.backward(do)
+    assert torch.equal(got["do"], do)
+    assert not [s for s in seen if s[1] == (2, 3, 5)], seen   # nothing of lse's shape made
+    assert any(name.startswith("frost.attention_backward") for name, _ in seen)
+    assert torch.equal(q.grad, do) and q.grad.shape == q.shape
+
+
 # --- GPU -------------------------------------------------------------------------------------
 
 CASES = [  # b, s_q, s_kv, h_q, h_kv, d, causal, align, dtype, scale
