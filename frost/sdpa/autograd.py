@@ -188,7 +188,7 @@ class _Ops:
 
         def grads(ctx, do, _dlse):
             if do is None:
-                return (None,) * 8
+                return (None,) * 8  # one a forward input: q, k, v and five options
             q, k, v, o, lse = ctx.saved_tensors
             return (*self.attention_backward(q, k, v, o, do, lse, *ctx.opts),
                     None, None, None, None, None)
