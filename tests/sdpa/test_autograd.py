@@ -89,7 +89,8 @@ def test_backward_makes_no_gradient_for_lse(monkeypatch):
     """The forward op's second output (lse) takes no gradient: autograd neither allocates a
     zero-filled one (an extra allocation and memset a step; it also took a poisoned block
     meant for a gradient in the GPU tests) nor passes one; the backward op gets o's gradient
-    as given. The kernels are stood in for by CPU functions; the aten ops of the backward are logged."""
+    as given. The kernels are stood in for by CPU functions; the backward's aten ops are
+    logged."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     seen = []
