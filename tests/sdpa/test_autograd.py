@@ -122,6 +122,41 @@ def test_backward_makes_no_gradient_for_lse(monkeypatch):
     assert torch.equal(q.grad, do) and q.grad.shape == q.shape
 
 
+def test_compiled_step_matches_eager_with_stand_in_kernels(monkeypatch):
+    """torch.compile (aot_eager, fullgraph: no graph break) traces the two ops through their
+    fake kernels and autograd registration, lse non-differentiable included, and the compiled
+    step's loss and gradients equal the eager step's. CPU stand-ins replace the kernels."""
+    monkeypatch.setattr(A, "_forward", lambda p, q, k, v, *a: (q * 2.0, torch.randn(2, 3, 5)))
+    monkeypatch.setattr(A, "backward", lambda q, k, v, o, do, lse, **kw: (do * 2.0, k * 0.5,
+                                                                          v * 0.25))
+    A._ops()
+
+    def step(q, k, v):
+        o = torch.ops.frost.attention_forward(q, k, v, False, "top_left", None, False, True)[0]
+        return (o.float() ** 2).sum()
+
+    base = [_cpu(2, n, 3, 64, dtype=torch.float16) for n in (5, 7, 7)]
+    runs = []
+    for fn in (step, torch.compile(step, backend="aot_eager", fullgraph=True)):
+        q, k, v = (x.clone().requires_grad_() for x in base)
+        loss = fn(q, k, v)
+        loss.backward()
+        runs.append((loss, q.grad, k.grad, v.grad))
+    q, k, v = base
+    eager, compiled = runs
+    assert torch.equal(eager[1], (8 * q.float()).to(torch.float16))  # 2 * (2 * o), o = 2q
+    assert torch.equal(eager[2], k * 0.5) and torch.equal(eager[3], v * 0.25)
+    assert torch.equal(compiled[0], eager[0])
+    assert all(torch.equal(c, e) for c, e in zip(compiled[1:], eager[1:]))
+    # schema, fake kernels against the (stand-in) real ones, autograd registration
+    opts = (False, "top_left", None, False)
+    o, lse = torch.ops.frost.attention_forward(q, k, v, *opts, True)
+    leaves = tuple(x.clone().requires_grad_() for x in base)
+    torch.library.opcheck(torch.ops.frost.attention_forward.default, (*leaves, *opts, True))
+    torch.library.opcheck(torch.ops.frost.attention_backward.default,
+                          (q, k, v, o, torch.randn_like(o), lse, *opts))
+
+
 # --- GPU -------------------------------------------------------------------------------------
 
 CASES = [  # b, s_q, s_kv, h_q, h_kv, d, causal, align, dtype, scale
