@@ -85,11 +85,29 @@ def test_custom_ops_fake_kernels_give_the_output_shapes():
     assert dk.dtype == torch.float16
 
 
-def test_backward_makes_no_gradient_for_lse(monkeypatch):
+@pytest.fixture
+def stand_ins(monkeypatch):
+    """CPU stand-ins for the kernels behind the custom ops: the forward gives o = 2q and a
+    random lse of (B, H_q, S_q); the backward gives (2 do, k / 2, v / 4) and records the do it
+    got (returned dict, key "do")."""
+    got = {}
+
+    def backward(q, k, v, o, do, lse, **kw):
+        got["do"] = do
+        return do * 2.0, k * 0.5, v * 0.25
+
+    monkeypatch.setattr(A, "_forward", lambda p, q, k, v, *a: (
+        q * 2.0, torch.randn(q.shape[0], q.shape[2], q.shape[1])))
+    monkeypatch.setattr(A, "backward", backward)
+    A._ops()
+    return got
+
+
+def test_backward_makes_no_gradient_for_lse(stand_ins):
     """The forward op's second output (lse) takes no gradient: autograd neither allocates a
     zero-filled one (an extra allocation and memset a step; it also took a poisoned block
     meant for a gradient in the GPU tests) nor passes one; the backward op gets o's gradient
-    as given. The kernels are stood in for by CPU functions; the backward's aten ops are
+    as given. The kernels are stood in for (``stand_ins``); the backward's aten ops are
     logged."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -101,14 +119,6 @@ def test_backward_makes_no_gradient_for_lse(monkeypatch):
             seen.append((str(func), tuple(out.shape) if isinstance(out, torch.Tensor) else ()))
             return out
 
-    got = {}
-
-    def fake_backward(q, k, v, o, do, lse, **kw):
-        got["do"] = do
-        return do * 1.0, k * 1.0, v * 1.0
-
-    monkeypatch.setattr(A, "_forward", lambda p, q, k, v, *a: (q * 1.0, torch.randn(2, 3, 5)))
-    monkeypatch.setattr(A, "backward", fake_backward)
     q = torch.randn(2, 5, 3, 64, dtype=torch.float16, requires_grad=True)
     k = torch.randn(2, 7, 3, 64, dtype=torch.float16, requires_grad=True)
     o, lse = A._ops().attention_forward(q, k, k, False, "top_left", None, False, True)
@@ -116,21 +126,16 @@ def test_backward_makes_no_gradient_for_lse(monkeypatch):
     do = torch.randn_like(o)
     with Log():
         o.backward(do)
-    assert torch.equal(got["do"], do)
-    assert not [s for s in seen if s[1] == (2, 3, 5)], seen   # nothing of lse's shape made
+    assert torch.equal(stand_ins["do"], do)
+    assert not [s for s in seen if s[1] == tuple(lse.shape)], seen   # nothing of lse's shape
     assert any(name.startswith("frost.attention_backward") for name, _ in seen)
-    assert torch.equal(q.grad, do) and q.grad.shape == q.shape
+    assert torch.equal(q.grad, do * 2.0) and q.grad.shape == q.shape
 
 
-def test_compiled_step_matches_eager_with_stand_in_kernels(monkeypatch):
+def test_compiled_step_matches_eager_with_stand_in_kernels(stand_ins):
     """torch.compile (aot_eager, fullgraph: no graph break) traces the two ops through their
     fake kernels and autograd registration, lse non-differentiable included, and the compiled
-    step's loss and gradients equal the eager step's. CPU stand-ins replace the kernels."""
-    monkeypatch.setattr(A, "_forward", lambda p, q, k, v, *a: (q * 2.0, torch.randn(2, 3, 5)))
-    monkeypatch.setattr(A, "backward", lambda q, k, v, o, do, lse, **kw: (do * 2.0, k * 0.5,
-                                                                          v * 0.25))
-    A._ops()
-
+    step's loss and gradients equal the eager step's (kernels: ``stand_ins``)."""
     def step(q, k, v):
         o = torch.ops.frost.attention_forward(q, k, v, False, "top_left", None, False, True)[0]
         return (o.float() ** 2).sum()
