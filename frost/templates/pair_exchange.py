@@ -1,0 +1,102 @@
+"""Pair-exchange probe: 2-CTA clusters that swap register fragments every round through DSMEM.
+
+What it is for: the head-dim-split attention backward (bench/RESULTS.md v136b) would exchange
+S's and dP's partials between the two CTAs of a pair every q-tile trip. This kernel runs that
+exchange alone (:mod:`frost.tile_dsl.cluster`'s protocol, ``rounds`` times per pair), so a GPU
+test can check the protocol's values and a benchmark (bench/dsmem_exchange.py) can price one
+round against a trip.
+
+Each thread of CTA ``rank`` sends, in round ``r``, the words ``value(rank, r, thread, i)``
+(:func:`expected` gives what its peer must end up holding) and adds what the peer sent; at the
+end it writes its sums to ``out[cta, thread, i]``. Grid: ``pairs`` clusters of 2 CTAs.
+"""
+
+
+import dataclasses  # (no `from __future__ import annotations`: CuTe reads the kernels' annotations)
+
+from frost.tile_dsl.cluster import PairExchange
+
+
+class PairExchangeError(ValueError):
+    """A probe configuration that cannot run."""
+
+
+def value(rank: int, rnd: int, thread: int, word: int) -> float:
+    """The word a sender puts in a round: exact in fp32 for the sizes the tests use."""
+    return rank * 1000.0 + rnd * 10.0 + word + thread * 0.5
+
+
+def expected(ex: PairExchange, rank: int, rounds: int) -> list[list[float]]:
+    """What thread ``t`` of CTA ``rank`` holds after ``rounds`` rounds: per thread, per word."""
+    peer = PairExchange.peer(rank)
+    return [[sum(value(peer, r, t, i) for r in range(rounds)) for i in range(ex.words)]
+            for t in range(ex.threads)]
+
+
+@dataclasses.dataclass(frozen=True)
+class PairExchangeProbe:
+    """``threads`` threads a CTA, ``words`` fp32 words a thread a round (``ex``: the plan)."""
+
+    threads: int = 256
+    words: int = 16
+    smem_bytes: int = 0  # shared memory to reserve a CTA (0: the buffer's); ~99 KB keeps one CTA an SM
+
+    @property
+    def ex(self) -> PairExchange:
+        return PairExchange(self.threads, self.words, offset=16, full_offset=0, empty_offset=8)
+
+    def can_implement(self) -> None:
+        try:
+            ex = self.ex
+        except ValueError as e:
+            raise PairExchangeError(str(e)) from None
+        if self.threads > 1024:
+            raise PairExchangeError(f"threads must be <= 1024, got {self.threads}")
+        if max(ex.offset + ex.bytes, self.smem_bytes) > 101_376:
+            raise PairExchangeError(f"{max(ex.offset + ex.bytes, self.smem_bytes)} B of shared "
+                                    "memory does not fit SM120's 101,376 B a CTA")
+
+    def host(self):
+        """The ``@cute.jit`` launcher ``(out, rounds, pairs)``: ``out`` (2 * pairs, threads,
+        words) fp32."""
+        import cutlass
+        import cutlass.cute as cute
+
+        from frost.tile_dsl import cluster
+
+        self.can_implement()
+        ex = self.ex
+
+        @cute.kernel
+        def kernel(out: cute.Tensor, rounds: cutlass.Int32):
+            tid, _, _ = cute.arch.thread_idx()
+            cta, _, _ = cute.arch.block_idx()
+            raw = cutlass.memory.SmemAllocator().allocate_array(
+                cutlass.Int8, max(ex.offset + ex.bytes, self.smem_bytes), byte_alignment=16)
+            full = cute.recast_ptr(raw + ex.full_offset, dtype=cutlass.Int64)
+            empty = cute.recast_ptr(raw + ex.empty_offset, dtype=cutlass.Int64)
+            buf = cute.recast_ptr(raw + ex.offset, dtype=cutlass.Int32)
+            if tid == 0:
+                cluster.init(full, empty, ex)
+            cluster.cluster_sync()
+            rank = cluster.pair_rank()
+            send, receive_add = cluster.make_pair_exchange(buf, full, empty, ex, tid)
+            acc = cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)
+            acc.fill(0.0)
+            mine = cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)
+            for r in range(rounds):
+                for i in cutlass.range_constexpr(ex.words):
+                    mine[i] = (cutlass.Float32(rank * 1000 + r * 10 + i)
+                               + cutlass.Float32(tid) * cutlass.Float32(0.5))
+                send(mine, r)
+                receive_add(acc, r, rounds)
+            cluster.cluster_sync()
+            for i in cutlass.range_constexpr(ex.words):
+                out[cta, tid, i] = acc[i]
+
+        @cute.jit
+        def launch(out: cute.Tensor, rounds: cutlass.Int32, pairs: cutlass.Int32):
+            kernel(out, rounds).launch(grid=[2 * pairs, 1, 1], block=[ex.threads, 1, 1],
+                                       cluster=[2, 1, 1])
+
+        return launch

@@ -1,0 +1,235 @@
+"""Pair exchange: two CTAs of a 2-CTA cluster swap register fragments through shared memory.
+
+The building block of a head-dim-split attention backward (bench/RESULTS.md v136b): each CTA of
+the pair holds half of a partial sum in registers, sends the words its peer needs with
+``st.async`` into the peer's shared memory, and adds the words the peer sent it.
+
+Protocol, one **round** per exchange, for each CTA (both run the same code):
+
+* **buffer**: ``bytes`` of receive slots in this CTA's shared memory, written only by the peer.
+  Thread ``t``'s word ``i`` lands at :meth:`PairExchange.slot` ``(t, i)``: 16-byte chunks, thread
+  fastest, so a warp's ``st.async.v4`` / ``ld.shared.v4`` touch 512 consecutive bytes.
+* **full** mbarrier (here): arrive count 1. One elected thread arms each round with
+  ``arrive.expect_tx(bytes)``; the peer's stores complete the bytes (``complete_tx``).
+  Round 0 is armed before the cluster barrier that follows initialisation; round ``r + 1`` is
+  armed by the elected thread after its wait for round ``r`` and **before** its warp releases
+  the buffer, so no byte of round ``r + 1`` can land on an unarmed phase.
+* **empty** mbarrier (here): arrive count ``threads // 32``: one remote arrive per warp of the
+  *peer*, made after that warp has read its slots of the peer's buffer. A sender waits on its
+  own empty barrier (producer parity, starting at 1) before it writes round ``r + 1`` into the
+  peer: its previous round has been read there.
+
+:class:`PairExchange` is the plan and pure-Python model (:meth:`PairExchange.simulate` runs the
+protocol over random interleavings on :class:`~frost.tile_dsl.barrier.MbarrierModel`\\ s and
+reports any overwrite, early read or deadlock). The device helpers below emit the same steps;
+call them from a ``@cute.kernel`` launched with ``cluster=[2, 1, 1]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from frost.tile_dsl.barrier import WARP_SIZE, MbarrierModel
+
+VEC = 4  # 32-bit words per st.async (v4.b32)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairExchange:
+    """``threads`` threads of each CTA send and receive ``words`` 32-bit words a round.
+
+    ``offset``, ``full_offset`` and ``empty_offset`` are byte offsets in shared memory (a plan's
+    smem map), for the receive buffer and the two mbarriers."""
+
+    threads: int
+    words: int
+    offset: int = 0
+    full_offset: int = 0
+    empty_offset: int = 8
+
+    def __post_init__(self):
+        if self.threads < WARP_SIZE or self.threads % WARP_SIZE:
+            raise ValueError(f"threads must be a positive multiple of {WARP_SIZE}, got {self.threads}")
+        if self.words < VEC or self.words % VEC:
+            raise ValueError(f"words must be a positive multiple of {VEC} (st.async.v4), "
+                             f"got {self.words}")
+        if self.offset % 16:
+            raise ValueError(f"offset must be 16-byte aligned, got {self.offset}")
+        for name in ("full_offset", "empty_offset"):
+            if getattr(self, name) % 8:
+                raise ValueError(f"{name} must be 8-byte aligned, got {getattr(self, name)}")
+
+    @property
+    def bytes(self) -> int:
+        """Receive-buffer size, and the tx bytes each round's full phase expects."""
+        return self.threads * self.words * 4
+
+    @property
+    def full_arrivals(self) -> int:
+        return 1
+
+    @property
+    def empty_arrivals(self) -> int:
+        return self.threads // WARP_SIZE
+
+    def slot(self, thread: int, word: int) -> int:
+        """Word index in the receive buffer of ``thread``'s ``word``."""
+        if not (0 <= thread < self.threads and 0 <= word < self.words):
+            raise IndexError(f"(thread, word) = ({thread}, {word}) outside "
+                             f"({self.threads}, {self.words})")
+        return (word // VEC) * self.threads * VEC + thread * VEC + word % VEC
+
+    @staticmethod
+    def peer(rank: int) -> int:
+        """The other CTA of the pair."""
+        if rank not in (0, 1):
+            raise ValueError(f"a pair's ranks are 0 and 1, got {rank}")
+        return rank ^ 1
+
+    def simulate(self, rounds: int, seed: int = 0, *, empty_wait: bool = True,
+                 arm_before_release: bool = True) -> list[list[int]]:
+        """Run the protocol for ``rounds`` rounds with warps of both CTAs stepping in a random
+        order. Returns, per CTA, the round each receiving warp saw in order (``[0, 1, ...]``
+        per warp when correct, flattened warp by warp). Raises RuntimeError on an overwrite of
+        unread data, a read of data not yet landed, or a deadlock. The keywords switch one rule
+        off, so tests can show each rule matters."""
+        rng = random.Random(seed)
+        warps = self.empty_arrivals
+        full = [MbarrierModel(self.full_arrivals) for _ in range(2)]
+        empty = [MbarrierModel(self.empty_arrivals) for _ in range(2)]
+        # what lies in each CTA's buffer, per sending warp: the round, or None once read
+        buf = [[None] * warps for _ in range(2)]
+        seen = [[[] for _ in range(warps)] for _ in range(2)]
+        for c in range(2):
+            full[c].arrive(tx_bytes=self.bytes)  # round 0 armed before the cluster barrier
+        per_warp = self.bytes // warps
+        # each warp of each CTA is a generator of steps; a step returns False while blocked
+        def warp(c: int, w: int):
+            p = 1 - c
+            for r in range(rounds):
+                if empty_wait:  # producer parity: round r waits for phase r - 1 of empty
+                    while not empty[c].try_wait((r & 1) ^ 1):
+                        yield False
+                if buf[p][w] is not None:
+                    raise RuntimeError(f"CTA {c} warp {w} overwrote round {buf[p][w]} unread")
+                buf[p][w] = r
+                yield True
+                try:
+                    full[p].complete_tx(per_warp)
+                except Exception as e:  # bytes landed on a phase nobody armed
+                    raise RuntimeError(f"round {r} landed before it was armed: {e}") from None
+                yield True
+                while not full[c].try_wait(r & 1):
+                    yield False
+                if buf[c][w] is None:
+                    raise RuntimeError(f"CTA {c} warp {w} read round {r} before it landed")
+                seen[c][w].append(buf[c][w])
+                buf[c][w] = None
+                last = r + 1 == rounds
+                if w == 0 and arm_before_release and not last:
+                    full[c].arrive(tx_bytes=self.bytes)
+                yield True
+                empty[p].arrive()  # remote: this warp has read its slots of our buffer
+                if w == 0 and not arm_before_release and not last:
+                    yield True
+                    full[c].arrive(tx_bytes=self.bytes)
+                yield True
+
+        live = [warp(c, w) for c in range(2) for w in range(warps)]
+        stalls = 0
+        while live:
+            g = rng.choice(live)
+            try:
+                moved = next(g)
+            except StopIteration:
+                live.remove(g)
+                continue
+            stalls = 0 if moved else stalls + 1
+            if stalls > 200 * len(live):
+                raise RuntimeError("deadlock: every warp is waiting")
+        return [[r for w in seen[c] for r in w] for c in range(2)]
+
+
+# ---- device forms -------------------------------------------------------------------------
+
+
+def pair_rank():
+    """This CTA's rank in its 2-CTA cluster (0 or 1)."""
+    import cutlass.cute as cute
+
+    return cute.arch.block_idx_in_cluster()
+
+
+def init(full_ptr, empty_ptr, ex: PairExchange) -> None:
+    """One thread: initialise the two mbarriers (with the cluster-scope init fence) and arm
+    round 0. Every thread then calls :func:`cluster_sync` before any round."""
+    import cutlass.cute as cute
+
+    cute.arch.mbarrier_init(full_ptr, ex.full_arrivals)
+    cute.arch.mbarrier_init(empty_ptr, ex.empty_arrivals)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.bytes)
+
+
+def cluster_sync() -> None:
+    """Every thread of both CTAs: ``barrier.cluster.arrive`` + ``wait`` (after initialisation,
+    so no remote op reaches an uninitialised barrier; and before exit, so no remote arrive
+    reaches a CTA that has left)."""
+    import cutlass.cute as cute
+
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread):
+    """Kernel side: ``(send, receive_add)`` closures for ``thread`` (0 .. ex.threads - 1).
+
+    ``buf_ptr``: the receive buffer in *this* CTA's smem, an Int32 pointer aligned to 16 bytes
+    (``st.async`` maps it to the peer's); ``full_ptr`` / ``empty_ptr``: the two mbarriers, set up
+    by :func:`init`. ``frag``: a register fragment of ``ex.words`` Float32s
+    (``cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)``).
+
+    * ``send(frag, rnd)``: wait until the peer has read our round ``rnd - 1``, then store
+      ``frag`` into this thread's slots of the peer's buffer (``st.async.v4``, completing on
+      the peer's full barrier);
+    * ``receive_add(frag, rnd, rounds)``: wait for the peer's round ``rnd``, add this thread's
+      words to ``frag``, arm round ``rnd + 1`` (thread 0, unless it is the last), then release
+      the buffer to the peer (lane 0 of each warp, after ``__syncwarp``: a remote arrive at
+      cluster scope).
+    """
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass._mlir.dialects import nvvm
+
+    words = cute.make_tensor(buf_ptr, cute.make_layout(ex.bytes // 4))
+    chunks = ex.words // VEC
+
+    @cute.jit
+    def send(frag, rnd):
+        cute.arch.mbarrier_wait(empty_ptr, (rnd & 1) ^ 1)
+        peer = pair_rank() ^ 1
+        for k in cutlass.range_constexpr(chunks):
+            dst = cute.make_ptr(cutlass.Int32,
+                                (buf_ptr + (k * ex.threads * VEC + thread * VEC)).toint(),
+                                cute.AddressSpace.smem, assumed_align=VEC * 4)
+            cute.arch.store_async_dsmem(
+                dst, tuple(frag[k * VEC + j].bitcast(cutlass.Int32) for j in range(VEC)),
+                full_ptr, peer)
+
+    @cute.jit
+    def receive_add(frag, rnd, rounds):
+        cute.arch.mbarrier_wait(full_ptr, rnd & 1)
+        for k in cutlass.range_constexpr(chunks):
+            for j in cutlass.range_constexpr(VEC):
+                frag[k * VEC + j] = frag[k * VEC + j] + cutlass.Int32(
+                    words[k * ex.threads * VEC + thread * VEC + j]).bitcast(cutlass.Float32)
+        if thread == 0:
+            if rnd + 1 < rounds:
+                cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.bytes)
+        cute.arch.sync_warp()
+        if cute.arch.lane_idx() == 0:
+            cute.arch.mbarrier_arrive(empty_ptr, pair_rank() ^ 1,
+                                      scope=nvvm.MemScopeKind.CLUSTER)
+
+    return send, receive_add
