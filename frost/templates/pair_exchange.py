@@ -66,13 +66,14 @@ class PairExchangeProbe:
 
         self.can_implement()
         ex = self.ex
+        smem = max(ex.offset + ex.bytes, self.smem_bytes)
 
         @cute.kernel
         def kernel(out: cute.Tensor, rounds: cutlass.Int32):
             tid, _, _ = cute.arch.thread_idx()
             cta, _, _ = cute.arch.block_idx()
             raw = cutlass.memory.SmemAllocator().allocate_array(
-                cutlass.Int8, max(ex.offset + ex.bytes, self.smem_bytes), byte_alignment=16)
+                cutlass.Int8, smem, byte_alignment=16)
             full = cute.recast_ptr(raw + ex.full_offset, dtype=cutlass.Int64)
             empty = cute.recast_ptr(raw + ex.empty_offset, dtype=cutlass.Int64)
             buf = cute.recast_ptr(raw + ex.offset, dtype=cutlass.Int32)
@@ -97,6 +98,6 @@ class PairExchangeProbe:
         @cute.jit
         def launch(out: cute.Tensor, rounds: cutlass.Int32, pairs: cutlass.Int32):
             kernel(out, rounds).launch(grid=[2 * pairs, 1, 1], block=[ex.threads, 1, 1],
-                                       cluster=[2, 1, 1])
+                                       cluster=[2, 1, 1], smem=smem)
 
         return launch
