@@ -77,7 +77,9 @@ def main(argv=None) -> int:
         for n in (lo, hi):
             ms[n] = time_ms(lambda: k(o, cutlass.Int32(n), cutlass.Int32(pairs)), args.reps)
         want = torch.tensor([expected(probe.ex, r, hi) for r in (0, 1)], device="cuda")
-        ok = torch.equal(out.view(pairs, 2, threads, words), want.expand(pairs, -1, -1, -1))
+        # fp32 sums of 2,200 rounds are not exact (the GPU test checks exact sums on fewer)
+        ok = torch.allclose(out.view(pairs, 2, threads, words), want.expand(pairs, -1, -1, -1),
+                            rtol=1e-3, atol=0)
         us = (ms[hi] - ms[lo]) * 1e3 / (hi - lo)
         kb = probe.ex.bytes / 1024
         rows.append(dict(threads=threads, words=words, kb=kb, ms_low=ms[lo], ms_high=ms[hi],

@@ -116,3 +116,12 @@ def test_probe_exchanges_the_peers_words(threads, words, rounds, pairs):
     want = torch.tensor([expected(probe.ex, rank, rounds) for rank in (0, 1)], device="cuda")
     assert not out.isnan().any()
     assert torch.equal(out.view(pairs, 2, threads, words), want.expand(pairs, -1, -1, -1))
+
+
+def test_probe_expected_sums_the_peers_values():
+    from frost.templates.pair_exchange import PairExchangeProbe, expected, value
+
+    ex = PairExchangeProbe(threads=64, words=8).ex
+    got = expected(ex, 1, 7)
+    assert got[5][3] == sum(value(0, r, 5, 3) for r in range(7))
+    assert got[0][0] != expected(ex, 0, 7)[0][0]  # each rank gets the other's words
