@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     pairs = sms // 2
     rows = []
     for threads, words in CONFIGS:
-        probe = PairExchangeProbe(threads=threads, words=words, smem_bytes=SMEM)
+        probe = PairExchangeProbe.of(threads=threads, words=words, smem_bytes=SMEM)
         out = torch.full((2 * pairs, threads, words), float("nan"), device="cuda")
         o = from_dlpack(out, assumed_align=16)
         k = cute.compile(probe.host(), o, cutlass.Int32(lo), cutlass.Int32(pairs))

@@ -14,6 +14,8 @@ end it writes its sums to ``out[cta, thread, i]``. Grid: ``pairs`` clusters of 2
 
 import dataclasses  # (no `from __future__ import annotations`: CuTe reads the kernels' annotations)
 
+from frost.sched.pair import CLUSTER, EMPTY, FULL, RECV, plan_pair_exchange
+from frost.sched.plan import KernelPlan
 from frost.tile_dsl.cluster import PairExchange
 
 
@@ -36,26 +38,39 @@ def expected(ex: PairExchange, rank: int, rounds: int) -> list[list[float]]:
 
 @dataclasses.dataclass(frozen=True)
 class PairExchangeProbe:
-    """``threads`` threads a CTA, ``words`` fp32 words a thread a round (``ex``: the plan)."""
+    """The probe of one plan (:func:`frost.sched.pair.plan_pair_exchange`): its threads, words,
+    buffer and mbarrier offsets, shared memory and cluster shape all come from ``kp``."""
 
-    threads: int = 256
-    words: int = 16
-    smem_bytes: int = 0  # shared memory to reserve a CTA (0: the buffer's); ~99 KB keeps one CTA an SM
+    kp: KernelPlan
+
+    @classmethod
+    def of(cls, threads: int = 256, words: int = 16, smem_bytes: int = 0,
+           arch: str = "sm_120a") -> "PairExchangeProbe":
+        """Plan and wrap: ``plan_pair_exchange(...)``'s kernel."""
+        return cls(plan_pair_exchange(threads, words, smem_bytes, arch).kernel("pair_exchange"))
 
     @property
     def ex(self) -> PairExchange:
-        return PairExchange(self.threads, self.words, offset=16, full_offset=0, empty_offset=8)
+        kp = self.kp
+        return PairExchange(kp.tile["threads"], kp.tile["words"], offset=kp.buffer(RECV).offset,
+                            full_offset=kp.mbarrier(FULL).offset,
+                            empty_offset=kp.mbarrier(EMPTY).offset)
 
     def can_implement(self) -> None:
+        """Raise :class:`PairExchangeError` unless ``kp`` is a pair_exchange plan that agrees
+        with itself (a hand-edited plan)."""
+        kp = self.kp
+        if kp.template != "pair_exchange" or tuple(kp.params.get("cluster", ())) != CLUSTER:
+            raise PairExchangeError(f"not a pair_exchange plan with cluster {CLUSTER}: "
+                                    f"{kp.template!r}, {kp.params.get('cluster')!r}")
         try:
             ex = self.ex
-        except ValueError as e:
+        except (KeyError, ValueError) as e:
             raise PairExchangeError(str(e)) from None
-        if self.threads > 1024:
-            raise PairExchangeError(f"threads must be <= 1024, got {self.threads}")
-        if max(ex.offset + ex.bytes, self.smem_bytes) > 101_376:
-            raise PairExchangeError(f"{max(ex.offset + ex.bytes, self.smem_bytes)} B of shared "
-                                    "memory does not fit SM120's 101,376 B a CTA")
+        if kp.threads != ex.threads or kp.buffer(RECV).nbytes != ex.bytes \
+                or kp.mbarrier(FULL).tx_bytes != ex.bytes \
+                or kp.mbarrier(EMPTY).arrive_count != ex.empty_arrivals:
+            raise PairExchangeError("the plan's threads, buffer and mbarriers disagree")
 
     def host(self):
         """The ``@cute.jit`` launcher ``(out, rounds, pairs)``: ``out`` (2 * pairs, threads,
@@ -67,7 +82,7 @@ class PairExchangeProbe:
 
         self.can_implement()
         ex = self.ex
-        smem = max(ex.offset + ex.bytes, self.smem_bytes)
+        smem = self.kp.smem_bytes
 
         @cute.kernel
         def kernel(out: cute.Tensor, rounds: cutlass.Int32):
@@ -99,6 +114,6 @@ class PairExchangeProbe:
         @cute.jit
         def launch(out: cute.Tensor, rounds: cutlass.Int32, pairs: cutlass.Int32):
             kernel(out, rounds).launch(grid=[2 * pairs, 1, 1], block=[ex.threads, 1, 1],
-                                       cluster=[2, 1, 1], smem=smem)
+                                       cluster=list(CLUSTER), smem=smem)
 
         return launch
