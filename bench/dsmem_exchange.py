@@ -8,7 +8,7 @@ compute to hide it) with one CTA an SM (``smem_bytes`` reserved) and every SM bu
 round counts, and reads the cost of a round as the difference over the extra rounds. It is an
 upper bound for the kernel, where a round could overlap the next GEMM.
 
-No peer runs here: it prices a building block, not an attention backward. Prints a table,
+No peer library runs here (there is none to compare a building block with). Prints a table,
 writes ``dsmem_exchange.json`` and ``dsmem_exchange.png`` to ``--out`` (GPU, date, commit).
 
 Usage on the GPU: ``python3 bench/dsmem_exchange.py --out DIR [--commit SHA]
@@ -27,7 +27,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 CONFIGS = ((256, 8), (256, 16), (256, 32))  # (threads, words): 8, 16, 32 KB a round
-SMEM = 99 * 1024  # one CTA an SM, as bwd_main
+SMEM = 99 * 1024  # one CTA an SM on SM120 (101,376 B a CTA at most), as bwd_main
+SMEM_SM90 = 120 * 1024  # an H100/H200 SM holds 228 KB: over half of it keeps one CTA an SM
+BUDGET_SM90 = 227 * 1024
 TRIP_US = 2.043e3 / (8 * 128)  # v136b, H100: d=128 default bwd_main at (2,16,4096)
 
 
@@ -66,10 +68,14 @@ def main(argv=None) -> int:
     from frost.templates.pair_exchange import PairExchangeProbe, expected
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    hopper = torch.cuda.get_device_capability(0)[0] == 9
+    smem = SMEM_SM90 if hopper else SMEM
     pairs = sms // 2
     rows = []
     for threads, words in CONFIGS:
-        probe = PairExchangeProbe.of(threads=threads, words=words, smem_bytes=SMEM)
+        probe = PairExchangeProbe.of(threads=threads, words=words, smem_bytes=smem,
+                                     arch="sm_90a" if hopper else "sm_120a",
+                                     budget=BUDGET_SM90 if hopper else None)
         out = torch.full((2 * pairs, threads, words), float("nan"), device="cuda")
         o = from_dlpack(out, assumed_align=16)
         k = cute.compile(probe.host(), o, cutlass.Int32(lo), cutlass.Int32(pairs))
@@ -87,7 +93,7 @@ def main(argv=None) -> int:
                          of_trip=us / args.trip_us, values_ok=bool(ok)))
     gpu = torch.cuda.get_device_name(0)
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    print(f"# {gpu}  {date}  commit {args.commit}  {pairs} pairs, {SMEM} B smem a CTA; "
+    print(f"# {gpu}  {date}  commit {args.commit}  {pairs} pairs, {smem} B smem a CTA; "
           f"rounds {lo} and {hi}; trip {args.trip_us:.3f} µs")
     print(f"{'KB/round':>8} {'µs/round':>9} {'GB/s/SM':>8} {'of trip':>8} {'values':>7}")
     for r in rows:
@@ -95,7 +101,7 @@ def main(argv=None) -> int:
               f"{r['of_trip']:8.3f} {'ok' if r['values_ok'] else 'WRONG':>7}")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "dsmem_exchange.json"), "w") as f:
-        json.dump(dict(gpu=gpu, date=date, commit=args.commit, pairs=pairs, smem=SMEM,
+        json.dump(dict(gpu=gpu, date=date, commit=args.commit, pairs=pairs, smem=smem,
                        rounds=[lo, hi], trip_us=args.trip_us, rows=rows), f, indent=1)
     import matplotlib
 

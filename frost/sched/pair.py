@@ -19,12 +19,14 @@ CLUSTER = (2, 1, 1)
 
 
 def plan_pair_exchange(threads: int = 256, words: int = 16, smem_bytes: int = 0,
-                       arch: str = "sm_120a") -> Plan:
+                       arch: str = "sm_120a", budget: int | None = None) -> Plan:
     """One kernel, ``pair_exchange``: ``threads`` threads a CTA (all of them exchanging),
     ``words`` fp32 words a thread a round, launched in clusters of two. ``smem_bytes`` reserves
     at least that much shared memory a CTA (e.g. ~99 KB, one CTA an SM as the attention
-    backward). ValueError names a bad ``threads`` / ``words``; :class:`Infeasible` says what
-    does not fit the arch's shared memory."""
+    backward). ``budget``: the shared memory a CTA may have (default: the arch's, SM120's
+    101,376 B); a probe on an H100/H200, whose SMs hold 228 KB, passes 227 KB there to reserve
+    one CTA an SM (bench/dsmem_exchange.py). ValueError names a bad ``threads`` / ``words``;
+    :class:`Infeasible` says what does not fit."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < WARP_SIZE \
             or threads % WARP_SIZE or threads > 1024:
         raise ValueError(f"threads must be a multiple of {WARP_SIZE} in [32, 1024], got {threads!r}")
@@ -36,7 +38,7 @@ def plan_pair_exchange(threads: int = 256, words: int = 16, smem_bytes: int = 0,
     mbars, end = place_mbarriers(end, [(FULL, 1, 1, nbytes),
                                        (EMPTY, 1, threads // WARP_SIZE, 0)])
     total = max(end, smem_bytes)
-    budget = get_arch(arch).smem_budget
+    budget = get_arch(arch).smem_budget if budget is None else budget
     if total > budget:
         raise Infeasible(f"pair_exchange needs {total:,} B of shared memory a CTA "
                          f"({'smem_bytes' if smem_bytes > end else f'{threads} threads x {words} words'}), "

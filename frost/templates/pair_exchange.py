@@ -45,9 +45,10 @@ class PairExchangeProbe:
 
     @classmethod
     def of(cls, threads: int = 256, words: int = 16, smem_bytes: int = 0,
-           arch: str = "sm_120a") -> "PairExchangeProbe":
+           arch: str = "sm_120a", budget: int | None = None) -> "PairExchangeProbe":
         """Plan and wrap: ``plan_pair_exchange(...)``'s kernel."""
-        return cls(plan_pair_exchange(threads, words, smem_bytes, arch).kernel("pair_exchange"))
+        return cls(plan_pair_exchange(threads, words, smem_bytes, arch, budget)
+                   .kernel("pair_exchange"))
 
     @property
     def ex(self) -> PairExchange:
@@ -72,9 +73,10 @@ class PairExchangeProbe:
                 or kp.mbarrier(EMPTY).arrive_count != ex.empty_arrivals:
             raise PairExchangeError("the plan's threads, buffer and mbarriers disagree")
 
-    def host(self):
+    def host(self, spin_limit: int = 0):
         """The ``@cute.jit`` launcher ``(out, rounds, pairs)``: ``out`` (2 * pairs, threads,
-        words) fp32."""
+        words) fp32. ``spin_limit`` > 0: a debug build whose waits trap instead of hanging
+        (:func:`frost.tile_dsl.cluster.make_pair_exchange`)."""
         import cutlass
         import cutlass.cute as cute
 
@@ -97,7 +99,8 @@ class PairExchangeProbe:
                 cluster.init(full, empty, ex)
             cluster.cluster_sync()
             rank = cluster.pair_rank()
-            send, receive_add = cluster.make_pair_exchange(buf, full, empty, ex, tid)
+            send, receive_add = cluster.make_pair_exchange(buf, full, empty, ex, tid,
+                                                                 spin_limit)
             acc = cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)
             acc.fill(0.0)
             mine = cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)

@@ -9,19 +9,23 @@ Protocol, one **round** per exchange, for each CTA (both run the same code):
 * **buffer**: ``bytes`` of receive slots in this CTA's shared memory, written only by the peer.
   Thread ``t``'s word ``i`` lands at :meth:`PairExchange.slot` ``(t, i)``: 16-byte chunks, thread
   fastest, so a warp's ``st.async.v4`` / ``ld.shared.v4`` touch 512 consecutive bytes.
-* **full** mbarrier (here): arrive count 1. One elected thread arms each round with
-  ``arrive.expect_tx(bytes)``; the peer's stores complete the bytes (``complete_tx``).
-  Round 0 is armed before the cluster barrier that follows initialisation; round ``r + 1`` is
-  armed by the elected thread after its wait for round ``r`` and **before** its warp releases
-  the buffer, so no byte of round ``r + 1`` can land on an unarmed phase.
+* **full** mbarrier (here): arrive count 1. Thread 0 arms each round with
+  ``arrive.expect_tx(bytes)``; the peer's stores complete the bytes (``complete_tx``). Round 0
+  is armed before the cluster barrier that follows initialisation, round ``r + 1`` by thread 0
+  after its wait for round ``r``. Bytes of round ``r + 1`` may land before that arm: the tx
+  count goes negative, which the hardware allows, and the phase cannot complete before the
+  arm's one arrival.
 * **empty** mbarrier (here): arrive count ``threads // 32``: one remote arrive per warp of the
-  *peer*, made after that warp has read its slots of the peer's buffer. A sender waits on its
-  own empty barrier (producer parity, starting at 1) before it writes round ``r + 1`` into the
-  peer: its previous round has been read there.
+  *peer* (release, cluster scope), made after that warp has read its slots of the peer's
+  buffer. A sender waits on its own empty barrier (producer parity, starting at 1) before it
+  writes round ``r + 1`` into the peer: its previous round has been read there.
+* Both waits acquire at **cluster** scope (``mbarrier.try_wait.parity.acquire.cluster``): what
+  they wait for was released by the other CTA.
 
 :class:`PairExchange` is the plan and pure-Python model (:meth:`PairExchange.simulate` runs the
-protocol over random interleavings on :class:`~frost.tile_dsl.barrier.MbarrierModel`\\ s and
-reports any overwrite, early read or deadlock). The device helpers below emit the same steps;
+protocol over random interleavings on :class:`~frost.tile_dsl.barrier.MbarrierModel`\\ s
+whose tx count may go negative, as the hardware's, and reports any overwrite, early read or
+deadlock). The device helpers below emit the same steps;
 call them from a ``@cute.kernel`` launched with ``cluster=[2, 1, 1]``.
 """
 
@@ -33,6 +37,15 @@ import random
 from frost.tile_dsl.barrier import WARP_SIZE, MbarrierModel
 
 VEC = 4  # 32-bit words per st.async (v4.b32)
+
+
+class _SignedTxBarrier(MbarrierModel):
+    """An mbarrier whose tx count may go below zero (bytes landing before their expect_tx), as
+    the hardware's may; a phase still completes only at zero pending arrivals and zero tx."""
+
+    def complete_tx(self, nbytes: int) -> None:
+        self.tx -= nbytes
+        self._maybe_complete()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,16 +100,15 @@ class PairExchange:
             raise ValueError(f"a pair's ranks are 0 and 1, got {rank}")
         return rank ^ 1
 
-    def simulate(self, rounds: int, seed: int = 0, *, empty_wait: bool = True,
-                 arm_before_release: bool = True) -> list[list[int]]:
+    def simulate(self, rounds: int, seed: int = 0, *, empty_wait: bool = True) -> list[list[int]]:
         """Run the protocol for ``rounds`` rounds with warps of both CTAs stepping in a random
         order. Returns, per CTA, the round each receiving warp saw in order (``[0, 1, ...]``
         per warp when correct, flattened warp by warp). Raises RuntimeError on an overwrite of
-        unread data, a read of data not yet landed, or a deadlock. The keywords switch one rule
-        off, so tests can show each rule matters."""
+        unread data, a read of data not yet landed, or a deadlock. ``empty_wait=False`` drops
+        the sender's wait, so a test can show it matters."""
         rng = random.Random(seed)
         warps = self.empty_arrivals
-        full = [MbarrierModel(self.full_arrivals) for _ in range(2)]
+        full = [_SignedTxBarrier(self.full_arrivals) for _ in range(2)]
         empty = [MbarrierModel(self.empty_arrivals) for _ in range(2)]
         # what lies in each CTA's buffer, per sending warp: the round, or None once read
         buf = [[None] * warps for _ in range(2)]
@@ -115,10 +127,7 @@ class PairExchange:
                     raise RuntimeError(f"CTA {c} warp {w} overwrote round {buf[p][w]} unread")
                 buf[p][w] = r
                 yield True
-                try:
-                    full[p].complete_tx(per_warp)
-                except Exception as e:  # bytes landed on a phase nobody armed
-                    raise RuntimeError(f"round {r} landed before it was armed: {e}") from None
+                full[p].complete_tx(per_warp)
                 yield True
                 while not full[c].try_wait(r & 1):
                     yield False
@@ -126,14 +135,10 @@ class PairExchange:
                     raise RuntimeError(f"CTA {c} warp {w} read round {r} before it landed")
                 seen[c][w].append(buf[c][w])
                 buf[c][w] = None
-                last = r + 1 == rounds
-                if w == 0 and arm_before_release and not last:
+                if w == 0 and r + 1 < rounds:  # thread 0 arms the next round
                     full[c].arrive(tx_bytes=self.bytes)
                 yield True
                 empty[p].arrive()  # remote: this warp has read its slots of our buffer
-                if w == 0 and not arm_before_release and not last:
-                    yield True
-                    full[c].arrive(tx_bytes=self.bytes)
                 yield True
 
         live = [warp(c, w) for c in range(2) for w in range(warps)]
@@ -182,7 +187,8 @@ def cluster_sync() -> None:
     cute.arch.cluster_wait()
 
 
-def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread):
+def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
+                       spin_limit: int = 0):
     """Kernel side: ``(send, receive_add)`` closures for ``thread`` (0 .. ex.threads - 1).
 
     ``buf_ptr``: the receive buffer in *this* CTA's smem, an Int32 pointer aligned to 16 bytes
@@ -197,17 +203,37 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread):
       words to ``frag``, arm round ``rnd + 1`` (thread 0, unless it is the last), then release
       the buffer to the peer (lane 0 of each warp, after ``__syncwarp``: a remote arrive at
       cluster scope).
+
+    Both waits spin on ``mbarrier.try_wait.parity.acquire.cluster``. ``spin_limit`` > 0 (a debug
+    build) traps after that many unsuccessful tries (each suspends up to ~10 ms), so a protocol
+    bug fails the launch instead of hanging it.
     """
     import cutlass
     import cutlass.cute as cute
     from cutlass._mlir.dialects import nvvm
+    from cutlass.experimental.primitives import MBarrierScope, MemOrder, mbarrier_try_wait_parity
+
+    from frost.tile_dsl.ptx import trap
+
+    @cute.jit
+    def wait(mbar, parity):
+        ready = mbarrier_try_wait_parity(mbar, parity, scope=MBarrierScope.CLUSTER,
+                                         order=MemOrder.ACQUIRE)
+        tries = cutlass.Int32(0)
+        while not ready:
+            ready = mbarrier_try_wait_parity(mbar, parity, scope=MBarrierScope.CLUSTER,
+                                             order=MemOrder.ACQUIRE)
+            if cutlass.const_expr(spin_limit > 0):
+                tries = tries + 1
+                if tries > spin_limit:
+                    trap()
 
     words = cute.make_tensor(buf_ptr, cute.make_layout(ex.bytes // 4))
     chunks = ex.words // VEC
 
     @cute.jit
     def send(frag, rnd):
-        cute.arch.mbarrier_wait(empty_ptr, (rnd & 1) ^ 1)
+        wait(empty_ptr, (rnd & 1) ^ 1)
         peer = pair_rank() ^ 1
         for k in cutlass.range_constexpr(chunks):
             dst = cute.make_ptr(cutlass.Int32,
@@ -219,7 +245,7 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread):
 
     @cute.jit
     def receive_add(frag, rnd, rounds):
-        cute.arch.mbarrier_wait(full_ptr, rnd & 1)
+        wait(full_ptr, rnd & 1)
         for k in cutlass.range_constexpr(chunks):
             for j in cutlass.range_constexpr(VEC):
                 frag[k * VEC + j] = frag[k * VEC + j] + cutlass.Int32(

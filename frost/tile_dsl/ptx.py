@@ -90,6 +90,15 @@ def bar_red_or(pred, barrier_id, threads, *, loc=None, ip=None) -> cutlass.Int32
 
 
 @dsl_user_op
+def trap(*, loc=None, ip=None) -> None:
+    """``trap;``: abort the kernel (the launch fails with an illegal-instruction error). For
+    debug builds that must fail rather than hang (:func:`frost.tile_dsl.cluster.make_pair_exchange`'s
+    ``spin_limit``)."""
+    llvm.inline_asm(None, [], "trap;", "", has_side_effects=True, is_align_stack=False,
+                    asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+@dsl_user_op
 def nsmid(*, loc=None, ip=None) -> cutlass.Int32:
     """``%nsmid``: the GPU's SM count (an upper bound of ``%smid`` + 1; not constant-folded)."""
     return cutlass.Int32(llvm.inline_asm(

@@ -38,6 +38,14 @@ def test_over_the_sm120_budget_is_infeasible(kw, what):
         plan_pair_exchange(**kw)
 
 
+def test_a_probe_budget_reserves_more_than_sm120s():
+    plan = plan_pair_exchange(threads=256, words=16, smem_bytes=120 * 1024, arch="sm_90a",
+                              budget=227 * 1024)
+    assert plan.kernel("pair_exchange").smem_bytes == 120 * 1024
+    with pytest.raises(Infeasible, match="smem_bytes"):
+        plan_pair_exchange(smem_bytes=120 * 1024, arch="sm_90a")
+
+
 def test_probe_refuses_a_plan_that_disagrees_with_itself():
     from frost.templates.pair_exchange import PairExchangeError, PairExchangeProbe
 

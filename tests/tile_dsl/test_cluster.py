@@ -5,7 +5,7 @@ import pytest
 
 from frost.tile_dsl.cluster import PairExchange
 
-ARCHS = ["sm_120a", "sm_121a"]
+ARCHS = ["sm_120a", "sm_121a", "sm_90a"]  # sm_90a: what the H100/H200 run
 
 
 def test_slots_are_a_bijection_and_chunked_thread_fastest():
@@ -48,16 +48,9 @@ def test_protocol_delivers_every_round_in_order(seed):
 
 def test_without_the_empty_wait_a_round_is_overwritten():
     ex = PairExchange(threads=128, words=4)
-    with pytest.raises(RuntimeError, match="overwrote|before it was armed"):
+    with pytest.raises(RuntimeError, match="overwrote"):
         for seed in range(50):
             ex.simulate(5, seed=seed, empty_wait=False)
-
-
-def test_arming_after_release_lets_bytes_land_unarmed():
-    ex = PairExchange(threads=64, words=4)
-    with pytest.raises(RuntimeError, match="before it was armed"):
-        for seed in range(200):
-            ex.simulate(5, seed=seed, arm_before_release=False)
 
 
 # ---- device form ---------------------------------------------------------------------------
@@ -82,7 +75,15 @@ def test_probe_compiles_with_dsmem_stores_and_cluster_barriers(arch):
     assert r.count("mbarrier.arrive.release.cluster.shared::cluster.b64") == 1  # the release
     assert r.count("mbarrier.arrive.expect_tx") == 2  # round 0 at init, then each next round
     assert r.count("barrier.cluster.arrive") == 2 and r.count("barrier.cluster.wait") == 2
+    # both waits acquire at cluster scope (a first try, then the spin loop's): the peer released
+    assert r.count("mbarrier.try_wait.parity.acquire.cluster") == 4
+    assert r.count("mbarrier.try_wait.parity.shared") == 0  # no CTA-scope wait left
+    assert r.count("bar.warp.sync") >= 1  # the warp's reads before its lane 0 releases
+    assert r.count("trap;") == 0
     assert r.total_spill_bytes == 0 and r.max_registers <= 64
+    debug = compile_for(probe.host(spin_limit=100), out, cutlass.Int32(3), cutlass.Int32(2),
+                        arch=arch)
+    assert debug.count("trap;") == 2  # one in each wait's loop
 
 
 @pytest.mark.gpu
@@ -101,7 +102,9 @@ def test_probe_exchanges_the_peers_words(threads, words, rounds, pairs):
     out = torch.full((2 * pairs, threads, words), float("nan"), device="cuda")
     import cutlass.cute as cute
 
-    fn = cute.compile(probe.host(), from_dlpack(out), cutlass.Int32(rounds), cutlass.Int32(pairs))
+    # the debug build: a protocol bug traps (the launch fails) instead of hanging the test
+    fn = cute.compile(probe.host(spin_limit=1000), from_dlpack(out), cutlass.Int32(rounds),
+                      cutlass.Int32(pairs))
     fn(from_dlpack(out), cutlass.Int32(rounds), cutlass.Int32(pairs))
     torch.cuda.synchronize()
     want = torch.tensor([expected(probe.ex, rank, rounds) for rank in (0, 1)], device="cuda")
