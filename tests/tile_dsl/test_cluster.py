@@ -78,6 +78,7 @@ def test_probe_compiles_with_dsmem_stores_and_cluster_barriers(arch):
     # both waits acquire at cluster scope (a first try, then the spin loop's): the peer released
     assert r.count("mbarrier.try_wait.parity.acquire.cluster") == 4
     assert r.count("mbarrier.try_wait.parity.shared") == 0  # no CTA-scope wait left
+    assert r.count("ld.shared.v4.b32") == 16 // 4  # the slots read back as 16-byte vectors
     assert r.count("bar.warp.sync") >= 1  # the warp's reads before its lane 0 releases
     assert r.count("trap;") == 0
     assert r.total_spill_bytes == 0 and r.max_registers <= 64
