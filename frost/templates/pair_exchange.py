@@ -80,7 +80,7 @@ class PairExchangeProbe:
         import cutlass
         import cutlass.cute as cute
 
-        from frost.tile_dsl import cluster
+        from frost.tile_dsl import cluster, smem as sm
 
         self.can_implement()
         ex = self.ex
@@ -92,20 +92,18 @@ class PairExchangeProbe:
             cta, _, _ = cute.arch.block_idx()
             raw = cutlass.memory.SmemAllocator().allocate_array(
                 cutlass.Int8, smem, byte_alignment=16)
-            full = cute.recast_ptr(raw + ex.full_offset, dtype=cutlass.Int64)
-            empty = cute.recast_ptr(raw + ex.empty_offset, dtype=cutlass.Int64)
+            full, empty = sm.mbar_ptr(raw, ex.full_offset), sm.mbar_ptr(raw, ex.empty_offset)
             buf = cute.recast_ptr(raw + ex.offset, dtype=cutlass.Int32)
             if tid == 0:
                 cluster.init(full, empty, ex)
             cluster.cluster_sync()
             rank = cluster.pair_rank()
-            send, receive_add = cluster.make_pair_exchange(buf, full, empty, ex, tid,
-                                                                 spin_limit)
+            send, receive_add = cluster.make_pair_exchange(buf, full, empty, ex, tid, spin_limit)
             acc = cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)
             acc.fill(0.0)
             mine = cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)
             for r in range(rounds):
-                for i in cutlass.range_constexpr(ex.words):
+                for i in cutlass.range_constexpr(ex.words):  # value(rank, r, tid, i)
                     mine[i] = (cutlass.Float32(rank * 1000 + r * 10 + i)
                                + cutlass.Float32(tid) * cutlass.Float32(0.5))
                 send(mine, r)
