@@ -5,7 +5,8 @@ each CTA of a 2-CTA cluster, plus an exchange of S's and dP's partials every tri
 trip with one P/dS copy leaves it 21 % of a trip (on an H100). This probe runs
 :mod:`frost.templates.pair_exchange` (the :mod:`frost.tile_dsl.cluster` protocol alone, no
 compute to hide it) with one CTA an SM (``smem_bytes`` reserved) and every SM busy, at two
-round counts, and reads the cost of a round as the difference over the extra rounds. It is an
+round counts, and reads the cost of a round as the difference over the extra rounds (with
+every SM busy and with a quarter of them). It is an
 upper bound for the kernel, where a round could overlap the next GEMM.
 
 No peer library runs here (there is none to compare a building block with). Prints a table,
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import sys
@@ -70,9 +72,10 @@ def main(argv=None) -> int:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     hopper = torch.cuda.get_device_capability(0)[0] == 9
     smem = SMEM_SM90 if hopper else SMEM
-    pairs = sms // 2
     rows = []
-    for threads, words in CONFIGS:
+    # every SM busy, and a quarter of them: if a GPC's odd SM leaves a pair waiting for a
+    # second wave, the full grid's rounds read twice the quarter grid's
+    for (threads, words), pairs in itertools.product(CONFIGS, (sms // 4, sms // 2)):
         probe = PairExchangeProbe.of(threads=threads, words=words, smem_bytes=smem,
                                      arch="sm_90a" if hopper else "sm_120a",
                                      budget=BUDGET_SM90 if hopper else None)
@@ -88,20 +91,21 @@ def main(argv=None) -> int:
                             rtol=1e-3, atol=0)
         us = (ms[hi] - ms[lo]) * 1e3 / (hi - lo)
         kb = probe.ex.bytes / 1024
-        rows.append(dict(threads=threads, words=words, kb=kb, ms_low=ms[lo], ms_high=ms[hi],
+        rows.append(dict(threads=threads, words=words, pairs=pairs, kb=kb, ms_low=ms[lo],
+                         ms_high=ms[hi],
                          us_per_round=us, gb_s_per_sm=probe.ex.bytes / (us * 1e3),
                          of_trip=us / args.trip_us, values_ok=bool(ok)))
     gpu = torch.cuda.get_device_name(0)
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    print(f"# {gpu}  {date}  commit {args.commit}  {pairs} pairs, {smem} B smem a CTA; "
+    print(f"# {gpu}  {date}  commit {args.commit}  {sms} SMs, {smem} B smem a CTA; "
           f"rounds {lo} and {hi}; trip {args.trip_us:.3f} µs")
-    print(f"{'KB/round':>8} {'µs/round':>9} {'GB/s/SM':>8} {'of trip':>8} {'values':>7}")
+    print(f"{'KB/round':>8} {'pairs':>6} {'µs/round':>9} {'GB/s/SM':>8} {'of trip':>8} {'values':>7}")
     for r in rows:
-        print(f"{r['kb']:8.0f} {r['us_per_round']:9.3f} {r['gb_s_per_sm']:8.1f} "
+        print(f"{r['kb']:8.0f} {r['pairs']:6d} {r['us_per_round']:9.3f} {r['gb_s_per_sm']:8.1f} "
               f"{r['of_trip']:8.3f} {'ok' if r['values_ok'] else 'WRONG':>7}")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "dsmem_exchange.json"), "w") as f:
-        json.dump(dict(gpu=gpu, date=date, commit=args.commit, pairs=pairs, smem=smem,
+        json.dump(dict(gpu=gpu, date=date, commit=args.commit, sms=sms, smem=smem,
                        rounds=[lo, hi], trip_us=args.trip_us, rows=rows), f, indent=1)
     import matplotlib
 
@@ -109,7 +113,7 @@ def main(argv=None) -> int:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3))
-    ax.bar([f"{r['kb']:.0f} KB" for r in rows], [r["of_trip"] for r in rows])
+    ax.bar([f"{r['kb']:.0f} KB\n{r['pairs']} pairs" for r in rows], [r["of_trip"] for r in rows])
     ax.set_ylabel("one round / one d=128 trip")
     ax.set_title(f"DSMEM pair exchange, {gpu}", fontsize=9)
     fig.tight_layout()
