@@ -91,7 +91,12 @@ class PairExchange:
         if not (0 <= thread < self.threads and 0 <= word < self.words):
             raise IndexError(f"(thread, word) = ({thread}, {word}) outside "
                              f"({self.threads}, {self.words})")
-        return (word // VEC) * self.threads * VEC + thread * VEC + word % VEC
+        return self.chunk_start(word // VEC, thread) + word % VEC
+
+    def chunk_start(self, chunk: int, thread):
+        """Word index where ``thread``'s ``chunk``-th 16-byte chunk starts (no range check:
+        ``thread`` may be a device value)."""
+        return chunk * self.threads * VEC + thread * VEC
 
     @staticmethod
     def peer(rank: int) -> int:
@@ -237,7 +242,7 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
         peer = pair_rank() ^ 1
         for k in cutlass.range_constexpr(chunks):
             dst = cute.make_ptr(cutlass.Int32,
-                                (buf_ptr + (k * ex.threads * VEC + thread * VEC)).toint(),
+                                (buf_ptr + ex.chunk_start(k, thread)).toint(),
                                 cute.AddressSpace.smem, assumed_align=VEC * 4)
             cute.arch.store_async_dsmem(
                 dst, tuple(frag[k * VEC + j].bitcast(cutlass.Int32) for j in range(VEC)),
@@ -249,7 +254,7 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
         for k in cutlass.range_constexpr(chunks):
             for j in cutlass.range_constexpr(VEC):
                 frag[k * VEC + j] = frag[k * VEC + j] + cutlass.Int32(
-                    words[k * ex.threads * VEC + thread * VEC + j]).bitcast(cutlass.Float32)
+                    words[ex.chunk_start(k, thread) + j]).bitcast(cutlass.Float32)
         if thread == 0:
             if rnd + 1 < rounds:
                 cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.bytes)
