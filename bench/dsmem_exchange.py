@@ -35,20 +35,6 @@ BUDGET_SM90 = 227 * 1024
 TRIP_US = 2.043e3 / (8 * 128)  # v136b, H100: d=128 default bwd_main at (2,16,4096)
 
 
-def time_ms(fn, reps: int) -> float:
-    import torch
-
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out/dsmem_exchange"))
@@ -67,6 +53,7 @@ def main(argv=None) -> int:
     import torch
     from cutlass.cute.runtime import from_dlpack
 
+    from frost.templates.host import time_ms
     from frost.templates.pair_exchange import PairExchangeProbe, expected
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -84,7 +71,8 @@ def main(argv=None) -> int:
         k = cute.compile(probe.host(), o, cutlass.Int32(lo), cutlass.Int32(pairs))
         ms = {}
         for n in (lo, hi):
-            ms[n] = time_ms(lambda: k(o, cutlass.Int32(n), cutlass.Int32(pairs)), args.reps)
+            ms[n] = time_ms(lambda _: k(o, cutlass.Int32(n), cutlass.Int32(pairs)), [None],
+                            warmup=1, iters=args.reps)
         want = torch.tensor([expected(probe.ex, r, hi) for r in (0, 1)], device="cuda")
         # fp32 sums of 2,200 rounds are not exact (the GPU test checks exact sums on fewer)
         ok = torch.allclose(out.view(pairs, 2, threads, words), want.expand(pairs, -1, -1, -1),
