@@ -21,6 +21,12 @@ Protocol, one **round** per exchange, for each CTA (both run the same code):
   writes round ``r + 1`` into the peer: its previous round has been read there.
 * Both waits acquire at **cluster** scope (``mbarrier.try_wait.parity.acquire.cluster``): what
   they wait for was released by the other CTA.
+* **guarded** (the buffer reuses bytes that this CTA still reads before its first round, e.g.
+  a V tile held in registers after its load): each warp releases the buffer once more, before
+  round 0, when it is done with the old bytes (:func:`release_to_peer`), and a sender waits
+  for phase ``r`` of the peer's empty barrier (parity ``r & 1``) instead of ``r - 1``.
+* Rounds may carry fewer words than the buffer holds (``words`` of :meth:`PairExchange.simulate`
+  and of the device closures): thread 0 arms each round with that round's bytes.
 
 :class:`PairExchange` is the plan and pure-Python model (:meth:`PairExchange.simulate` runs the
 protocol over random interleavings on :class:`~frost.tile_dsl.barrier.MbarrierModel`\\ s
@@ -60,6 +66,7 @@ class PairExchange:
     offset: int = 0
     full_offset: int = 0
     empty_offset: int = 8
+    guarded: bool = False
 
     def __post_init__(self):
         if self.threads < WARP_SIZE or self.threads % WARP_SIZE:
@@ -75,8 +82,25 @@ class PairExchange:
 
     @property
     def bytes(self) -> int:
-        """Receive-buffer size, and the tx bytes each round's full phase expects."""
+        """Receive-buffer size, and the tx bytes a round of every word expects."""
         return self.threads * self.words * 4
+
+    def round_words(self, words: int | None) -> int:
+        """The words a thread sends in a round of ``words`` (None: all of them); ValueError
+        unless a positive multiple of VEC within the buffer."""
+        if words is None:
+            return self.words
+        if isinstance(words, bool) or not isinstance(words, int) or words < VEC \
+                or words % VEC or words > self.words:
+            raise ValueError(f"a round's words must be a multiple of {VEC} in [{VEC}, "
+                             f"{self.words}], got {words!r}")
+        return words
+
+    def send_parity(self, rnd):
+        """The parity of the empty-barrier phase a sender waits for before round ``rnd``: phase
+        ``rnd - 1`` (the peer read our previous round), or phase ``rnd`` when guarded (phase 0
+        is the peer's release of the buffer's old bytes)."""
+        return (rnd & 1) if self.guarded else (rnd & 1) ^ 1
 
     @property
     def full_arrivals(self) -> int:
@@ -105,43 +129,55 @@ class PairExchange:
             raise ValueError(f"a pair's ranks are 0 and 1, got {rank}")
         return rank ^ 1
 
-    def simulate(self, rounds: int, seed: int = 0, *, empty_wait: bool = True) -> list[list[int]]:
+    def simulate(self, rounds: int, seed: int = 0, *, empty_wait: bool = True,
+                 words: tuple[int, ...] = (), guard: bool = True) -> list[list[int]]:
         """Run the protocol for ``rounds`` rounds with warps of both CTAs stepping in a random
         order. Returns, per CTA, the round each receiving warp saw in order (``[0, 1, ...]``
         per warp when correct, flattened warp by warp). Raises RuntimeError on an overwrite of
-        unread data, a read of data not yet landed, or a deadlock. ``empty_wait=False`` drops
-        the sender's wait, so a test can show it matters."""
+        unread data (a guarded buffer's old bytes count as unread until each warp's release),
+        a read of data not yet landed, or a deadlock. ``words``: round r carries
+        ``words[r % len(words)]`` words a thread (default all). ``empty_wait=False`` drops the
+        sender's wait and ``guard=False`` a guarded exchange's first release, so a test can
+        show each matters."""
         rng = random.Random(seed)
         warps = self.empty_arrivals
+        sizes = [self.round_words(w) for w in words] or [self.words]
+        nbytes = [self.threads * sizes[r % len(sizes)] * 4 for r in range(rounds + 1)]
         full = [_SignedTxBarrier(self.full_arrivals) for _ in range(2)]
         empty = [MbarrierModel(self.empty_arrivals) for _ in range(2)]
-        # what lies in each CTA's buffer, per sending warp: the round, or None once read
-        buf = [[None] * warps for _ in range(2)]
+        # what lies in each CTA's buffer, per sending warp: the round, "old" (a guarded
+        # buffer's previous contents, still read), or None once read
+        old = "old" if self.guarded else None
+        buf = [[old] * warps for _ in range(2)]
         seen = [[[] for _ in range(warps)] for _ in range(2)]
         for c in range(2):
-            full[c].arrive(tx_bytes=self.bytes)  # round 0 armed before the cluster barrier
-        per_warp = self.bytes // warps
+            full[c].arrive(tx_bytes=nbytes[0])  # round 0 armed before the cluster barrier
         # each warp of each CTA is a generator of steps; a step returns False while blocked
         def warp(c: int, w: int):
             p = 1 - c
+            if self.guarded and guard:  # done with the old bytes: release them to the peer
+                buf[c][w] = None
+                yield True
+                empty[p].arrive()
+                yield True
             for r in range(rounds):
-                if empty_wait:  # producer parity: round r waits for phase r - 1 of empty
-                    while not empty[c].try_wait((r & 1) ^ 1):
+                if empty_wait:  # round r waits for phase send_parity(r) of empty
+                    while not empty[c].try_wait(self.send_parity(r)):
                         yield False
                 if buf[p][w] is not None:
                     raise RuntimeError(f"CTA {c} warp {w} overwrote round {buf[p][w]} unread")
                 buf[p][w] = r
                 yield True
-                full[p].complete_tx(per_warp)
+                full[p].complete_tx(nbytes[r] // warps)
                 yield True
                 while not full[c].try_wait(r & 1):
                     yield False
-                if buf[c][w] is None:
+                if buf[c][w] is None or buf[c][w] == "old":
                     raise RuntimeError(f"CTA {c} warp {w} read round {r} before it landed")
                 seen[c][w].append(buf[c][w])
                 buf[c][w] = None
                 if w == 0 and r + 1 < rounds:  # thread 0 arms the next round
-                    full[c].arrive(tx_bytes=self.bytes)
+                    full[c].arrive(tx_bytes=nbytes[r + 1])
                 yield True
                 empty[p].arrive()  # remote: this warp has read its slots of our buffer
                 yield True
@@ -171,15 +207,16 @@ def pair_rank():
     return cute.arch.block_idx_in_cluster()
 
 
-def init(full_ptr, empty_ptr, ex: PairExchange) -> None:
+def init(full_ptr, empty_ptr, ex: PairExchange, words: int | None = None) -> None:
     """One thread: initialise the two mbarriers (with the cluster-scope init fence) and arm
-    round 0. Every thread then calls :func:`cluster_sync` before any round."""
+    round 0 (of ``words`` words a thread; None: all). Every thread then calls
+    :func:`cluster_sync` before any round."""
     import cutlass.cute as cute
 
     cute.arch.mbarrier_init(full_ptr, ex.full_arrivals)
     cute.arch.mbarrier_init(empty_ptr, ex.empty_arrivals)
     cute.arch.mbarrier_init_fence()
-    cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.bytes)
+    cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.threads * ex.round_words(words) * 4)
 
 
 def cluster_sync() -> None:
@@ -192,6 +229,18 @@ def cluster_sync() -> None:
     cute.arch.cluster_wait()
 
 
+def release_to_peer(empty_ptr) -> None:
+    """Every thread of a warp: after ``__syncwarp``, lane 0 arrives on the *peer's* empty
+    barrier (remote, release at cluster scope): this warp is done with its slots of our
+    receive buffer (or, before round 0 of a guarded exchange, with the bytes it reuses)."""
+    import cutlass.cute as cute
+    from cutlass._mlir.dialects import nvvm
+
+    cute.arch.sync_warp()
+    if cute.arch.lane_idx() == 0:
+        cute.arch.mbarrier_arrive(empty_ptr, pair_rank() ^ 1, scope=nvvm.MemScopeKind.CLUSTER)
+
+
 def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
                        spin_limit: int = 0):
     """Kernel side: ``(send, receive_add)`` closures for ``thread`` (0 .. ex.threads - 1).
@@ -201,13 +250,17 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
     by :func:`init`. ``frag``: a register fragment of ``ex.words`` Float32s
     (``cute.make_rmem_tensor(cute.make_layout(ex.words), cutlass.Float32)``).
 
-    * ``send(frag, rnd)``: wait until the peer has read our round ``rnd - 1``, then store
-      ``frag`` into this thread's slots of the peer's buffer (``st.async.v4``, completing on
-      the peer's full barrier);
-    * ``receive_add(frag, rnd, rounds)``: wait for the peer's round ``rnd``, add this thread's
-      words to ``frag``, arm round ``rnd + 1`` (thread 0, unless it is the last), then release
-      the buffer to the peer (lane 0 of each warp, after ``__syncwarp``: a remote arrive at
-      cluster scope).
+    * ``send(frag, rnd, words=None)``: wait until the peer has read our round ``rnd - 1`` (a
+      guarded exchange: released round ``rnd``'s bytes), then store ``frag``'s first ``words``
+      (a static int; None: ``ex.words``) into this thread's slots of the peer's buffer
+      (``st.async.v4``, completing on the peer's full barrier);
+    * ``receive_add(frag, rnd, rounds, words=None, next_words=None)``: wait for the peer's round
+      ``rnd``, add this thread's ``words`` words to ``frag``, arm round ``rnd + 1`` with
+      ``next_words`` a thread (thread 0, unless it is the last), then release the buffer to
+      the peer (:func:`release_to_peer`).
+
+    A guarded exchange (``ex.guarded``) also calls :func:`release_to_peer` once in every
+    receiving warp before round 0.
 
     Both waits spin on ``mbarrier.try_wait.parity.acquire.cluster``. ``spin_limit`` > 0 (a debug
     build) traps after that many unsuccessful tries (each suspends up to ~10 ms), so a protocol
@@ -215,7 +268,6 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
     """
     import cutlass
     import cutlass.cute as cute
-    from cutlass._mlir.dialects import nvvm
     from cutlass.experimental.primitives import MBarrierScope, MemOrder, mbarrier_try_wait_parity
 
     from frost.tile_dsl.ptx import trap
@@ -233,12 +285,12 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
                 if tries > spin_limit:
                     trap()
 
-    words = cute.make_tensor(buf_ptr, cute.make_layout(ex.bytes // 4))
-    chunks = ex.words // VEC
+    slots = cute.make_tensor(buf_ptr, cute.make_layout(ex.bytes // 4))
 
     @cute.jit
-    def send(frag, rnd):
-        wait(empty_ptr, (rnd & 1) ^ 1)
+    def send(frag, rnd, words=None):
+        chunks = ex.round_words(words) // VEC
+        wait(empty_ptr, ex.send_parity(rnd))
         peer = pair_rank() ^ 1
         for k in cutlass.range_constexpr(chunks):
             dst = cute.make_ptr(cutlass.Int32,
@@ -249,18 +301,17 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
                 full_ptr, peer)
 
     @cute.jit
-    def receive_add(frag, rnd, rounds):
+    def receive_add(frag, rnd, rounds, words=None, next_words=None):
+        chunks = ex.round_words(words) // VEC
         wait(full_ptr, rnd & 1)
         for k in cutlass.range_constexpr(chunks):
             for j in cutlass.range_constexpr(VEC):
                 frag[k * VEC + j] = frag[k * VEC + j] + cutlass.Int32(
-                    words[ex.chunk_start(k, thread) + j]).bitcast(cutlass.Float32)
+                    slots[ex.chunk_start(k, thread) + j]).bitcast(cutlass.Float32)
         if thread == 0:
             if rnd + 1 < rounds:
-                cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.bytes)
-        cute.arch.sync_warp()
-        if cute.arch.lane_idx() == 0:
-            cute.arch.mbarrier_arrive(empty_ptr, pair_rank() ^ 1,
-                                      scope=nvvm.MemScopeKind.CLUSTER)
+                cute.arch.mbarrier_arrive_and_expect_tx(
+                    full_ptr, ex.threads * ex.round_words(next_words) * 4)
+        release_to_peer(empty_ptr)
 
     return send, receive_add

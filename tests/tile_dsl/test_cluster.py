@@ -53,6 +53,40 @@ def test_without_the_empty_wait_a_round_is_overwritten():
             ex.simulate(5, seed=seed, empty_wait=False)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_guarded_rounds_of_two_sizes_arrive_in_order(seed):
+    ex = PairExchange(threads=128, words=8, guarded=True)
+    seen = ex.simulate(7, seed=seed, words=(8, 4))
+    assert seen == [list(range(7)) * ex.empty_arrivals] * 2
+
+
+def test_a_guarded_buffer_is_overwritten_without_the_guards_parity(monkeypatch):
+    # the unguarded parity lets round 0 land on bytes a warp of the peer still reads
+    ex = PairExchange(threads=128, words=4, guarded=True)
+    unguarded = PairExchange(threads=128, words=4)
+    monkeypatch.setattr(PairExchange, "send_parity", lambda self, r: (r & 1) ^ 1)
+    with pytest.raises(RuntimeError, match="overwrote round old"):
+        for seed in range(50):
+            ex.simulate(3, seed=seed)
+    monkeypatch.undo()
+    assert [ex.send_parity(r) for r in range(4)] == [0, 1, 0, 1]
+    assert [unguarded.send_parity(r) for r in range(4)] == [1, 0, 1, 0]
+
+
+def test_a_guarded_exchange_without_its_first_release_deadlocks():
+    ex = PairExchange(threads=64, words=4, guarded=True)
+    with pytest.raises(RuntimeError, match="deadlock"):
+        ex.simulate(2, seed=0, guard=False)
+
+
+def test_round_sizes_are_checked():
+    ex = PairExchange(threads=64, words=8)
+    assert ex.round_words(None) == 8 and ex.round_words(4) == 4
+    for bad in (2, 12, 0, True):
+        with pytest.raises(ValueError, match="words"):
+            ex.round_words(bad)
+
+
 # ---- device form ---------------------------------------------------------------------------
 
 
