@@ -38,6 +38,7 @@ call them from a ``@cute.kernel`` launched with ``cluster=[2, 1, 1]``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 
 from frost.tile_dsl.barrier import WARP_SIZE, MbarrierModel
@@ -233,12 +234,22 @@ def release_to_peer(empty_ptr) -> None:
     """Every thread of a warp: after ``__syncwarp``, lane 0 arrives on the *peer's* empty
     barrier (remote, release at cluster scope): this warp is done with its slots of our
     receive buffer (or, before round 0 of a guarded exchange, with the bytes it reuses)."""
+    _release_jit()(empty_ptr)
+
+
+@functools.cache
+def _release_jit():
     import cutlass.cute as cute
     from cutlass._mlir.dialects import nvvm
 
-    cute.arch.sync_warp()
-    if cute.arch.lane_idx() == 0:
-        cute.arch.mbarrier_arrive(empty_ptr, pair_rank() ^ 1, scope=nvvm.MemScopeKind.CLUSTER)
+    @cute.jit
+    def release(empty_ptr):
+        cute.arch.sync_warp()
+        if cute.arch.lane_idx() == 0:
+            cute.arch.mbarrier_arrive(empty_ptr, pair_rank() ^ 1,
+                                      scope=nvvm.MemScopeKind.CLUSTER)
+
+    return release
 
 
 def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
@@ -288,7 +299,7 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
     slots = cute.make_tensor(buf_ptr, cute.make_layout(ex.bytes // 4))
 
     @cute.jit
-    def send(frag, rnd, words=None):
+    def send(frag, rnd, words: cutlass.Constexpr = None):
         chunks = ex.round_words(words) // VEC
         wait(empty_ptr, ex.send_parity(rnd))
         peer = pair_rank() ^ 1
@@ -301,7 +312,8 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
                 full_ptr, peer)
 
     @cute.jit
-    def receive_add(frag, rnd, rounds, words=None, next_words=None):
+    def receive_add(frag, rnd, rounds, words: cutlass.Constexpr = None,
+                    next_words: cutlass.Constexpr = None):
         chunks = ex.round_words(words) // VEC
         wait(full_ptr, rnd & 1)
         for k in cutlass.range_constexpr(chunks):

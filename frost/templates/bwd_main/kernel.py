@@ -99,6 +99,9 @@ identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arr
                 them, ``dq_add.dq_half_of``): what a 2-CTA cluster would issue, less its exchange
     x_waits     exchange_sync: no x_full / x_empty waits (group barriers and arrivals stay; warps
                 read P/dS other groups may not have written): what the cross-group sync costs
+    pair_x      the one that ADDS code: with the plan option ``pair_words``, a 2-CTA cluster
+                launch and two DSMEM pair exchanges a trip, where a head-dim split would
+                exchange S/dP partials and P/dS halves (``pair.py``; v138)
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -126,6 +129,7 @@ from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole, split_ring_problem
 from .mma import MmaRole
+from .pair import PairRole, pair_problem
 from .roles import RolesMixin
 
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
@@ -137,7 +141,7 @@ class BwdMainError(ValueError):
 
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
                          "softmax", "q_loads", "mma_sync", "diag_trips", "mask", "kv_load",
-                         "dkdv_store", "dq_atomic2", "x_waits", "dq_half"})
+                         "dkdv_store", "dq_atomic2", "x_waits", "dq_half", "pair_x"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
@@ -156,7 +160,7 @@ def _seq_major(t):
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
 
 
-class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
+class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, HostMixin):
     """KV-stationary attention backward main kernel; see the module docstring."""
 
     MMA = WarpRole.MMA
@@ -224,6 +228,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
                                "atomics: the plan's stage_reductions adds dQ by a TMA reduce")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
+        why = pair_problem(kplan, self.skip, code, self.align != masks.CausalAlign.NONE,
+                           self.stage_dq)
+        if why:
+            raise BwdMainError(why)
         self._compiled = None
 
     pick_dq_chunks = staticmethod(pick_dq_chunks)
@@ -347,10 +355,14 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             tiles = grid[0] * grid[1] * grid[2]
             grid = [cutlass.min(tiles, cutlass.Int32(self.code.persistent)), 1, 1]
         ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
+        extra = {}
+        if cutlass.const_expr(self.pair is not None):  # pair_x (timing only): 2-CTA clusters
+            grid[0] = (grid[0] + 1) // 2 * 2
+            extra["cluster"] = list(kp.params["cluster"])
         self.kernel(*args, staged, tail).launch(
             grid=grid, block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
             use_pdl=self.use_pdl, min_blocks_per_mp=ctas,
-            preferred_smem_carveout=100 if ctas > 1 else None)
+            preferred_smem_carveout=100 if ctas > 1 else None, **extra)
 
     # ------------------------------------------------------------------ device
     @cute.kernel
@@ -404,8 +416,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             for name in self.extra_mbarriers():  # the split ring's, then exchange_sync's
                 for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
                     cute.arch.mbarrier_init(getattr(sm, name) + s, kp.mbarrier(name).arrive_count)
+            self.pair_init(sm)
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
+        self.pair_sync()
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_wait()
         if cutlass.const_expr(self.code.persistent):
@@ -441,7 +455,17 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             q_full=smem.mbar_ptr(raw, kp.mbarrier("q_full").offset),
             q_empty=smem.mbar_ptr(raw, kp.mbarrier("q_empty").offset),
             **{k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in self.extra_mbarriers()},
+            **self.pair_views(raw),
         )
+
+    def pair_views(self, raw) -> dict:
+        """The pair_x exchange's receive buffer (Int32) and mbarriers, if the plan has them."""
+        ex = self.pair
+        if ex is None:
+            return {}
+        return {"pair_recv": cute.recast_ptr(raw + ex.offset, dtype=cutlass.Int32),
+                "pair_full": smem.mbar_ptr(raw, ex.full_offset),
+                "pair_empty": smem.mbar_ptr(raw, ex.empty_offset)}
 
     def extra_mbarriers(self) -> tuple[str, ...]:
         """The plan's mbarriers besides kv_full and the Q ring's: the split ring's (do_*) and

@@ -105,10 +105,13 @@ class RolesMixin:
             if warp_idx == prod.first_warp:
                 self.produce(self.smem_views(raw), tmas, mLSE2, mDelta, b, h_kv, n_block, m_min,
                              n_m, t0, t1, s_q, group)
+                self.pair_leave(False)  # pair_x: before the stores, which wait for the MMA warps
                 # (self.kp, not the local tl: reading tl in this dynamic branch made CuTe DSL
                 # turn its ints into runtime values for the code after it)
                 if cutlass.const_expr(self.kp.tile.get("store_warp", 0)):
                     self.producer_stores(self.smem_views(raw), tmas, b, h_kv, n_block)
+            else:
+                self.pair_leave(False)  # the donor warps (pair_x)
             if cutlass.const_expr(self.use_pdl):
                 cute.arch.griddepcontrol_launch_dependents()
         else:
