@@ -8,5 +8,5 @@
 set -u
 out=${OUT:-bench/out}/v138
 . bench/ab_lib.sh
-ab d128_2x16x4096 128 "" "tile.exchange_stages=1,code=default;tile.exchange_stages=1,tile.pair_words=16,code=default,skip=pair_x" 6 2,16,4096
-ab d256_2x8x4096 256 "" "default" 6 2,8,4096
+ab d128_2x16x4096 128 "" "tile.exchange_stages=1,code=default;tile.exchange_stages=1,tile.pair_words=16,code=default,skip=pair_x" 4 2,16,4096
+ab d256_2x8x4096 256 "" "default" 4 2,8,4096
