@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Session 48's device call (after `bash .gpu/tools/setup-remote`): usage
-#   bash bench/s48_gpu.sh COMMIT probe|pairx|both
-# probe: session 47's (the pair-exchange GPU tests, then v137's bench/dsmem_exchange.py if they
-# pass); pairx: v138's in-loop A/B (bench/ab_v138.sh), after the pair_x build's GPU test.
+#   bash bench/s48_gpu.sh COMMIT all|probe|pairx
+# all: the pair-exchange GPU tests (tests/tile_dsl/test_cluster.py) and the pair_x build's
+# (tests/templates/test_bwd_main_pair.py); if both pass (a protocol bug would hang a bench),
+# v138's in-loop A/B (bench/ab_v138.sh), then v137's probe bench (bench/dsmem_exchange.py).
+# probe: session 47's (bench/s47_gpu.sh probe); pairx: the pair_x test, then v138.
 set -u
 . "$(dirname "$0")/gpu_prologue.sh"
-pairx() {
-  timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE \
-    tests/templates/test_bwd_main_pair.py > "$out/pairx_tests.log" 2>&1
-  grep -E "FAILED|ERROR" "$out/pairx_tests.log" | head; tail -1 "$out/pairx_tests.log"
-  grep -q " passed" <(tail -1 "$out/pairx_tests.log") || return 1
-  grep -q -E "failed|error" <(tail -1 "$out/pairx_tests.log") && return 1
-  OUT=$out bash bench/ab_v138.sh
+gpu_tests() {  # LOG FILE...: pass only if the last line says passed and nothing failed
+  timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE "${@:2}" > "$out/$1" 2>&1
+  grep -E "FAILED|ERROR" "$out/$1" | head; tail -1 "$out/$1"
+  tail -1 "$out/$1" | grep -q " passed" && ! tail -1 "$out/$1" | grep -q -E "failed|error"
 }
 case ${2:?} in
+all)
+  gpu_tests pair_tests.log tests/tile_dsl/test_cluster.py tests/templates/test_bwd_main_pair.py \
+    || exit 1
+  OUT=$out bash bench/ab_v138.sh
+  timeout 150 python3 bench/dsmem_exchange.py --out "$out/v137" --commit "$commit" --reps 5 2>&1 \
+    | grep -v Warn ;;
 probe) bash bench/s47_gpu.sh "$commit" probe ;;
-pairx) pairx ;;
-both) bash bench/s47_gpu.sh "$commit" probe; pairx ;;
-*) echo "unknown mode ${2}: probe|pairx|both" >&2; exit 2 ;;
+pairx)
+  gpu_tests pairx_tests.log tests/templates/test_bwd_main_pair.py || exit 1
+  OUT=$out bash bench/ab_v138.sh ;;
+*) echo "unknown mode ${2}: all|probe|pairx" >&2; exit 2 ;;
 esac
