@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Session 48's device call (after `bash .gpu/tools/setup-remote`): usage
 #   bash bench/s48_gpu.sh COMMIT all|probe|pairx
-# all: the pair-exchange GPU tests (tests/tile_dsl/test_cluster.py) and the pair_x build's
-# (tests/templates/test_bwd_main_pair.py); if both pass (a protocol bug would hang a bench),
-# v138's in-loop A/B (bench/ab_v138.sh), then v137's probe bench (bench/dsmem_exchange.py).
+# all: the pair_x build's GPU test (tests/templates/test_bwd_main_pair.py), and if it passes
+# (a protocol bug would hang a bench) v138's in-loop A/B (bench/ab_v138.sh); then the pair
+# exchange's GPU tests (tests/tile_dsl/test_cluster.py) and, if they pass, v137's probe bench
+# (bench/dsmem_exchange.py).
 # probe: session 47's (bench/s47_gpu.sh probe); pairx: the pair_x test, then v138.
 set -u
 . "$(dirname "$0")/gpu_prologue.sh"
@@ -13,10 +14,10 @@ gpu_tests() {  # LOG FILE...: pass only if the last line says passed and nothing
   tail -1 "$out/$1" | grep -q " passed" && ! tail -1 "$out/$1" | grep -q -E "failed|error"
 }
 case ${2:?} in
-all)
-  gpu_tests pair_tests.log tests/tile_dsl/test_cluster.py tests/templates/test_bwd_main_pair.py \
-    || exit 1
+all)  # (the decisive A/B first: device time is short)
+  gpu_tests pairx_tests.log tests/templates/test_bwd_main_pair.py || exit 1
   OUT=$out bash bench/ab_v138.sh
+  gpu_tests cluster_tests.log tests/tile_dsl/test_cluster.py || exit 1
   timeout 150 python3 bench/dsmem_exchange.py --out "$out/v137" --commit "$commit" --reps 5 2>&1 \
     | grep -v Warn ;;
 probe) bash bench/s47_gpu.sh "$commit" probe ;;
