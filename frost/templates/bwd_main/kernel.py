@@ -99,9 +99,7 @@ identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arr
                 them, ``dq_add.dq_half_of``): what a 2-CTA cluster would issue, less its exchange
     x_waits     exchange_sync: no x_full / x_empty waits (group barriers and arrivals stay; warps
                 read P/dS other groups may not have written): what the cross-group sync costs
-    pair_x      the one that ADDS code: with the plan option ``pair_words``, a 2-CTA cluster
-                launch and two DSMEM pair exchanges a trip, where a head-dim split would
-                exchange S/dP partials and P/dS halves (``pair.py``; v138)
+    pair_x      ADDS two DSMEM pair-exchange rounds a trip in 2-CTA clusters (``pair.py``, v138)
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -124,7 +122,7 @@ from frost.tile_dsl import smem
 
 from . import masks
 from .code import CodeChoiceError, CodeChoices
-from .rules import exchange_split, pick_dq_chunks, pick_interleave
+from .rules import BwdMainError, exchange_mode, pick_dq_chunks, pick_interleave
 from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole, split_ring_problem
@@ -135,24 +133,11 @@ from .roles import RolesMixin
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 
 
-class BwdMainError(ValueError):
-    """The bwd_main template cannot implement the requested plan or option."""
-
-
 SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
                          "softmax", "q_loads", "mma_sync", "diag_trips", "mask", "kv_load",
                          "dkdv_store", "dq_atomic2", "x_waits", "dq_half", "pair_x"})
 """Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
-
-
-def exchange_mode(kp: KernelPlan) -> int:
-    """:func:`.rules.exchange_split`, with BwdMainError for a split bwd_main does not run."""
-    mode = exchange_split(kp)
-    if mode is None:
-        raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
-                           f"one way or the other; the plan has {kp.params.get('exchange')}")
-    return mode
 
 
 def _seq_major(t):
@@ -228,9 +213,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
                                "atomics: the plan's stage_reductions adds dQ by a TMA reduce")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
-        why = pair_problem(kplan, self.skip, code, self.align != masks.CausalAlign.NONE,
-                           self.stage_dq)
-        if why:
+        if why := pair_problem(kplan, self.skip, code, self.align != masks.CausalAlign.NONE,
+                               self.stage_dq):
             raise BwdMainError(why)
         self._compiled = None
 
@@ -355,10 +339,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
             tiles = grid[0] * grid[1] * grid[2]
             grid = [cutlass.min(tiles, cutlass.Int32(self.code.persistent)), 1, 1]
         ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
-        extra = {}
-        if cutlass.const_expr(self.pair is not None):  # pair_x (timing only): 2-CTA clusters
-            grid[0] = (grid[0] + 1) // 2 * 2
-            extra["cluster"] = list(kp.params["cluster"])
+        extra = self.pair_launch(grid)  # pair_x (timing only): 2-CTA clusters
         self.kernel(*args, staged, tail).launch(
             grid=grid, block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
             use_pdl=self.use_pdl, min_blocks_per_mp=ctas,
@@ -458,14 +439,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
             **self.pair_views(raw),
         )
 
-    def pair_views(self, raw) -> dict:
-        """The pair_x exchange's receive buffer (Int32) and mbarriers, if the plan has them."""
-        ex = self.pair
-        if ex is None:
-            return {}
-        return {"pair_recv": cute.recast_ptr(raw + ex.offset, dtype=cutlass.Int32),
-                "pair_full": smem.mbar_ptr(raw, ex.full_offset),
-                "pair_empty": smem.mbar_ptr(raw, ex.empty_offset)}
 
     def extra_mbarriers(self) -> tuple[str, ...]:
         """The plan's mbarriers besides kv_full and the Q ring's: the split ring's (do_*) and

@@ -197,9 +197,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
             if cutlass.const_expr(tl.get("do_guard", 0)):  # V's bytes go to dO's ring now
                 for o in cutlass.range_constexpr(tl["do_stages"]):
                     self.arrive(sm.do_empty + o, "do_empty")
-        self.pair_open(sm)  # pair_x on V's bytes: this warp has V in registers
-        pair = self.pair_ops(sm, tidx)  # pair_x (timing only): two rounds a trip
-        pair_words = 0 if pair is None else self.pair.words
+        pair = self.pair_ops(sm, tidx)  # pair_x (timing only; V is in registers now)
         if cutlass.const_expr(self.dq_k_held):
             # K's B fragments of dQ = dS·K (whole d: one chunk) stay in registers for the pass;
             # K's smem is still read by S = Q·Kᵀ
@@ -272,17 +270,11 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 if cutlass.const_expr(odd_S is not None):
                     acc_S.store(acc_S.load() + odd_S.load())
                     acc_dP.store(acc_dP.load() + odd_dP.load())
-                if cutlass.const_expr(pair is not None):  # pair_x round A: S/dP partial rows
-                    self.pair_round(pair, acc_S, acc_dP, 2 * (t - t0), 2 * (t1 - t0),
-                                    pair_words, pair_words // 2)
 
                 row0 = m_block * t_m
                 col0 = n_block * t_n
-                self.pointwise(acc_S, acc_dP, tScS, places, sm, o_stage, scale_log2, row0, col0,
-                               s_q, s_kv)
-                if cutlass.const_expr(pair is not None):  # pair_x round B: P/dS halves' bytes
-                    self.pair_round(pair, acc_S, acc_dP, 2 * (t - t0) + 1, 2 * (t1 - t0),
-                                    pair_words // 2, pair_words)
+                self.paired_pointwise(pair, t - t0, t1 - t0, acc_S, acc_dP, tScS, places, sm,
+                                      o_stage, scale_log2, row0, col0, s_q, s_kv)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 rdS = cute.make_fragment_like(acc_dP, dtype)

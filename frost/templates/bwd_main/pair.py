@@ -33,7 +33,7 @@ import cutlass.cute as cute
 
 from frost.sched.pair import EMPTY, FULL, GUARD, RECV
 from frost.sched.plan import WarpRole
-from frost.tile_dsl import cluster
+from frost.tile_dsl import cluster, smem
 from frost.tile_dsl.cluster import PairExchange
 
 PAIR_STAGE = "pair_x"
@@ -102,17 +102,43 @@ class PairRole:
                 cute.arch.cluster_arrive()
 
     def pair_ops(self, sm, tidx):
-        """(send, receive_add) of this MMA thread, or None without a pair exchange."""
+        """(send, receive_add) of this MMA thread, or None without a pair exchange. Called once
+        the warp is done with the bytes a guarded buffer reuses (V's): it releases them."""
         ex = self.pair
         if ex is None:
             return None
+        if ex.guarded:
+            cluster.release_to_peer(sm.pair_empty)
         return cluster.make_pair_exchange(sm.pair_recv, sm.pair_full, sm.pair_empty, ex, tidx)
 
+    def pair_views(self, raw) -> dict:
+        """The receive buffer (Int32) and the two mbarriers, if the plan has them."""
+        ex = self.pair
+        if ex is None:
+            return {}
+        return {"pair_recv": cute.recast_ptr(raw + ex.offset, dtype=cutlass.Int32),
+                "pair_full": smem.mbar_ptr(raw, ex.full_offset),
+                "pair_empty": smem.mbar_ptr(raw, ex.empty_offset)}
+
+    def pair_launch(self, grid) -> dict:
+        """Launch keywords: 2-CTA clusters (the grid's x rounded up to even) with a pair."""
+        if self.pair is None:
+            return {}
+        grid[0] = (grid[0] + 1) // 2 * 2
+        return {"cluster": list(self.kp.params["cluster"])}
+
     @cute.jit
-    def pair_open(self, sm):
-        """A guarded buffer: this warp is done with the bytes it reuses (V's)."""
-        if cutlass.const_expr(self.pair is not None and self.pair.guarded):
-            cluster.release_to_peer(sm.pair_empty)
+    def paired_pointwise(self, ops, trip, trips, acc_S, acc_dP, *args):
+        """:meth:`~.pointwise.SoftmaxGrad.pointwise` (``args``: its arguments after the
+        accumulators), with pair_x's round A before it and round B after (trip ``trip`` of
+        ``trips``)."""
+        if cutlass.const_expr(ops is not None):
+            n = self.pair.words
+            self.pair_round(ops, acc_S, acc_dP, 2 * trip, 2 * trips, n, n // 2)
+        self.pointwise(acc_S, acc_dP, *args)
+        if cutlass.const_expr(ops is not None):
+            n = self.pair.words
+            self.pair_round(ops, acc_S, acc_dP, 2 * trip + 1, 2 * trips, n // 2, n)
 
     @cute.jit
     def pair_round(self, ops, acc_S, acc_dP, rnd, rounds, words: cutlass.Constexpr,

@@ -178,3 +178,16 @@ def stmatrix_fits(kp: KernelPlan) -> bool:
     """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
     tl = kp.tile
     return tl["tile_n"] % (16 * tl["s_wn"]) == 0 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
+
+
+class BwdMainError(ValueError):
+    """The bwd_main template cannot implement the requested plan or option."""
+
+
+def exchange_mode(kp: KernelPlan) -> int:
+    """:func:`exchange_split`, with BwdMainError for a split bwd_main does not run."""
+    mode = exchange_split(kp)
+    if mode is None:
+        raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
+                           f"one way or the other; the plan has {kp.params.get('exchange')}")
+    return mode
