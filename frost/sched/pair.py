@@ -12,7 +12,7 @@ import sympy
 
 from frost.sched.arch import get_arch
 from frost.sched.plan import Infeasible, KernelPlan, Plan, WarpGroupPlan, WarpRole
-from frost.sched.smem import BufferRequest, _reuse, align_up, allocate, place_mbarriers
+from frost.sched.smem import BufferRequest, align_up, allocate, place_mbarriers, reuse_spot
 from frost.tile_dsl.barrier import WARP_SIZE
 from frost.tile_dsl.cluster import VEC
 
@@ -75,8 +75,7 @@ def add_pair_exchange(kp: KernelPlan, threads: int, words: int, like: str,
     nbytes = threads * words * 4
     req = BufferRequest(RECV, 1, threads * words, "fp32", 4, 1, kp.buffer(like).live,
                         sympy.Integer(nbytes))
-    roots = sorted((b for b in kp.buffers if b.alias_of is None), key=lambda b: b.offset)
-    spot = _reuse(req, roots, list(kp.buffers))
+    spot = reuse_spot(req, list(kp.buffers))
     top = max([b.end for b in kp.buffers] + [m.offset + 8 * m.stages for m in kp.mbarriers])
     if spot is not None:
         offset, root = spot

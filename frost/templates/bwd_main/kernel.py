@@ -439,7 +439,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
             **self.pair_views(raw),
         )
 
-
     def extra_mbarriers(self) -> tuple[str, ...]:
         """The plan's mbarriers besides kv_full and the Q ring's: the split ring's (do_*) and
         exchange_sync's (x_*), in that order."""
