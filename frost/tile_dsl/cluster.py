@@ -97,6 +97,10 @@ class PairExchange:
                              f"{self.words}], got {words!r}")
         return words
 
+    def round_bytes(self, words: int | None) -> int:
+        """The tx bytes of a round of ``words`` words a thread (None: all)."""
+        return self.threads * self.round_words(words) * 4
+
     def send_parity(self, rnd):
         """The parity of the empty-barrier phase a sender waits for before round ``rnd``: phase
         ``rnd - 1`` (the peer read our previous round), or phase ``rnd`` when guarded (phase 0
@@ -142,8 +146,8 @@ class PairExchange:
         show each matters."""
         rng = random.Random(seed)
         warps = self.empty_arrivals
-        sizes = [self.round_words(w) for w in words] or [self.words]
-        nbytes = [self.threads * sizes[r % len(sizes)] * 4 for r in range(rounds + 1)]
+        sizes = list(words) or [None]
+        nbytes = [self.round_bytes(sizes[r % len(sizes)]) for r in range(rounds + 1)]
         full = [_SignedTxBarrier(self.full_arrivals) for _ in range(2)]
         empty = [MbarrierModel(self.empty_arrivals) for _ in range(2)]
         # what lies in each CTA's buffer, per sending warp: the round, "old" (a guarded
@@ -217,7 +221,7 @@ def init(full_ptr, empty_ptr, ex: PairExchange, words: int | None = None) -> Non
     cute.arch.mbarrier_init(full_ptr, ex.full_arrivals)
     cute.arch.mbarrier_init(empty_ptr, ex.empty_arrivals)
     cute.arch.mbarrier_init_fence()
-    cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.threads * ex.round_words(words) * 4)
+    cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.round_bytes(words))
 
 
 def cluster_sync() -> None:
@@ -322,8 +326,7 @@ def make_pair_exchange(buf_ptr, full_ptr, empty_ptr, ex: PairExchange, thread,
                     slots[ex.chunk_start(k, thread) + j]).bitcast(cutlass.Float32)
         if thread == 0:
             if rnd + 1 < rounds:
-                cute.arch.mbarrier_arrive_and_expect_tx(
-                    full_ptr, ex.threads * ex.round_words(next_words) * 4)
+                cute.arch.mbarrier_arrive_and_expect_tx(full_ptr, ex.round_bytes(next_words))
         release_to_peer(empty_ptr)
 
     return send, receive_add
