@@ -89,8 +89,11 @@ def add_pair_exchange(kp: KernelPlan, threads: int, words: int, like: str,
         raise Infeasible(f"{kp.name} with a {nbytes:,} B pair exchange needs {end:,} B of "
                          f"shared memory, over {budget:,} B")
     guard = int(root is not None)
+    params = {**kp.params, "cluster": CLUSTER}
+    if "smem_expr" in params:  # the scheduler's symbolic bytes: the mbarriers, a new region
+        params["smem_expr"] = str(sympy.sympify(params["smem_expr"]) + 8 * len(mbars)
+                                  + (0 if guard else nbytes))
     return dataclasses.replace(
         kp, buffers=kp.buffers + (recv,), mbarriers=kp.mbarriers + tuple(mbars),
         smem_bytes=max(kp.smem_bytes, end),
-        tile={**kp.tile, "pair_words": words, GUARD: guard},
-        params={**kp.params, "cluster": CLUSTER})
+        tile={**kp.tile, "pair_words": words, GUARD: guard}, params=params)

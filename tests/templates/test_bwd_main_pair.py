@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import sympy
 
 from frost.sched import plan_variant
 from frost.sched.pair import EMPTY, FULL, GUARD, RECV
@@ -37,6 +38,8 @@ def test_the_receive_buffer_takes_v_s_free_bytes_and_is_guarded():
     assert (kp.mbarrier(FULL).tx_bytes, kp.mbarrier(EMPTY).arrive_count) == (recv.nbytes, 8)
     assert kp.params["cluster"] == (2, 1, 1) and "cluster" not in base.params
     assert kp.smem_bytes == base.smem_bytes + 16 <= 101_376  # two mbarriers more, no more bytes
+    grown = sympy.sympify(kp.params["smem_expr"]) - sympy.sympify(base.params["smem_expr"])
+    assert grown == 16  # the symbolic report counts them too
     ex = pair_exchange_of(kp)
     assert (ex.threads, ex.words, ex.guarded, ex.offset) == (256, 16, True, recv.offset)
     assert pair_exchange_of(base) is None
