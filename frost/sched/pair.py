@@ -14,13 +14,25 @@ from frost.sched.arch import get_arch
 from frost.sched.plan import Infeasible, KernelPlan, Plan, WarpGroupPlan, WarpRole
 from frost.sched.smem import BufferRequest, align_up, allocate, place_mbarriers, reuse_spot
 from frost.tile_dsl.barrier import WARP_SIZE
-from frost.tile_dsl.cluster import VEC
+from frost.tile_dsl.cluster import VEC, PairExchange
 
 RECV = "pair_recv"
 FULL = "pair_full"
 EMPTY = "pair_empty"
 CLUSTER = (2, 1, 1)
 GUARD = "pair_guard"  # tile key: 1 when the receive buffer reuses bytes live before the loop
+
+
+def exchange_of(kp: KernelPlan, words: int) -> PairExchange:
+    """The :class:`PairExchange` of ``words`` fp32 words a thread a round that ``kp`` places
+    (its ``pair_recv`` buffer and ``pair_full`` / ``pair_empty`` mbarriers, and ``pair_guard``):
+    one thread per ``words`` words of the buffer. KeyError / ValueError when ``kp`` has no such
+    buffer or the counts are bad."""
+    recv = kp.buffer(RECV)
+    return PairExchange(recv.nbytes // (4 * words), words, offset=recv.offset,
+                        full_offset=kp.mbarrier(FULL).offset,
+                        empty_offset=kp.mbarrier(EMPTY).offset,
+                        guarded=bool(kp.tile.get(GUARD, 0)))
 
 
 def plan_pair_exchange(threads: int = 256, words: int = 16, smem_bytes: int = 0,

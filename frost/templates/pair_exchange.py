@@ -14,7 +14,7 @@ end it writes its sums to ``out[cta, thread, i]``. Grid: ``pairs`` clusters of 2
 
 import dataclasses  # (no `from __future__ import annotations`: CuTe reads the kernels' annotations)
 
-from frost.sched.pair import CLUSTER, EMPTY, FULL, RECV, plan_pair_exchange
+from frost.sched.pair import CLUSTER, EMPTY, FULL, RECV, exchange_of, plan_pair_exchange
 from frost.sched.plan import KernelPlan
 from frost.tile_dsl.cluster import PairExchange
 
@@ -53,9 +53,7 @@ class PairExchangeProbe:
     @property
     def ex(self) -> PairExchange:
         kp = self.kp
-        return PairExchange(kp.tile["threads"], kp.tile["words"], offset=kp.buffer(RECV).offset,
-                            full_offset=kp.mbarrier(FULL).offset,
-                            empty_offset=kp.mbarrier(EMPTY).offset)
+        return exchange_of(self.kp, self.kp.tile["words"])
 
     def can_implement(self) -> None:
         """Raise :class:`PairExchangeError` unless ``kp`` is a pair_exchange plan that agrees

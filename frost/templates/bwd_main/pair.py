@@ -31,7 +31,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from frost.sched.pair import EMPTY, FULL, GUARD, RECV
+from frost.sched.pair import exchange_of
 from frost.sched.plan import WarpRole
 from frost.tile_dsl import cluster, smem
 from frost.tile_dsl.cluster import PairExchange
@@ -44,10 +44,7 @@ def pair_exchange_of(kp) -> PairExchange | None:
     words = kp.tile.get("pair_words", 0)
     if not words:
         return None
-    return PairExchange(kp.buffer(RECV).nbytes // (4 * words), words,
-                        offset=kp.buffer(RECV).offset, full_offset=kp.mbarrier(FULL).offset,
-                        empty_offset=kp.mbarrier(EMPTY).offset,
-                        guarded=bool(kp.tile.get(GUARD, 0)))
+    return exchange_of(kp, words)
 
 
 def pair_problem(kp, skip, code, causal: bool, stage_dq: bool) -> str | None:
