@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Session 49's device calls (after `bash .gpu/tools/setup-remote`): usage
+#   bash bench/s49_gpu.sh COMMIT tests|chain|ablate|rest
+# tests: the whole GPU test set; chain: the SDPA chain bench (bench/sdpa_bwd.py); ablate: v139
+# (bench/ab_v139.sh: stage ablations at every bench row's bwd_main); rest: chain then ablate.
+set -u
+. "$(dirname "$0")/gpu_prologue.sh"
+here=$(dirname "$0")
+case ${2:?} in
+tests|chain) bash "$here/s43_gpu.sh" "$1" "$2" ;;
+ablate) OUT=$out bash "$here/ab_v139.sh" ;;
+rest) bash "$here/s43_gpu.sh" "$1" chain; OUT=$out bash "$here/ab_v139.sh" ;;
+*) echo "unknown mode ${2}: tests|chain|ablate|rest" >&2; exit 2 ;;
+esac
