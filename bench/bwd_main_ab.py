@@ -186,7 +186,10 @@ def plot(results: list[dict], path: str, title: str = "", timed: str = "bwd_main
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"d={r['d']}{' causal' if r.get('causal') else ''}  {r['variant']}" for r in results]
+    shapes = {tuple(r.get("shape") or ()) for r in results}
+    labels = [f"d={r['d']}{' causal' if r.get('causal') else ''}"
+              f"{'  ' + ','.join(map(str, r['shape'])) if len(shapes) > 1 else ''}  {r['variant']}"
+              for r in results]
     ratios = [r["ratio"] for r in results]
     lo = [max(0.0, r["ratio"] - r["round_ratio_min"]) for r in results]
     hi = [max(0.0, r["round_ratio_max"] - r["ratio"]) for r in results]
@@ -214,15 +217,19 @@ def replot(paths: list[str], out: str) -> int:
         with open(p) as fh:
             doc = json.load(fh)
         metas.append(doc["meta"])
-        results += [dict(r, causal=doc["meta"].get("causal", False)) for r in doc["results"]]
+        results += [dict(r, causal=doc["meta"].get("causal", False),
+                         shape=list(doc["meta"].get("shape", []))) for r in doc["results"]]
     if not results:
         raise SystemExit("no results in " + ", ".join(paths))
     os.makedirs(out, exist_ok=True)
+    shapes = sorted({tuple(m.get("shape", [])) for m in metas})
     for r in results:
-        print(f"{r['d']:>4}{' c' if r['causal'] else '  '} {r['variant']:<44} {r['ratio']:7.3f}   "
-              f"[{r['round_ratio_min']:.3f}, {r['round_ratio_max']:.3f}]")
-    title = f"{metas[0].get('gpu', '')} {metas[0].get('date', '')[:10]} " \
-            f"B,H,S={','.join(str(x) for x in metas[0].get('shape', []))}"
+        where = f" {','.join(map(str, r['shape'])):<12}" if len(shapes) > 1 else ""
+        print(f"{r['d']:>4}{' c' if r['causal'] else '  '}{where} {r['variant']:<44} "
+              f"{r['ratio']:7.3f}   [{r['round_ratio_min']:.3f}, {r['round_ratio_max']:.3f}]")
+    title = f"{metas[0].get('gpu', '')} {metas[0].get('date', '')[:10]}" + \
+        ("\n" if len(shapes) > 1 else " ") + \
+        ("B,H,S=" + " / ".join(",".join(map(str, sh)) for sh in shapes))
     print("plot:", plot(results, os.path.join(out, "bwd_main_ab.png"), title))
     return 0
 

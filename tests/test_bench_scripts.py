@@ -254,6 +254,29 @@ def test_bwd_main_ab_replot_draws_stored_results(tmp_path):
         assert r["variant"] in ln and f"{r['ratio']:.3f}" in ln
 
 
+def test_bwd_main_ab_replot_names_each_shape_when_they_differ(tmp_path):
+    """Stored runs at two shapes of one head dim (bench/ab_v139.sh: (4,16,4096) and
+    (16,16,1024) at d=128) replot with each line naming its B,H,S, so the groups stay apart."""
+    import json
+
+    files = []
+    for i, shape in enumerate(([4, 16, 4096], [16, 16, 1024])):
+        res = [dict(d=128, variant=v, ratio=r + i / 100, round_ratio_min=r, round_ratio_max=r,
+                    ms=1.0, tflops=300.0) for v, r in (("default", 1.0), ("skip=softmax", 0.9))]
+        path = tmp_path / f"run{i}.json"
+        path.write_text(json.dumps(dict(meta=dict(gpu="card", date="2026-12-07", shape=shape),
+                                        results=res)))
+        files.append(str(path))
+    res = subprocess.run([sys.executable, AB, "--replot", *files, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("plot:")]
+    assert len(lines) == 4
+    assert all("4,16,4096" in ln for ln in lines[:2]) and all("16,16,1024" in ln for ln in lines[2:])
+    assert "0.910" in lines[3] and "skip=softmax" in lines[3]
+    assert (tmp_path / "bwd_main_ab.png").stat().st_size > 10_000
+
+
 def test_ncu_stalls_summarises_a_source_page(tmp_path):
     """bench/ncu_stalls.py on a small hand-made source page: shares by reason and by opcode
     (predicates stripped), and shared wavefronts against their ideal."""
