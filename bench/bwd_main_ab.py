@@ -188,7 +188,8 @@ def plot(results: list[dict], path: str, title: str = "", timed: str = "bwd_main
 
     shapes = {tuple(r.get("shape") or ()) for r in results}
     labels = [f"d={r['d']}{' causal' if r.get('causal') else ''}"
-              f"{'  ' + ','.join(map(str, r['shape'])) if len(shapes) > 1 else ''}  {r['variant']}"
+              f"{'  ' + ','.join(map(str, r.get('shape') or ())) if len(shapes) > 1 else ''}"
+              f"  {r['variant']}"
               for r in results]
     ratios = [r["ratio"] for r in results]
     lo = [max(0.0, r["ratio"] - r["round_ratio_min"]) for r in results]

@@ -52,7 +52,6 @@ class PairExchangeProbe:
 
     @property
     def ex(self) -> PairExchange:
-        kp = self.kp
         return exchange_of(self.kp, self.kp.tile["words"])
 
     def can_implement(self) -> None:
