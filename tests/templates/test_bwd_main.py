@@ -705,6 +705,14 @@ def test_gpu_serial_sdp(d, causal):
              seed=41)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_serial_sdp_d256(causal):
+    """serial_sdp=1 on d=256's default plan (v140's A/B): S, then P in io-dtype registers, then
+    dP; many trips, GQA 2:1, a ragged tail."""
+    run_case(1, 700, 650, 4, 2, 256, causal=causal, knobs=(("serial_sdp", 1),), seed=43)
+
+
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("causal", [False, True])
