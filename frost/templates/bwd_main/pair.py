@@ -129,12 +129,11 @@ class PairRole:
         """:meth:`~.pointwise.SoftmaxGrad.pointwise` (``args``: its arguments after the
         accumulators), with pair_x's round A before it and round B after (trip ``trip`` of
         ``trips``)."""
+        n = 0 if ops is None else self.pair.words  # (trace time)
         if cutlass.const_expr(ops is not None):
-            n = self.pair.words
             self.pair_round(ops, acc_S, acc_dP, 2 * trip, 2 * trips, n, n // 2)
         self.pointwise(acc_S, acc_dP, *args)
         if cutlass.const_expr(ops is not None):
-            n = self.pair.words
             self.pair_round(ops, acc_S, acc_dP, 2 * trip + 1, 2 * trips, n // 2, n)
 
     @cute.jit
