@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 
 from frost.sdpa import chain as _chain
 from frost.templates.host import device_arch, raw_stream  # noqa: F401  (device_arch: API)
@@ -185,11 +186,19 @@ def build(key: VariantKey, *, with_main: bool = True,
     return CompiledChain(key, cfg, compiled, fn.main)
 
 
+_BUILD_LOCK = threading.Lock()
+
+
 def get_chain(key: VariantKey) -> CompiledChain:
-    """The compiled chain of ``key``, compiled on first use and cached for the process."""
+    """The compiled chain of ``key``, compiled on first use and cached for the process. Threads
+    whose first calls want the same variant at once get one compile: the first builds it under
+    a lock, the others wait and take its entry."""
     entry = _CACHE.get(key)
     if entry is None:
-        entry = _CACHE[key] = build(key)
+        with _BUILD_LOCK:
+            entry = _CACHE.get(key)
+            if entry is None:
+                entry = _CACHE[key] = build(key)
     return entry
 
 
@@ -327,7 +336,7 @@ def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) ->
 
 
 def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
-             deterministic=False):
+             deterministic=False, check_finite=False):
     """The gradients (dq, dk, dv) of ``o = softmax(q·kᵀ·scale)·v`` given ``do = ∂L/∂o``.
 
     Args:
@@ -347,6 +356,15 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
             signature (shapes, strides, options) checks it with the outputs against the
             device's free memory and raises ValueError before compiling if it cannot fit; a
             best-effort check (later calls of the signature and fragmentation are not seen).
+        check_finite: first check that every ``lse`` entry is finite or -inf, and raise
+            ValueError naming the first bad row otherwise (a device-to-host sync; off by
+            default).
+
+    Non-finite values: NaN or inf in q, k, v, o or do propagate as in the float64 reference
+    (the kernels do not hang on them). A row whose ``lse`` is -inf (every key masked) gets
+    exactly zero gradients; a row whose ``lse`` is +inf or NaN, which no forward produces, gets
+    NaN gradients (or the ValueError of ``check_finite=True``). Zero-size calls (B, S_q, S_kv or
+    H = 0) return zero-filled outputs of the right shapes and launch nothing.
 
     D is any multiple of 8 in [32, 256]; S_q and S_kv are independent and need not be
     multiples of a tile. B, H and S are runtime values: one compile per (arch, dtype, D, causal
@@ -379,6 +397,8 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
             if len(_SIGS) >= _MAX_SIGS:
                 _SIGS.clear()
             _SIGS[sig] = prep
+    if check_finite:
+        _check_lse_finite(lse)
     ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), do.data_ptr())
     if (ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3] | ptrs[4]) % _ALIGN_BYTES:
         validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
@@ -398,10 +418,17 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
             outputs = q.element_size() * p.b * p.d * (p.s_q * p.h_q + 2 * p.s_kv * p.h_kv)
             check_workspace(key, p, _free_bytes(torch, q.get_device()) - outputs, q.get_device())
         run = prep.chains[use_pdl] = _Launch.of(get_chain(key), prep, q.get_device())
-    dq = torch.empty(run.shape_q, dtype=dt, device=dev)
-    dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
-    dv = torch.empty(run.shape_kv, dtype=dt, device=dev)
-    ws = torch.empty(run.ws_floats, dtype=torch.float32, device=dev)
+    try:
+        dq = torch.empty(run.shape_q, dtype=dt, device=dev)
+        dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
+        dv = torch.empty(run.shape_kv, dtype=dt, device=dev)
+        ws = torch.empty(run.ws_floats, dtype=torch.float32, device=dev)
+    except torch.OutOfMemoryError as e:
+        raise type(e)(
+            f"frost.sdpa.backward: out of GPU memory allocating the outputs and the "
+            f"{4 * run.ws_floats / 2**30:.2f} GiB fp32 workspace (deterministic="
+            f"{prep.deterministic}; deterministic=True grows it with S_q·S_kv, see "
+            f"frost.sdpa.api.workspace_bytes); nothing was launched. {e}") from None
     a, rows = ws.data_ptr(), run.ws_rows  # rows: a multiple of 32, regions stay 128-B aligned
     idx = q.get_device()
     stream = raw_stream(idx)
@@ -417,6 +444,17 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
         with torch.cuda.device(idx):
             run.chain.launch(vals, idx)
     return dq, dk, dv
+
+
+def _check_lse_finite(lse) -> None:
+    """ValueError naming the first (b, h, row) whose LSE is +inf or NaN (-inf is allowed: a fully
+    masked row)."""
+    torch = _torch()
+    bad = ~(torch.isfinite(lse) | (lse == -math.inf))
+    if bool(bad.any()):
+        b, h, r = (int(x) for x in bad.nonzero()[0])
+        raise ValueError(f"lse must be finite or -inf (check_finite=True): lse[{b}, {h}, {r}] = "
+                         f"{float(lse[b, h, r])}, and {int(bad.sum())} entries in all")
 
 
 def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deterministic, ws=None):

@@ -94,7 +94,7 @@ def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
     for name, t in (("o", o), ("do", do)):
         if tuple(t.shape) != (b, s_q, h_q, d):
             raise ValueError(f"{name} shape must equal q shape {tuple(q.shape)}, got {tuple(t.shape)}")
-    if h_kv == 0 or h_q % h_kv:
+    if (h_kv == 0 and h_q != 0) or (h_kv and h_q % h_kv):  # H_q = H_kv = 0: empty, no launch
         raise ValueError(f"GQA ratio: H_q={h_q} must be a multiple of H_kv={h_kv} (k/v heads)")
     if tuple(lse.shape) != (b, h_q, s_q):
         raise ValueError(f"lse shape must be (B, H_q, S_q) = {(b, h_q, s_q)}, got {tuple(lse.shape)}")

@@ -3,11 +3,14 @@
 What it computes, for every batch ``b``, query head ``h`` and padded query row ``i < S_q_pad``::
 
     delta[b, h, i]    = sum_d dO[b, i, h, d] * O[b, i, h, d]      (fp32; 0 on pad rows)
-    lse_log2[b, h, i] = LSE[b, h, i] * log2(e)                    (+inf on pad rows and where LSE = -inf)
+    lse_log2[b, h, i] = LSE[b, h, i] * log2(e)                    (+inf on pad rows and where LSE = -inf;
+                                                                   NaN where LSE = +inf or NaN)
     dq_accum[s, b, h, i, :] = 0                                    (every split s of the dQ workspace)
 
 ``lse_log2 = +inf`` for a fully masked row makes ``P = exp2(S * c - lse_log2) = 0`` in the main
-kernel instead of ``exp2(-inf + inf) = NaN``.
+kernel instead of ``exp2(-inf + inf) = NaN``: such a row's gradients are exactly 0. An LSE of
++inf or NaN has no meaning (no forward produces one): it becomes NaN, so the row's gradients are
+NaN rather than silently 0 (``frost.sdpa.backward(check_finite=True)`` raises instead).
 
 How: grid ``(S_q_pad / block_m, H_q, B)``; each CTA owns ``block_m`` rows. A row is read by
 ``threads_per_row`` consecutive lanes (a power of two <= 32), each loading 16-byte vectors
@@ -61,8 +64,11 @@ class RowDotConfig(RowwiseConfig):
 
 
 def lse_log2_model(lse: float) -> float:
-    """Pure-Python model of the LSE conversion (the device applies it per row)."""
-    return math.inf if lse == -math.inf else lse * LOG2_E
+    """Pure-Python model of the LSE conversion (the device applies it per row): -inf (a fully
+    masked row) → +inf, +inf and NaN → NaN, else LSE·log2(e)."""
+    if lse == -math.inf:
+        return math.inf
+    return lse * LOG2_E + (lse - lse)  # lse - lse: 0 when finite, NaN for +inf and NaN
 
 
 def row_lanes_model(cfg: RowDotConfig, tid: int) -> tuple[int, list[int]]:
@@ -130,8 +136,8 @@ class RowDot:
                 lse2 = Float32(math.inf)
                 if r < seqlen:
                     lse = mLSE[b, h, r]
-                    if lse != -Float32(math.inf):
-                        lse2 = lse * Float32(LOG2_E)
+                    if lse != -Float32(math.inf):  # (lse - lse: NaN for +inf / NaN)
+                        lse2 = lse * Float32(LOG2_E) + (lse - lse)
                 mDelta[b, h, r] = acc
                 mLSE2[b, h, r] = lse2
 

@@ -79,7 +79,10 @@ _DUMP_DIR: str | None = None
 
 
 def _dump_dir() -> str:
-    """A per-process scratch folder for --keep-ptx/--keep-cubin files (CuTe's default is the CWD)."""
+    """A per-process scratch folder for --keep-ptx/--keep-cubin files (CuTe's default is the CWD),
+    made again if something outside the process removed it (temp-dir cleaners on shared
+    machines do): CuTe DSL writes nothing into a missing folder and hands back the file's path
+    in place of its contents."""
     global _DUMP_DIR
     if _DUMP_DIR is None:
         import atexit
@@ -87,7 +90,25 @@ def _dump_dir() -> str:
 
         _DUMP_DIR = tempfile.mkdtemp(prefix="frost-cute-dump-")
         atexit.register(shutil.rmtree, _DUMP_DIR, True)
+    os.makedirs(_DUMP_DIR, exist_ok=True)
     return _DUMP_DIR
+
+
+class CompileArtifactError(RuntimeError):
+    """A compile finished but its PTX or cubin could not be read back (CuTe DSL returned a
+    path, or nothing, instead of the text and the ELF bytes)."""
+
+
+def _artifacts(compiled) -> tuple[str, bytes] | None:
+    """(PTX text, cubin bytes) of a CuTe compile made with --keep-ptx --keep-cubin, or None when
+    either is not what it should be (PTX carries ``.version`` and ``.target`` lines; a cubin
+    starts with the ELF magic)."""
+    ptx, cubin = compiled.__ptx__, compiled.__cubin__
+    if not isinstance(ptx, str) or ".version" not in ptx or ".target" not in ptx:
+        return None
+    if not isinstance(cubin, (bytes, bytearray)) or bytes(cubin[:4]) != b"\x7fELF":
+        return None
+    return ptx, bytes(cubin)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,22 +293,30 @@ def compile_for(fn, *args, arch: str = "sm_120a", extra_options: str = "",
 
     if arch not in SUPPORTED_ARCHS:
         raise ValueError(f"arch must be one of {SUPPORTED_ARCHS}, got {arch!r}")
-    opts = (f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {_dump_dir()} remarks{{ptx}} "
-            f"{extra_options}").strip()
     from frost.tile_dsl.nvvm import for_arch, nvvm_options
 
-    codegen = for_arch(arch) if nvvm is None else \
-        nvvm_options(nvvm) if nvvm else contextlib.nullcontext()
-    with _capture_stderr() as box, codegen:
-        compiled = cute.compile(fn, *args, options=opts, **kwargs)
+    for attempt in (1, 2):  # a second try when the scratch folder vanished mid-compile
+        opts = (f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {_dump_dir()} "
+                f"remarks{{ptx}} {extra_options}").strip()
+        codegen = for_arch(arch) if nvvm is None else \
+            nvvm_options(nvvm) if nvvm else contextlib.nullcontext()
+        with _capture_stderr() as box, codegen:
+            compiled = cute.compile(fn, *args, options=opts, **kwargs)
+        got = _artifacts(compiled)
+        if got is not None:
+            break
+    else:
+        raise CompileArtifactError(
+            f"compile_for: the compile for {arch} finished but its PTX/cubin could not be read "
+            f"back from {_DUMP_DIR} (got {str(compiled.__ptx__)[:80]!r}); is something deleting "
+            f"that folder? Set TMPDIR to a folder nothing cleans")
+    ptx, cubin = got
     log = box["text"]
     kernels = parse_ptxas_log(log)
     if not kernels:
         raise RuntimeError("compile_for: ptxas printed no resource report (remarks{ptx}); "
                            "cannot check registers or spills")
-    ptx = compiled.__ptx__ if isinstance(compiled.__ptx__, str) else ""
-    cubin = compiled.__cubin__ if isinstance(compiled.__cubin__, (bytes, bytearray)) else b""
-    report = CompileReport(arch=arch, compiled=compiled, ptx=ptx, cubin=bytes(cubin), log=log,
+    report = CompileReport(arch=arch, compiled=compiled, ptx=ptx, cubin=cubin, log=log,
                            kernels=kernels)
     found = report.lint() if lint else []
     if found:

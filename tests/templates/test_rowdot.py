@@ -24,6 +24,7 @@ def test_lane_model_covers_every_vector_once(d):
 def test_lse_model():
     assert lse_log2_model(-math.inf) == math.inf
     assert lse_log2_model(2.0) == pytest.approx(2.0 / math.log(2.0))
+    assert math.isnan(lse_log2_model(math.inf)) and math.isnan(lse_log2_model(math.nan))
 
 
 @pytest.mark.parametrize("bad", [dict(head_dim=36), dict(io_bits=32), dict(threads=100), dict(d_pad=32)])
@@ -92,3 +93,13 @@ def test_rowdot_numerics(d, s_q, dtype):
     assert torch.allclose(lse2[:, :, :s_q].double(), ref_lse2, rtol=1e-6, atol=1e-6)
     assert torch.all(delta[:, :, s_q:] == 0) and torch.all(lse2[:, :, s_q:] == math.inf)
     assert s_pad % 32 == 0 and torch.all(acc == 0)
+
+
+@pytest.mark.compile
+def test_compile_keeps_the_nan_of_an_infinite_lse(tmp_path, monkeypatch):
+    """lse_log2 = lse·log2e + (lse − lse): the subtraction must survive into the PTX (a fast-math
+    fold to 0 would turn an LSE of +inf into zero gradients instead of NaN)."""
+    import re
+
+    rep = _compile("sm_120a", 64, True, tmp_path, monkeypatch)
+    assert re.search(r"\bsub(\.\w+)*\.f32\b", rep.ptx), "lse - lse was folded away"

@@ -111,3 +111,41 @@ def test_entry_ptx_cuts_a_module_at_its_entries():
         rep.entry_ptx("kernel_")
     with pytest.raises(LookupError, match="0 PTX entries"):
         rep.entry_ptx("Nope")
+
+
+@pytest.mark.compile
+def test_report_survives_its_scratch_folder_being_deleted():
+    """Something outside the process (a temp cleaner) deletes the per-process dump folder between
+    compiles: the next report still holds PTX text and an ELF cubin, not a file path."""
+    import shutil
+
+    from frost.tile_dsl import compile as comp
+
+    fn, a, b = _kernel_fn()
+    compile_for(fn, a, b, arch="sm_120a")
+    shutil.rmtree(comp._dump_dir())
+    rep = compile_for(fn, a, b, arch="sm_120a")
+    assert ".entry" in rep.ptx and rep.ptx.lstrip().startswith("//")
+    assert rep.cubin[:4] == b"\x7fELF" and rep.count("st.global") >= 1
+
+
+def test_unreadable_artifacts_raise_one_clear_error(monkeypatch):
+    """When the PTX still cannot be read back after the retry, compile_for raises
+    CompileArtifactError instead of returning a report whose PTX is a path."""
+    import types
+
+    import cutlass.cute as cute
+
+    from frost.tile_dsl import compile as comp
+
+    calls = []
+
+    def fake_compile(fn, *args, options="", **kw):
+        calls.append(options)
+        return types.SimpleNamespace(__ptx__="/tmp/gone/cutlass_x.sm_120a.ptx",
+                                     __cubin__="/tmp/gone/cutlass_x.sm_120a.cubin")
+
+    monkeypatch.setattr(cute, "compile", fake_compile)
+    with pytest.raises(comp.CompileArtifactError, match="could not be read back"):
+        compile_for(lambda: None, arch="sm_120a")
+    assert len(calls) == 2  # one retry with the folder made again
