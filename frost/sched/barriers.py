@@ -10,7 +10,7 @@ after ``__syncwarp``), so ``arrive_count`` = number of consumer warps.
 
 Copy method (:func:`copy_method`): 2-D tiles travel by TMA and count in ``tx_bytes``. Per-row
 vectors (``(rows,)`` tiles such as LSE and delta) are written by the producer warp's lanes
-(generic proxy, ordered by ``__syncwarp`` before the lane-0 ``arrive.expect_tx``): a TMA box
+(generic proxy, each lane arriving on the ring's full barrier after its stores): a TMA box
 would zero-fill rows past the sequence end, while a row statistic needs its own neutral value
 there (+inf for the log-sum-exp, so that P = 0). They do not count in ``tx_bytes``.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 from frost.ir.program import Program
 from frost.ir.stages import Load
 from frost.ir.symbols import Level
+from frost.tile_dsl.barrier import WARP_SIZE, Access, handoff_arrivals
 
 
 def copy_method(load: Load) -> str:
@@ -27,8 +28,15 @@ def copy_method(load: Load) -> str:
     return "lanes" if load.out.is_vector else "tma"
 
 
+def ring_access(loads) -> frozenset:
+    """How the producer writes a ring whose loads are ``loads``: ASYNC (TMA) and/or LANES."""
+    return frozenset(Access.LANES if copy_method(ld) == "lanes" else Access.ASYNC for ld in loads)
+
+
 def rings(prog: Program, ring_stages: dict[str, int], consumers: int):
-    """(name, stages, arrive_count, tx_bytes) per mbarrier ring of a concrete program."""
+    """(name, stages, arrive_count, tx_bytes) per mbarrier ring of a concrete program, the
+    producer being one warp and ``consumers`` the consumer warps (which read with plain
+    accesses: ldmatrix, ld.shared)."""
     by_ring: dict[str, list[Load]] = {}
     for s in prog.topo():
         if isinstance(s, Load):
@@ -38,7 +46,9 @@ def rings(prog: Program, ring_stages: dict[str, int], consumers: int):
         refilled = any(ld.level == Level.BODY for ld in loads)
         stages = ring_stages.get(ring, 1) if refilled else 1
         tx = sum(int(ld.out.nbytes) for ld in loads if copy_method(ld) == "tma")
-        out.append((f"{ring}_full", stages, 1, tx))
+        written = ring_access(loads)
+        out.append((f"{ring}_full", stages, handoff_arrivals(written, {Access.LANES}, 1), tx))
         if refilled:
-            out.append((f"{ring}_empty", stages, consumers, 0))
+            out.append((f"{ring}_empty", stages,
+                        handoff_arrivals({Access.LANES}, written, consumers), 0))
     return out

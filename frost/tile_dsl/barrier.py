@@ -181,6 +181,61 @@ def check_arrive_count(mb: MbarrierPlan, arrivals: int, tx_bytes: int | None = N
     return mb
 
 
+class Access(enum.IntEnum):
+    """How a role touches a buffer it hands to another role through an mbarrier (0 reserved)."""
+
+    NONE = 0
+    ASYNC = 1   # the async proxy (TMA, bulk copies): ordered by the full barrier's tx bytes
+    LANES = 2   # plain loads / stores (ld/st.shared, ldmatrix, stmatrix) by every lane
+
+
+def handoff_agent(before: Access, after: Access) -> Agent:
+    """How the role that accessed a buffer ``before`` a handoff must arrive on the mbarrier that
+    hands it to a role that accesses it ``after``, so that the later accesses cannot overtake
+    the earlier ones.
+
+    * LANES → LANES (plain accesses on both sides, e.g. row statistics written by the producer's
+      lanes and read by every MMA thread, or P/dS exchanged between MMA warps): an
+      ``mbarrier.arrive`` releases the arriving thread's own prior accesses and the waiters
+      acquire exactly those, so every lane arrives (:attr:`Agent.THREAD`). One elected lane after
+      ``bar.warp.sync`` (:attr:`Agent.WARP`) leaves the other lanes' accesses unordered against
+      the waiter: compute-sanitizer's racecheck reports those as hazards (lab/race, 2026-12-07).
+    * ASYNC → anything (a TMA load consumed): one arrive carrying the expected bytes
+      (:attr:`Agent.ONE`); the transaction count orders the bytes.
+    * LANES → ASYNC (tiles read by ldmatrix, then refilled by TMA): one elected lane a warp after
+      ``bar.warp.sync`` (:attr:`Agent.WARP`), the TMA pipelines' release.
+    """
+    if before == Access.ASYNC:
+        return Agent.ONE
+    if before == Access.LANES:
+        return Agent.THREAD if after == Access.LANES else Agent.WARP
+    raise ValueError(f"before must be ASYNC or LANES, got {before!r}")
+
+
+def handoff_arrivals(before: "set[Access] | frozenset[Access]", after: "set[Access] | frozenset[Access]",
+                     warps: int) -> int:
+    """Arrivals per phase on the handoff mbarrier of a buffer set that ``warps`` warps accessed
+    with ``before`` kinds and the other role accesses with ``after`` kinds: the strictest
+    :func:`handoff_agent` over the pairs (a producer warp that writes lanes and issues TMA
+    arrives from every lane; its TMA issuer's arrive carries the bytes)."""
+    agents = {handoff_agent(b, a) for b in before for a in after}
+    if Agent.THREAD in agents:
+        return arrive_count(Agent.THREAD, warps)
+    if Agent.WARP in agents:
+        return arrive_count(Agent.WARP, warps)
+    return arrive_count(Agent.ONE)
+
+
+def check_handoff(mb: "MbarrierPlan", before, after, warps: int,
+                  tx_bytes: int | None = None) -> "MbarrierPlan":
+    """Raise :class:`ArriveCountError` unless ``mb`` counts :func:`handoff_arrivals`: a plan whose
+    writes can overtake reads is rejected at trace time, before any GPU runs it."""
+    try:
+        return check_arrive_count(mb, handoff_arrivals(before, after, warps), tx_bytes)
+    except ArriveCountError as e:
+        raise ArriveCountError(f"{e}; see frost.tile_dsl.barrier.handoff_agent") from None
+
+
 class MbarrierModel:
     """One hardware mbarrier: pending arrivals, pending tx bytes and the current phase parity.
 

@@ -1,11 +1,13 @@
-"""bwd_main's MMA-side releases, one lane a warp (the plan) or every thread: racecheck and time.
+"""bwd_main's handoffs before and after v141: racecheck them and time them.
 
-    python3 lab/race/chain_case.py check [--arrive plan|thread] [--shape B,S,H,D] [--causal ALIGN]
+    python3 lab/race/chain_case.py check [--arrive plan|warp] [--shape B,S,H,D] [--causal ALIGN]
     python3 lab/race/chain_case.py time  [--rounds 5]   # bench rows, both builds, round-robin
 
-``--arrive thread`` rebuilds the chain with bwd_main's q_empty / do_empty / x_full / x_empty
-counting every MMA thread (``MmaSync.arrive`` then arrives from each thread, with no
-``bar.warp.sync``); ``plan`` is the shipped build.
+``plan`` is the shipped build (v141: every lane arrives where plain shared-memory accesses are
+handed over, :func:`frost.tile_dsl.barrier.handoff_arrivals`). ``--arrive warp`` rebuilds the
+chain as it was before (8da91de): q_empty / do_empty / x_full / x_empty counting one arrive per
+MMA warp (lane 0 after ``bar.warp.sync``) and the row statistics' full barrier one arrive (lane
+0's, with the bytes). ``can_implement`` rejects that plan now, so this script bypasses it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import sys
 RELEASES = ("q_empty", "do_empty", "x_full", "x_empty")
 
 
-def thread_arrive_plan(plan):
-    """``plan`` with bwd_main's consumer-release mbarriers counting every MMA thread."""
+def warp_arrive_plan(plan):
+    """``plan`` with bwd_main's handoffs as before v141 (one arrive a warp, one a fill)."""
     from frost.sched.plan import WarpRole
 
     kp = plan.kernel("bwd_main")
-    n = kp.role(WarpRole.MMA).threads
-    mbs = tuple(dataclasses.replace(m, arrive_count=n) if m.name in RELEASES else m
+    n = kp.role(WarpRole.MMA).num_warps
+    mbs = tuple(dataclasses.replace(m, arrive_count=n) if m.name in RELEASES else
+                dataclasses.replace(m, arrive_count=1) if m.name.endswith("_full") else m
                 for m in kp.mbarriers)
     kp2 = dataclasses.replace(kp, mbarriers=mbs)
     return dataclasses.replace(plan, kernels=tuple(kp2 if k.name == "bwd_main" else k
@@ -38,10 +41,17 @@ def install(key, arrive: str):
     from frost.tile_dsl.compile import cute_options
     from frost.tile_dsl.nvvm import for_arch
 
+    from frost.templates.bwd_main.kernel import BwdMainKernel
+
     plan = api.make_plan(key)
-    if arrive == "thread":
-        plan = thread_arrive_plan(plan)
-    cfg, fn, args = api.chain_program(key, plan=plan)
+    if arrive == "warp":
+        plan = warp_arrive_plan(plan)
+        check, BwdMainKernel.can_implement = BwdMainKernel.can_implement, staticmethod(lambda kp: None)
+    try:
+        cfg, fn, args = api.chain_program(key, plan=plan)
+    finally:
+        if arrive == "warp":
+            BwdMainKernel.can_implement = check
     with for_arch(key.arch):
         compiled = cute.compile(fn, *args, options=cute_options(key.arch, fn.main.code.compile_options))
     api._CACHE[key] = api.CompiledChain(key, cfg, compiled, fn.main)
@@ -98,10 +108,10 @@ def time_rows(a) -> int:
         x = [torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(5)]
         lse = torch.randn(b, h, s, device="cuda").abs() + 5
         builds = {}
-        for arrive in ("plan", "thread"):
+        for arrive in ("plan", "warp"):
             install(key, arrive)
             builds[arrive] = api._CACHE[key]
-        ms = {"plan": [], "thread": []}
+        ms = {"plan": [], "warp": []}
         for _ in range(a.rounds):
             for arrive in ms:
                 api._CACHE[key] = builds[arrive]
@@ -109,9 +119,9 @@ def time_rows(a) -> int:
                 ms[arrive].append(time_ms(lambda _: fs.backward(*x, lse, causal=c), [None],
                                           warmup=2, iters=a.iters))
         med = {k: sorted(v)[len(v) // 2] for k, v in ms.items()}
-        print(f"{b},{h},{s},{d},{causal[0].upper()}  plan {med['plan']:.3f}  thread "
-              f"{med['thread']:.3f}  thread/plan {med['thread'] / med['plan']:.3f}  "
-              f"rounds {' '.join(f'{t / p:.3f}' for t, p in zip(ms['thread'], ms['plan']))}")
+        print(f"{b},{h},{s},{d},{causal[0].upper()}  v141 {med['plan']:.3f}  before "
+              f"{med['warp']:.3f}  v141/before {med['plan'] / med['warp']:.3f}  "
+              f"rounds {' '.join(f'{p / w:.3f}' for p, w in zip(ms['plan'], ms['warp']))}")
     return 0
 
 
@@ -120,7 +130,7 @@ def main(argv=None) -> int:
     ap.add_argument("mode", choices=("check", "time"))
     ap.add_argument("--shape", default="1,256,2,64", help="B,S,H,D")
     ap.add_argument("--causal", default="none", choices=("none", "bottom_right", "top_left"))
-    ap.add_argument("--arrive", default="plan", choices=("plan", "thread"))
+    ap.add_argument("--arrive", default="plan", choices=("plan", "warp"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=10)
     a = ap.parse_args(argv)

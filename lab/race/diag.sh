@@ -13,14 +13,14 @@ for m in none warp thread named; do
   $CS python3 lab/race/mbar_probe.py $m > "$out/logs/probe_$m.log" 2>&1
   echo "probe $m: $(grep -E 'mode=|RACECHECK SUMMARY' "$out/logs/probe_$m.log" | tr '\n' ' ')"
 done
-for arrive in plan thread; do
+for arrive in warp plan; do
   $CS python3 lab/race/chain_case.py check --arrive $arrive > "$out/logs/chain_$arrive.log" 2>&1
   echo "chain d64 $arrive: $(grep -E '^check|RACECHECK SUMMARY' "$out/logs/chain_$arrive.log" | tr '\n' ' ')"
   python3 lab/race/summarize.py "$out/logs/chain_$arrive.log" --d 64
 done
-$CS python3 lab/race/chain_case.py check --arrive thread --shape 1,256,2,128 --causal bottom_right > "$out/logs/chain_thread_128c.log" 2>&1
-echo "chain d128 causal thread: $(grep -E '^check|RACECHECK SUMMARY' "$out/logs/chain_thread_128c.log" | tr '\n' ' ')"
-python3 lab/race/summarize.py "$out/logs/chain_thread_128c.log" --d 128 --causal
+$CS python3 lab/race/chain_case.py check --shape 1,256,2,128 --causal bottom_right > "$out/logs/chain_plan_128c.log" 2>&1
+echo "chain d128 causal plan: $(grep -E '^check|RACECHECK SUMMARY' "$out/logs/chain_plan_128c.log" | tr '\n' ' ')"
+python3 lab/race/summarize.py "$out/logs/chain_plan_128c.log" --d 128 --causal
 } 2>&1 | tee "$out/diag.txt"
 timeout 200 python3 lab/race/chain_case.py time --rounds 5 2>&1 | tee "$out/time.txt"
 tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"

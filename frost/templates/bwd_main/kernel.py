@@ -230,18 +230,14 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
         and checks the plan's counts, so a wrong count fails here instead of hanging a GPU.
         """
         from frost.sched.arch import get_arch
-        from frost.tile_dsl.barrier import (WARP_SIZE, Agent, ArriveCountError, arrive_count,
-                                            check_arrive_count)
+        from frost.tile_dsl.barrier import (WARP_SIZE, Access, Agent, ArriveCountError,
+                                            arrive_count, check_arrive_count, check_handoff)
 
         tl = kp.tile
         budget = get_arch(kp.params.get("arch", "sm_120a")).smem_budget
         if kp.smem_bytes > budget:
             raise BwdMainError(f"bwd_main plan needs {kp.smem_bytes} B smem > {budget:,}")
         mma = kp.role(WarpRole.MMA)
-        for name in ("q_empty", "do_empty") if "do_stages" in tl else ("q_empty",):
-            if kp.mbarrier(name).arrive_count not in (mma.num_warps, mma.threads):
-                raise BwdMainError(f"{name} arrive_count must be one per MMA warp or per MMA "
-                                   f"thread")
         if mma.first_warp != 0 or mma.num_warps != tl["num_mma_warps"]:
             raise BwdMainError("bwd_main expects the MMA warps first, num_mma_warps of them")
         rest = [g for g in kp.roles if g.role != WarpRole.MMA]
@@ -249,19 +245,27 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
                 or min(g.first_warp for g in rest) != mma.num_warps:
             raise BwdMainError("producer and donor warps must fill whole warpgroups after the MMA "
                                "warps with one setmaxnreg budget (setmaxnreg acts per warpgroup)")
+        # Each handoff's arrivals (frost.tile_dsl.barrier.handoff_arrivals): the producer warp
+        # fills a ring stage with TMA tiles (ASYNC) and, on the ring that carries the row
+        # statistics, plain stores from every lane (LANES); the MMA threads read everything with
+        # plain loads and release it; P/dS pass between MMA threads through x_full / x_empty.
+        lanes, tma, both = {Access.LANES}, {Access.ASYNC}, {Access.ASYNC, Access.LANES}
+        split = "do_stages" in tl  # the split ring: Q alone; dO with the row statistics
+        handoffs = [("q_full", tma if split else both, lanes, 1,
+                     kp.buffer("sQ").stage_bytes + (0 if split else kp.buffer("sdO").stage_bytes)),
+                    ("q_empty", lanes, tma if split else both, mma.num_warps, None)]
+        if split:
+            handoffs += [("do_full", both, lanes, 1, kp.buffer("sdO").stage_bytes),
+                         ("do_empty", lanes, both, mma.num_warps, None)]
+        if tl.get("exchange_sync"):
+            handoffs += [(n, lanes, lanes, mma.num_warps, None) for n in ("x_full", "x_empty")]
         try:
             check_arrive_count(kp.mbarrier("kv_full"), arrive_count(Agent.ONE),
                                kp.buffer("sK").nbytes + kp.buffer("sV").nbytes)
-            if "do_stages" in tl:  # the split ring: Q alone, dO alone
-                check_arrive_count(kp.mbarrier("q_full"), arrive_count(Agent.ONE),
-                                   kp.buffer("sQ").stage_bytes)
-                check_arrive_count(kp.mbarrier("do_full"), arrive_count(Agent.ONE),
-                                   kp.buffer("sdO").stage_bytes)
-            else:
-                check_arrive_count(kp.mbarrier("q_full"), arrive_count(Agent.ONE),
-                                   kp.buffer("sQ").stage_bytes + kp.buffer("sdO").stage_bytes)
+            for name, before, after, warps, tx in handoffs:
+                check_handoff(kp.mbarrier(name), before, after, warps, tx)
         except ArriveCountError as e:
-            raise BwdMainError(str(e)) from e
+            raise BwdMainError(str(e)) from None
         why = split_ring_problem(kp) if "do_stages" in tl else None
         if why:
             raise BwdMainError(why)
@@ -272,9 +276,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
                     {b.threads for b in ids} != {mma.threads // len(ids)} or tl.get("stage_reductions"):
                 raise BwdMainError("exchange_sync needs consecutive x_group barrier ids of equal "
                                    "groups, and no staged dQ")
-            for name in ("x_full", "x_empty"):
-                if kp.mbarrier(name).arrive_count not in (mma.num_warps, mma.threads):
-                    raise BwdMainError(f"{name} arrive_count must be one per MMA warp or thread")
         if kp.barrier("epilogue").threads != mma.threads + WARP_SIZE * bool(tl.get("store_warp")):
             raise BwdMainError("the epilogue barrier must count the MMA threads, and the producer "
                                "warp too where the plan's store_warp gives it the stores")

@@ -7,8 +7,10 @@ Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
 1. if k > 0: wait ``q_empty[s]`` for phase (k - 1) & 1 (all MMA threads arrived);
 2. all 32 lanes write lse_log2 (+inf past S_q) and delta (0 past S_q) rows into sLSE/sDelta[s]
    (row r at slot r, or at ``pointwise.stat_slot(r)`` under the code choice ``stat_vec``);
-3. ``bar.warp.sync``, then lane 0 arrives on ``q_full[s]`` with expect-tx = Q + dO tile bytes and
-   issues the two TMA loads; the phase completes when both tiles have landed.
+3. every lane arrives on ``q_full[s]`` after its stores (lane 0 with expect-tx = Q + dO tile
+   bytes: the plan counts 32 arrivals, :func:`frost.tile_dsl.barrier.handoff_arrivals`, so each
+   lane's plain stores are ordered before the MMA threads' reads), ``bar.warp.sync``, and the
+   two TMA loads are issued; the phase completes when both tiles have landed.
 
 Under the plan's ``do_stages`` (a *split ring*, v92) Q travels alone on ``q_full``/``q_empty``
 and dO with the row statistics on ``do_full``/``do_empty`` (stage t % do_stages): the producer
@@ -128,9 +130,7 @@ class ProducerRole:
                         self.prefetch_next_kv(sm, tmas, self.next_of(lin, mLSE2, s_kv, group))
             st = stage  # the row statistics' stage (under a split ring: dO's ring's)
             if cutlass.const_expr(self.split_ring):  # Q alone on its ring; then dO's ring
-                if lane == 0:
-                    cute.arch.mbarrier_arrive_and_expect_tx(sm.q_full + stage, q_full.tx_bytes)
-                cute.arch.sync_warp()
+                self.fill_arrive(sm.q_full + stage, "q_full")
                 self.load_ring_tile(tmas.q, tmas.mQ, sm.sQ[None, None, stage], kp.tile["d"],
                                     sm.q_full + stage, m_block, h, b)
                 st = t % kp.tile["do_stages"]
@@ -139,7 +139,8 @@ class ProducerRole:
                 d_fill = (t - origin) // kp.tile["do_stages"] + kp.tile.get("do_guard", 0)
                 if d_fill > 0:
                     cute.arch.mbarrier_wait(sm.do_empty + st, (d_fill - 1) % 2)
-            # Row statistics through the generic proxy (all lanes), ordered by the warp sync below.
+            # Row statistics through the generic proxy (all lanes), each lane ordering its own
+            # stores by its arrive on the ring's full barrier (fill_arrive).
             for i in cutlass.range_constexpr((t_m + 31) // 32):
                 r = lane + 32 * i
                 if cutlass.const_expr(t_m % 32 == 0) or r < t_m:
@@ -154,28 +155,35 @@ class ProducerRole:
                         slot = stat_slot(r, t_m, kp.tile["s_wm"])
                     sm.sLSE[slot, st] = lse
                     sm.sDelta[slot, st] = dlt
-            cute.arch.sync_warp()
             if cutlass.const_expr(self.split_ring):
-                if lane == 0:
-                    cute.arch.mbarrier_arrive_and_expect_tx(sm.do_full + st,
-                                                            kp.mbarrier("do_full").tx_bytes)
-                cute.arch.sync_warp()
+                self.fill_arrive(sm.do_full + st, "do_full")
                 self.load_ring_tile(tmas.do, tmas.mdO, sm.sdO[None, None, st], kp.tile["d_v"],
                                     sm.do_full + st, m_block, h, b)
             else:
                 bar = sm.q_full + stage
                 if cutlass.const_expr("q_loads" not in self.skip):
-                    if lane == 0:
-                        cute.arch.mbarrier_arrive_and_expect_tx(bar, q_full.tx_bytes)
-                    cute.arch.sync_warp()
+                    self.fill_arrive(bar, "q_full")
                     self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
                 else:  # ablation (timing only): a stage is loaded once; its refills only arrive
-                    if lane == 0:
-                        cute.arch.mbarrier_arrive_and_expect_tx(
-                            bar, cutlass.select_(fill == 0, q_full.tx_bytes, 0))
-                    cute.arch.sync_warp()
+                    self.fill_arrive(bar, "q_full", cutlass.select_(fill == 0, q_full.tx_bytes, 0))
                     if fill == 0:
                         self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
+
+    @cute.jit
+    def fill_arrive(self, bar, name: cutlass.Constexpr, tx=None):
+        """Arrive on the plan's full mbarrier ``name`` of a ring stage before its TMA loads: from
+        every lane when the plan counts a warp of arrivals (the ring carries row statistics the
+        lanes stored: each lane's arrive orders its own stores), else from lane 0 alone; lane 0's
+        arrive carries the expected bytes (``tx``, default the plan's). Then ``bar.warp.sync``,
+        so the expect-tx precedes the loads whichever lane issues them."""
+        mb = self.kp.mbarrier(name)
+        n_tx = mb.tx_bytes if tx is None else tx
+        lane = cute.arch.lane_idx()
+        if lane == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, n_tx)
+        elif cutlass.const_expr(mb.arrive_count == 32):
+            cute.arch.mbarrier_arrive(bar)
+        cute.arch.sync_warp()
 
     @cute.jit
     def prefetch_next_kv(self, sm, tmas, tile=None):
