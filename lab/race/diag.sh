@@ -18,9 +18,6 @@ for arrive in warp plan; do
   echo "chain d64 $arrive: $(grep -E '^check|RACECHECK SUMMARY' "$out/logs/chain_$arrive.log" | tr '\n' ' ')"
   python3 lab/race/summarize.py "$out/logs/chain_$arrive.log" --d 64
 done
-$CS python3 lab/race/chain_case.py check --shape 1,256,2,128 --causal bottom_right > "$out/logs/chain_plan_128c.log" 2>&1
-echo "chain d128 causal plan: $(grep -E '^check|RACECHECK SUMMARY' "$out/logs/chain_plan_128c.log" | tr '\n' ' ')"
-python3 lab/race/summarize.py "$out/logs/chain_plan_128c.log" --d 128 --causal
 } 2>&1 | tee "$out/diag.txt"
 timeout 200 python3 lab/race/chain_case.py time --rounds 5 2>&1 | tee "$out/time.txt"
 tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"

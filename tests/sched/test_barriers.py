@@ -27,6 +27,8 @@ def test_rings_of_the_backward():
     prog = main.subs({tile_m: 64, tile_n: 128, d_qk: 96, d_v: 64})
     got = {name: (st, arrive, tx) for name, st, arrive, tx in rings(prog, {"q": 2}, 8)}
     assert got["kv_full"] == (1, 1, 128 * 96 * 2 + 128 * 64 * 2)
-    assert got["q_full"] == (2, 1, 64 * 96 * 2 + 64 * 64 * 2)  # LSE, delta: lanes, not TMA
-    assert got["q_empty"] == (2, 8, 0)
+    # LSE, delta: written by the producer's lanes (not TMA bytes), read by every MMA thread, so
+    # every producer lane arrives on the fill and every MMA thread on the release
+    assert got["q_full"] == (2, 32, 64 * 96 * 2 + 64 * 64 * 2)
+    assert got["q_empty"] == (2, 256, 0)
     assert "kv_empty" not in got  # loaded once, never refilled

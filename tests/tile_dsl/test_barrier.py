@@ -213,3 +213,34 @@ def test_device_barriers_compile(arch, pdl):
     assert r.count("griddepcontrol.wait") == int(pdl)
     assert r.count("griddepcontrol.launch_dependents") == int(pdl)
     assert r.total_spill_bytes == 0
+
+
+def test_handoff_agents():
+    from frost.tile_dsl.barrier import Access, handoff_agent
+
+    L, A = Access.LANES, Access.ASYNC
+    assert handoff_agent(L, L) == B.Agent.THREAD   # plain stores → plain loads: every lane
+    assert handoff_agent(L, A) == B.Agent.WARP     # ldmatrix reads → TMA refill: a lane a warp
+    assert handoff_agent(A, L) == B.Agent.ONE      # TMA bytes → reads: the expect-tx arrive
+    with pytest.raises(ValueError):
+        handoff_agent(Access.NONE, L)
+
+
+def test_handoff_arrivals_take_the_strictest_pair():
+    from frost.tile_dsl.barrier import Access, handoff_arrivals
+
+    L, A = Access.LANES, Access.ASYNC
+    assert handoff_arrivals({A}, {L}, 1) == 1         # a TMA-only fill
+    assert handoff_arrivals({A, L}, {L}, 1) == 32     # a fill that also carries lanes' stores
+    assert handoff_arrivals({L}, {A}, 8) == 8         # release of TMA-only tiles
+    assert handoff_arrivals({L}, {A, L}, 8) == 256    # release of tiles and lanes' vectors
+
+
+def test_check_handoff_rejects_a_release_that_lets_writes_overtake_reads():
+    from frost.tile_dsl.barrier import Access, check_handoff
+
+    L, A = Access.LANES, Access.ASYNC
+    per_warp = MbarrierPlan("q_empty", offset=0, stages=2, arrive_count=8)
+    with pytest.raises(B.ArriveCountError, match="q_empty.*256.*handoff_agent"):
+        check_handoff(per_warp, {L}, {A, L}, 8)
+    assert check_handoff(per_warp, {L}, {A}, 8) is per_warp
