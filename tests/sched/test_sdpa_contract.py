@@ -64,12 +64,16 @@ def test_main_kernel_contract(arch, d):
     kv, qf, qe = k.mbarrier("kv_full"), k.mbarrier("q_full"), k.mbarrier("q_empty")
     assert (kv.stages, kv.arrive_count) == (1, 1)
     assert kv.tx_bytes == k.buffer("sK").nbytes + k.buffer("sV").nbytes
+    # Q, dO by TMA; the row statistics by the producer's lanes (they need a +inf / 0 fill), so
+    # their ring fills with an arrive from every producer lane and is released by every MMA
+    # thread (v141, tile_dsl.barrier.handoff_arrivals); a ring of TMA tiles alone: one arrive
+    # with the bytes, one release a warp
+    split = "do_stages" in t
     assert (qf.stages, qf.arrive_count, qe.stages, qe.arrive_count) == \
-        (t["q_stages"], 1, t["q_stages"], w)
-    # Q, dO by TMA; the row statistics by the producer's lanes (they need a +inf / 0 fill)
-    if "do_stages" in t:  # the split ring (d > 192, v92): Q alone; dO on V's bytes, guarded
+        (t["q_stages"], 1 if split else 32, t["q_stages"], w if split else 32 * w)
+    if split:  # the split ring (d > 192, v92): Q alone; dO on V's bytes, guarded
         df, de = k.mbarrier("do_full"), k.mbarrier("do_empty")
-        assert (df.stages, df.arrive_count, de.stages, de.arrive_count) == (o_st, 1, o_st, w)
+        assert (df.stages, df.arrive_count, de.stages, de.arrive_count) == (o_st, 32, o_st, 32 * w)
         assert qf.tx_bytes == k.buffer("sQ").stage_bytes
         assert df.tx_bytes == k.buffer("sdO").stage_bytes
         assert k.buffer("sdO").alias_of == "sV" and t["do_guard"] == 1 and t["v_in_regs"]
