@@ -28,6 +28,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+from types import ModuleType
+from typing import Any
 
 TOLERANCE = {"bf16": 1e-2, "fp16": 5e-3}
 TIMING_COPIES = 2  # input sets the timed calls rotate over
@@ -43,7 +45,7 @@ class RunReport:
     output (elements left unwritten), and the median time of frost and its peers."""
 
     program: str
-    problem: dict
+    problem: dict[str, Any]
     dtype: str
     device: str
     flops: float
@@ -67,7 +69,7 @@ class RunReport:
     def tflops(self, name: str = "frost") -> float:
         return self.flops / self.times_ms[name] / 1e9
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)  # a NaN or infinite error becomes None (not JSON)
         d["errors"] = {n: e if math.isfinite(e) else None for n, e in self.errors.items()}
         d["ok"] = self.ok
@@ -106,7 +108,7 @@ def sdpa_bwd_flops(b: int, h: int, s_q: int, s_kv: int, d: int, causal: bool) ->
     return f / 2 if causal else f
 
 
-def cuda_torch():
+def cuda_torch() -> ModuleType:
     """torch, with a CUDA device; :class:`RunError` saying what to do instead otherwise."""
     hint = ("; on a machine without a GPU, `frost compile` builds the kernels and reports their "
             "resources")

@@ -1,4 +1,8 @@
-"""Drawings of frost objects with matplotlib (Agg backend: no display needed).
+"""Drawings of frost objects with matplotlib.
+
+The backend is matplotlib's choice (``MPLBACKEND``, a notebook's inline backend, or Agg where
+there is no display): importing this module does not set one. :func:`save_plan_figure` draws on
+a bare :class:`~matplotlib.figure.Figure`, so writing a file needs no display on any backend.
 
 Sections, each self-contained so that more can be added beside them:
 
@@ -18,12 +22,9 @@ Every ``draw_*`` takes an ``ax`` to draw into and returns it.
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import networkx as nx  # noqa: E402
+import matplotlib.pyplot as plt
+import networkx as nx
+from matplotlib.figure import Figure
 
 # ---------------------------------------------------------------------------------------------
 # Plans and programs
@@ -134,7 +135,7 @@ def draw_dispatch(runs, ax=None, title: str = "", cmap: str = "viridis"):
 
 def save_plan_figure(plan, program, path, kernel_of: dict[str, str] | None = None) -> str:
     """DAG + chain + smem map of the kernel with the most shared memory, written to ``path``."""
-    fig = plt.figure(figsize=(14, 11))
+    fig = Figure(figsize=(14, 11))  # not pyplot's: no window, no backend, nothing to close
     grid = fig.add_gridspec(3, 1, height_ratios=[3, 1, 2])
     draw_program(program, fig.add_subplot(grid[0]), kernel_of, [k.name for k in plan.kernels])
     draw_chain(plan, fig.add_subplot(grid[1]))
@@ -142,7 +143,6 @@ def save_plan_figure(plan, program, path, kernel_of: dict[str, str] | None = Non
     draw_smem_map(main, plan.smem_budget, fig.add_subplot(grid[2]))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return str(path)
 
 

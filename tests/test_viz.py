@@ -2,11 +2,18 @@
 model's values (banks, owning lanes, wavefronts, bytes), so a drawing of the wrong map fails."""
 
 import io
+import os
+import subprocess
+import sys
+import textwrap
 
+import matplotlib
 import numpy as np
 import pytest
 import sympy
 from matplotlib.figure import Figure
+
+matplotlib.use("Agg")  # these tests draw off-screen; frost.viz leaves the backend to its user
 
 from frost import viz
 from frost.viz_tiles import ACCESSES
@@ -320,3 +327,26 @@ def test_exchange_maps_agree_for_local_readers_only():
     assert len(axes) == 2 and axes[0].images
     with pytest.raises(ValueError, match="no exchange_sync"):
         exchange_maps(plan_variant("sm_120a", 96).kernel("bwd_main"), "s", "dkv", 1)
+
+
+def test_import_leaves_the_backend_alone_and_plan_figures_need_none(tmp_path):
+    """Importing frost.viz keeps the backend the user chose (here MPLBACKEND=svg, in a fresh
+    interpreter; a notebook's inline backend the same way), and save_plan_figure writes its PNG
+    on any backend without leaving a pyplot figure open."""
+    out = tmp_path / "plan.png"
+    code = textwrap.dedent(f"""
+        import matplotlib
+        import matplotlib.pyplot as plt
+        from frost import viz
+        from frost.ir.attention import sdpa_bwd_program
+        from frost.sched import plan_variant
+
+        assert matplotlib.get_backend() == "svg", matplotlib.get_backend()
+        viz.save_plan_figure(plan_variant("sm_120a", 64), sdpa_bwd_program("bf16", False),
+                             {str(out)!r})
+        assert plt.get_fignums() == [] and matplotlib.get_backend() == "svg"
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "MPLBACKEND": "svg"})
+    assert run.returncode == 0, run.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

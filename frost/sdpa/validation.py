@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from types import ModuleType
 
 ALIGNS = ("bottom_right", "top_left")
 HEAD_DIMS = range(32, 257, 8)
@@ -27,9 +28,17 @@ class Problem:
     dtype: str
 
 
-def _torch():
-    import torch
-
+def _torch() -> ModuleType:
+    """torch, imported on first use (frost's core does not need it); without it, an ImportError
+    saying how to install it (not the bare ``No module named 'torch'``)."""
+    try:
+        import torch
+    except ModuleNotFoundError as e:
+        if e.name != "torch":  # torch is there, something it imports is not
+            raise
+        raise ImportError("frost.sdpa needs torch (a CUDA build, for its tensors): "
+                          "pip install torch, or pip install 'frost-dsl[torch]'",
+                          name="torch") from e
     return torch
 
 
