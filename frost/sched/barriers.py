@@ -35,8 +35,8 @@ def ring_access(loads) -> frozenset:
 
 def rings(prog: Program, ring_stages: dict[str, int], consumers: int):
     """(name, stages, arrive_count, tx_bytes) per mbarrier ring of a concrete program, the
-    producer being one warp and ``consumers`` the consumer warps (which read with plain
-    accesses: ldmatrix, ld.shared)."""
+    producer being one warp and ``consumers`` the consumer warps, which read tiles with
+    ldmatrix (MATRIX) and row vectors with per-lane loads (LANES)."""
     by_ring: dict[str, list[Load]] = {}
     for s in prog.topo():
         if isinstance(s, Load):
@@ -47,8 +47,8 @@ def rings(prog: Program, ring_stages: dict[str, int], consumers: int):
         stages = ring_stages.get(ring, 1) if refilled else 1
         tx = sum(int(ld.out.nbytes) for ld in loads if copy_method(ld) == "tma")
         written = ring_access(loads)
-        out.append((f"{ring}_full", stages, handoff_arrivals(written, {Access.LANES}, 1), tx))
+        read = frozenset(Access.LANES if a == Access.LANES else Access.MATRIX for a in written)
+        out.append((f"{ring}_full", stages, handoff_arrivals(written, read, 1), tx))
         if refilled:
-            out.append((f"{ring}_empty", stages,
-                        handoff_arrivals({Access.LANES}, written, consumers), 0))
+            out.append((f"{ring}_empty", stages, handoff_arrivals(read, written, consumers), 0))
     return out

@@ -240,8 +240,8 @@ def _plan_main(spec: KernelSpec, arch: Arch, ch: TileChoice) -> KernelPlan:
     buffers, end, smem_expr = allocate(reqs)
     check_no_overlap(buffers)
     rings = bar.rings(prog, ch.ring_stages, ch.mma_warps)
-    if ch.exchange_sync:  # MMA threads hand P/dS to each other with plain stores and loads
-        n = bar.handoff_arrivals({bar.Access.LANES}, {bar.Access.LANES}, ch.mma_warps)
+    if ch.exchange_sync:  # MMA warps hand P/dS to each other by stmatrix / ldmatrix
+        n = bar.handoff_arrivals({bar.Access.MATRIX}, {bar.Access.MATRIX}, ch.mma_warps)
         rings += [(f"x_{k}", ch.exchange_stages, n, 0) for k in ("full", "empty")]
     mbars, smem = place_mbarriers(end, rings)
     smem_expr += sum(m.stages for m in mbars) * 8

@@ -186,30 +186,35 @@ class Access(enum.IntEnum):
 
     NONE = 0
     ASYNC = 1   # the async proxy (TMA, bulk copies): ordered by the full barrier's tx bytes
-    LANES = 2   # plain loads / stores (ld/st.shared, ldmatrix, stmatrix) by every lane
+    LANES = 2   # per-lane plain loads / stores (ld.shared / st.shared): each lane its own words
+    MATRIX = 3  # warp-collective matrix loads / stores (ldmatrix, stmatrix: .sync.aligned)
 
 
 def handoff_agent(before: Access, after: Access) -> Agent:
     """How the role that accessed a buffer ``before`` a handoff must arrive on the mbarrier that
-    hands it to a role that accesses it ``after``, so that the later accesses cannot overtake
-    the earlier ones.
+    hands it to a role that accesses it ``after``.
 
-    * LANES → LANES (plain accesses on both sides, e.g. row statistics written by the producer's
-      lanes and read by every MMA thread, or P/dS exchanged between MMA warps): an
-      ``mbarrier.arrive`` releases the arriving thread's own prior accesses and the waiters
-      acquire exactly those, so every lane arrives (:attr:`Agent.THREAD`). One elected lane after
-      ``bar.warp.sync`` (:attr:`Agent.WARP`) leaves the other lanes' accesses unordered against
-      the waiter: compute-sanitizer's racecheck reports those as hazards (lab/race, 2026-12-07).
-    * ASYNC → anything (a TMA load consumed): one arrive carrying the expected bytes
+    * ASYNC before (a TMA load consumed): one arrive carrying the expected bytes
       (:attr:`Agent.ONE`); the transaction count orders the bytes.
-    * LANES → ASYNC (tiles read by ldmatrix, then refilled by TMA): one elected lane a warp after
-      ``bar.warp.sync`` (:attr:`Agent.WARP`), the TMA pipelines' release.
+    * LANES before, LANES or MATRIX after (e.g. row statistics stored by the producer's lanes
+      and read by every MMA thread, then overwritten by the producer): every lane arrives
+      (:attr:`Agent.THREAD`). Under PTX's memory model one lane's release after
+      ``bar.warp.sync`` would do, but compute-sanitizer's racecheck only counts a thread's
+      accesses as released by that thread's own arrive: with one lane a warp it reported 4,096
+      hazards on bwd_main's sLSE/sDelta (H100, 8da91de) and 0 with every lane
+      (lab/race/README.md). A rule the sanitizer can check is the one frost keeps.
+    * Otherwise (MATRIX before, or LANES before an ASYNC refill): one elected lane a warp after
+      ``bar.warp.sync`` (:attr:`Agent.WARP`). ldmatrix / stmatrix are warp-collective: the
+      warp moves the tile as one instruction, so its release is one arrive; a TMA refill after
+      reads is the TMA pipelines' usual release.
     """
     if before == Access.ASYNC:
         return Agent.ONE
     if before == Access.LANES:
-        return Agent.THREAD if after == Access.LANES else Agent.WARP
-    raise ValueError(f"before must be ASYNC or LANES, got {before!r}")
+        return Agent.THREAD if after in (Access.LANES, Access.MATRIX) else Agent.WARP
+    if before == Access.MATRIX:
+        return Agent.WARP
+    raise ValueError(f"before must be ASYNC, LANES or MATRIX, got {before!r}")
 
 
 def handoff_arrivals(before: "set[Access] | frozenset[Access]", after: "set[Access] | frozenset[Access]",

@@ -3,11 +3,12 @@
     python3 lab/race/chain_case.py check [--arrive plan|warp] [--shape B,S,H,D] [--causal ALIGN]
     python3 lab/race/chain_case.py time  [--rounds 5]   # bench rows, both builds, round-robin
 
-``plan`` is the shipped build (v141: every lane arrives where plain shared-memory accesses are
-handed over, :func:`frost.tile_dsl.barrier.handoff_arrivals`). ``--arrive warp`` rebuilds the
-chain as it was before (8da91de): q_empty / do_empty / x_full / x_empty counting one arrive per
-MMA warp (lane 0 after ``bar.warp.sync``) and the row statistics' full barrier one arrive (lane
-0's, with the bytes). ``can_implement`` rejects that plan now, so this script bypasses it.
+``plan`` is the shipped build (v141: every lane arrives where per-lane shared-memory accesses
+are handed over, :func:`frost.tile_dsl.barrier.handoff_arrivals`: the row statistics' ring).
+``--arrive warp`` rebuilds the chain as it was before (8da91de): q_empty / do_empty counting one
+arrive per MMA warp (lane 0 after ``bar.warp.sync``) and the row statistics' full barrier one
+arrive (lane 0's, with the bytes). ``can_implement`` rejects that plan now, so this script
+bypasses it.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def install(key, arrive: str):
     plan = api.make_plan(key)
     if arrive == "warp":
         plan = warp_arrive_plan(plan)
-        check, BwdMainKernel.can_implement = BwdMainKernel.can_implement, staticmethod(lambda kp: None)
+        check = BwdMainKernel.__dict__["can_implement"]  # (the staticmethod object itself)
+        BwdMainKernel.can_implement = staticmethod(lambda kp: None)
     try:
         cfg, fn, args = api.chain_program(key, plan=plan)
     finally:

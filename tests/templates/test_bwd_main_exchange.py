@@ -53,9 +53,9 @@ def test_plan_groups_d128_and_d64():
     assert {b.threads for b in ids} == {64} and ids[0].id not in (kp.barrier("mma_sync").id,)
     for name in ("x_full", "x_empty"):
         m = kp.mbarrier(name)
-        # every MMA thread arrives: plain P/dS stores and loads on both sides (v141)
+        # one arrive a warp: P/dS move by warp-collective stmatrix / ldmatrix (v141's rule)
         assert (m.stages, m.arrive_count, m.tx_bytes) == (kp.tile["exchange_stages"],
-                                                          32 * kp.tile["num_mma_warps"], 0)
+                                                          kp.tile["num_mma_warps"], 0)
     assert exchange_mode(kp) == 1
     kp = x_plan(64, free=True)
     assert (kp.tile["x_groups"], kp.tile["x_group_div"]) == (2, 1) and "dkv_order" not in kp.tile

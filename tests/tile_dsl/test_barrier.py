@@ -222,6 +222,10 @@ def test_handoff_agents():
     assert handoff_agent(L, L) == B.Agent.THREAD   # plain stores → plain loads: every lane
     assert handoff_agent(L, A) == B.Agent.WARP     # ldmatrix reads → TMA refill: a lane a warp
     assert handoff_agent(A, L) == B.Agent.ONE      # TMA bytes → reads: the expect-tx arrive
+    M = Access.MATRIX
+    assert handoff_agent(L, M) == B.Agent.THREAD   # lanes' stores → ldmatrix: every lane
+    assert handoff_agent(M, M) == B.Agent.WARP     # stmatrix → ldmatrix: the warp is one agent
+    assert handoff_agent(M, A) == B.Agent.WARP
     with pytest.raises(ValueError):
         handoff_agent(Access.NONE, L)
 

@@ -247,18 +247,19 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
                                "warps with one setmaxnreg budget (setmaxnreg acts per warpgroup)")
         # Each handoff's arrivals (frost.tile_dsl.barrier.handoff_arrivals): the producer warp
         # fills a ring stage with TMA tiles (ASYNC) and, on the ring that carries the row
-        # statistics, plain stores from every lane (LANES); the MMA threads read everything with
-        # plain loads and release it; P/dS pass between MMA threads through x_full / x_empty.
-        lanes, tma, both = {Access.LANES}, {Access.ASYNC}, {Access.ASYNC, Access.LANES}
+        # statistics, per-lane stores (LANES); the MMA warps read tiles by ldmatrix (MATRIX) and
+        # the statistics by per-lane loads; P/dS pass between MMA warps by stmatrix / ldmatrix.
+        A, L, M = Access.ASYNC, Access.LANES, Access.MATRIX
         split = "do_stages" in tl  # the split ring: Q alone; dO with the row statistics
-        handoffs = [("q_full", tma if split else both, lanes, 1,
+        q_in, q_out = ({A}, {M}) if split else ({A, L}, {M, L})
+        handoffs = [("q_full", q_in, q_out, 1,
                      kp.buffer("sQ").stage_bytes + (0 if split else kp.buffer("sdO").stage_bytes)),
-                    ("q_empty", lanes, tma if split else both, mma.num_warps, None)]
+                    ("q_empty", q_out, q_in, mma.num_warps, None)]
         if split:
-            handoffs += [("do_full", both, lanes, 1, kp.buffer("sdO").stage_bytes),
-                         ("do_empty", lanes, both, mma.num_warps, None)]
+            handoffs += [("do_full", {A, L}, {M, L}, 1, kp.buffer("sdO").stage_bytes),
+                         ("do_empty", {M, L}, {A, L}, mma.num_warps, None)]
         if tl.get("exchange_sync"):
-            handoffs += [(n, lanes, lanes, mma.num_warps, None) for n in ("x_full", "x_empty")]
+            handoffs += [(n, {M}, {M}, mma.num_warps, None) for n in ("x_full", "x_empty")]
         try:
             check_arrive_count(kp.mbarrier("kv_full"), arrive_count(Agent.ONE),
                                kp.buffer("sK").nbytes + kp.buffer("sV").nbytes)
