@@ -197,12 +197,12 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
 # NVVM upgrade). A default changed on purpose gets its new sha in its bench/RESULTS.md entry
 # (the reference set since session 17: "PDL-on sha") and here.
 DEFAULT_PTX_SHA = {
-    ("sm_120a", 32, False): "4b498db36ac4", ("sm_121a", 32, False): "49a8c5ea00fe",
-    ("sm_120a", 64, False): "ecce11a96079", ("sm_121a", 64, False): "9176173c7e96",
-    ("sm_120a", 64, True): "8e839c276b39", ("sm_121a", 64, True): "a9cea368b5a5",
+    ("sm_120a", 32, False): "121f2d15dd2a", ("sm_121a", 32, False): "ed5ccd7d8089",
+    ("sm_120a", 64, False): "768bdabd9649", ("sm_121a", 64, False): "e3d1080b4f2f",
+    ("sm_120a", 64, True): "c335366d3796", ("sm_121a", 64, True): "eaa37ca13050",
     ("sm_120a", 96, False): "5a52206b7c23", ("sm_121a", 96, False): "4866198bb0df",
-    ("sm_120a", 128, False): "89eb48fdadf2", ("sm_121a", 128, False): "b28de4fac654",
-    ("sm_120a", 128, True): "7822db90110e", ("sm_121a", 128, True): "55041e7a76b7",
+    ("sm_120a", 128, False): "ed059814106c", ("sm_121a", 128, False): "7b449c5f96e0",
+    ("sm_120a", 128, True): "c496c016e5d7", ("sm_121a", 128, True): "bd1091c43997",
     ("sm_120a", 160, False): "32f32cee548a", ("sm_121a", 160, False): "e91ab818ff07",
     ("sm_120a", 192, False): "a5adc660f9bf", ("sm_121a", 192, False): "67b76bd96110",
     ("sm_120a", 256, False): "7fc38caae797", ("sm_121a", 256, False): "c2796221ae42",
