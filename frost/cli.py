@@ -3,6 +3,8 @@
     frost plan sdpa-bwd --arch sm_120a --head-dim 128 [--causal] [--json] [--graph out.png]
     frost plan gemm-rowsum --arch sm_120a [--tile tile_m=128 ...]
     frost compile sdpa-bwd --arch sm_121a --head-dim 64 [--causal] [--code reg_usage=7]
+    frost compile sdpa-bwd --arch sm_120a --out DIR [--variants bf16:64,128 ...]   (ahead of time)
+    frost cache list|clear [--dir DIR]     (the disk cache of compiled chains)
     frost run sdpa-bwd --shape 2,16,2048 --head-dim 128 [--causal]     (needs a CUDA GPU)
     python3 -m frost ...     (the same)
 
@@ -36,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one ``frost`` command; returns its exit code (2: bad arguments, an unwritable path or
     no CUDA GPU for ``frost run``, with a message; 1: the reader of the output went away, or
-    ``frost run``'s check failed; 3: ``frost compile`` found spills)."""
+    ``frost run``'s check failed, or ``frost compile --out`` could not store a chain; 3:
+    ``frost compile`` found spills)."""
     parser = build_parser()
     args = parser.parse_args(_negative_values(sys.argv[1:] if argv is None else argv))
     try:

@@ -11,11 +11,18 @@
     frost compile sdpa-bwd --arch sm_120a [--head-dim 128] [--causal] [--deterministic]
                            [--code reg_usage=7 ...] [--standalone]
                            [--tile ...] [--from-model] [--json]
+    frost compile sdpa-bwd --arch sm_120a --out DIR [--variants bf16:64,128 fp16:128:causal ...]
+                           [--json]
     frost compile gemm-rowsum --arch sm_120a [--dtype fp16] [--tile tile_m=64 ...] [--json]
+    frost cache list [--dir DIR] [--json]
+    frost cache clear [--dir DIR] [--stale]
 
 sdpa-bwd plans are the ones ``frost.sdpa`` runs (:func:`frost.sched.plan_variant`): sm_90a
 shows the sm_120a plan, and ``--tile`` keys are forced on top of the measured default;
 ``--from-model`` shows the cost model's pick instead (among the plans with the forced keys).
+
+``frost compile sdpa-bwd --out DIR`` builds chains ahead of time into a disk-cache folder
+(:mod:`frost.sdpa.cache`) instead of reporting resources; ``frost cache`` lists or clears one.
 """
 
 from __future__ import annotations
@@ -120,7 +127,8 @@ SDPA_ONLY = (("--head-dim", "head_dim", None), ("--head-dim-v", "head_dim_v", No
              ("--causal", "causal", False),
              ("--causal-align", "causal_align", None), ("--code", "code", []),
              ("--standalone", "standalone", False), ("--deterministic", "deterministic", False),
-             ("--no-pdl", "no_pdl", False))
+             ("--no-pdl", "no_pdl", False), ("--out", "out", None),
+             ("--variants", "variants", None))
 
 
 def _sdpa_args(args: argparse.Namespace) -> None:
@@ -342,9 +350,22 @@ def register_compile(sub) -> None:
                    help="compile each kernel in a module of its own (bwd_main as "
                         "bench/bwd_main_ab.py times it) instead of the one chain module "
                         "frost.sdpa runs")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="sdpa-bwd: build the chains frost.sdpa runs into the disk-cache folder "
+                        "DIR (ahead of time; a machine with the same frost and CuTe DSL loads "
+                        "them without compiling, with FROST_CACHE_DIR=DIR) instead of the "
+                        "resources report; with each variant its tail-split build where its "
+                        "plan takes one")
+    p.add_argument("--variants", nargs="+", metavar="SPEC", default=None,
+                   help="with --out: the variants to build, each "
+                        "DTYPE:D[,D...][:causal[=top_left]][:deterministic][:no-pdl], e.g. "
+                        "bf16:64,128 fp16:128:causal (default: the one variant --dtype, "
+                        "--head-dim, --causal, --causal-align, --deterministic and --no-pdl "
+                        "name)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.epilog = (f"Exit codes: 0 compiled spill-free, {SPILL_EXIT} some kernel spills registers "
-                "(the report says which), 2 bad arguments, 1 output pipe closed or a crash.")
+    p.epilog = (f"Exit codes: 0 compiled spill-free (--out: every chain stored), {SPILL_EXIT} "
+                "some kernel spills registers (the report says which), 2 bad arguments, 1 "
+                "output pipe closed, a crash, or (--out) a chain that could not be stored.")
     p.set_defaults(func=run_compile)
 
 
@@ -358,9 +379,12 @@ def run_compile(args: argparse.Namespace) -> int:
     from frost.sdpa.resources import chain_resources, describe_variant, format_resources
     from frost.templates.bwd_main.code import CALL_DECIDES, CodeChoices
 
+    single = _single_variant_flags(args)  # (before _sdpa_args fills the defaults)
     _sdpa_args(args)
     if args.program == "gemm-rowsum":
         return _compile_gemm_rowsum(args)
+    if args.out is not None or args.variants is not None:
+        return _compile_out(args, single)
     code = CodeChoices.parse(args.code)
     if CALL_DECIDES & code.keys():
         raise ValueError(f"--code {sorted(CALL_DECIDES & code.keys())}: not a variant's choice "
@@ -421,3 +445,213 @@ def _compile_gemm_rowsum(args: argparse.Namespace) -> int:
         print(format_resources(rows, args.arch, get_arch(args.arch).smem_budget, "one module",
                                variant, chain="gemm_rowsum chain"))
     return _spill_exit(rows)
+
+
+# ------------------------------------------------------------------- frost compile --out
+def _single_variant_flags(args: argparse.Namespace) -> list[str]:
+    """The flags that name one sdpa-bwd variant, as given (``--variants`` replaces them)."""
+    return [flag for flag, attr, unset in (
+        ("--head-dim", "head_dim", None), ("--dtype", "dtype", None), ("--causal", "causal", False),
+        ("--causal-align", "causal_align", None), ("--deterministic", "deterministic", False),
+        ("--no-pdl", "no_pdl", False)) if getattr(args, attr, unset) != unset]
+
+
+VARIANT_FORM = "DTYPE:D[,D...][:causal[=top_left|=bottom_right]][:deterministic][:no-pdl]"
+
+
+def variant_specs(specs: list[str], arch: str) -> list:
+    """The :class:`frost.sdpa.api.VariantKey` of each ``--variants`` SPEC (:data:`VARIANT_FORM`;
+    ``bf16:64,128:causal`` is two), in order, each once; ValueError naming a bad SPEC."""
+    from frost.sdpa.api import VariantKey
+    from frost.sdpa.validation import ALIGNS, HEAD_DIMS
+
+    keys = []
+    for spec in specs:
+        parts = spec.split(":")
+        bad = f"--variants {spec!r}: expected {VARIANT_FORM}"
+        if len(parts) < 2 or parts[0] not in ("bf16", "fp16"):
+            raise ValueError(bad + " (DTYPE: bf16 or fp16)")
+        try:
+            dims = [int(x, 10) for x in parts[1].split(",")]
+        except ValueError:
+            raise ValueError(bad + " (D: head dims, e.g. 64,128)") from None
+        for d in dims:
+            if d not in HEAD_DIMS:
+                raise ValueError(f"--variants {spec!r}: head dim {d} is not a multiple of 8 in "
+                                 f"{HEAD_DIMS.start}..{HEAD_DIMS.stop - 1}")
+        align, det, pdl = "none", False, True
+        for flag in parts[2:]:
+            name, _, value = flag.partition("=")
+            if name == "causal" and (not value or value in ALIGNS):
+                align = value or "bottom_right"
+            elif flag == "deterministic":
+                det = True
+            elif flag == "no-pdl":
+                pdl = False
+            else:
+                raise ValueError(f"{bad} (unknown option {flag!r})")
+        for d in dims:
+            key = VariantKey(arch=arch, dtype=parts[0], head_dim=d, causal_align=align,
+                             deterministic=det, use_pdl=pdl)
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def aot_keys(keys: list) -> list:
+    """``keys``, each followed by its tail-split build where its plan takes one
+    (:func:`frost.templates.bwd_main.rules.tail_split_fits`): what ``frost.sdpa.backward``
+    may load for those variants."""
+    import dataclasses
+
+    from frost.sdpa.api import make_plan
+    from frost.templates.bwd_main.rules import tail_split_fits
+
+    out = []
+    for key in keys:
+        out.append(key)
+        if tail_split_fits(make_plan(key).kernel("bwd_main"), key.causal_align != "none"):
+            out.append(dataclasses.replace(key, tail_split=True))
+    return out
+
+
+def _compile_out(args: argparse.Namespace, single: list[str]) -> int:
+    """``frost compile sdpa-bwd --out DIR [--variants ...]``: each chain loaded from DIR or
+    compiled and stored there, one row each as it is done."""
+    import dataclasses
+    import json
+    import os
+    import sys
+    import time
+
+    from frost.sdpa import api
+    from frost.sdpa import cache as disk
+
+    if args.out is None:
+        raise ValueError("--variants goes with --out (the folder the chains are built into)")
+    odd = [f for f, given in (("--code", args.code), ("--tile", args.tile),
+                              ("--from-model", args.from_model),
+                              ("--standalone", args.standalone)) if given]
+    if odd:
+        raise ValueError(f"{', '.join(odd)}: not with --out, which stores the chains "
+                         f"frost.sdpa runs (their default plans and code)")
+    if args.variants is not None and single:
+        raise ValueError(f"{', '.join(single)}: not with --variants, which names the variants")
+    if args.arch not in api.SUPPORTED_DEVICE_ARCHS:
+        raise ValueError(f"--arch {args.arch}: unknown arch; frost.sdpa builds for "
+                         f"{', '.join(api.SUPPORTED_DEVICE_ARCHS)}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"--out {args.out}: not a directory")
+    if args.variants is not None:
+        keys = variant_specs(args.variants, args.arch)
+    else:
+        keys = [api.VariantKey(args.arch, args.dtype, args.head_dim,
+                               args.causal_align if args.causal else "none",
+                               args.deterministic, not args.no_pdl)]
+    keys = aot_keys(keys)
+    store = disk.Store(args.out)
+    if not args.json:
+        print(f"frost compile: {len(keys)} chain{'s' if len(keys) > 1 else ''} for {args.arch} "
+              f"into {store.root} (load them with FROST_CACHE_DIR={store.root})", flush=True)
+    rows, missing = [], 0
+    for key in keys:
+        t0 = time.perf_counter()
+        _, how = api.load_or_build(key, store, note=False)
+        seconds = time.perf_counter() - t0
+        fields = disk.entry_fields(dataclasses.asdict(key), api.make_plan(key).to_json(),
+                                   api.main_choices(key))
+        path = store.path(fields)
+        stored = (path / disk.META).is_file()
+        missing += not stored
+        row = {"arch": key.arch, "variant": disk.variant_label(dataclasses.asdict(key)),
+               "how": "compiled" if how == "compile" else "in cache", "seconds": seconds,
+               "size": disk.Entry(path, {}).size if stored else 0,
+               "path": str(path) if stored else None}
+        rows.append(row)
+        if not args.json:
+            print(f"  {row['variant']:<44} {row['how']:<9} {seconds:6.1f} s  "
+                  f"{_size_text(row['size']):>9}  {path.name if stored else 'NOT STORED'}",
+                  flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    if missing:
+        print(f"frost: {missing} chain(s) could not be stored in {store.root} (see the "
+              f"warnings above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
+
+
+# ------------------------------------------------------------------------------ frost cache
+@command
+def register_cache(sub) -> None:
+    p = sub.add_parser("cache", help="list or clear the disk cache of compiled chains",
+                       description="The disk cache frost.sdpa loads compiled chains from "
+                                   "(FROST_CACHE_DIR, default the user cache dir; "
+                                   "frost.sdpa.cache).")
+    acts = p.add_subparsers(dest="action", metavar="ACTION")
+    acts.required = True
+    ls = acts.add_parser("list", help="each entry: arch, variant, size, date, whether this "
+                                      "install would load it")
+    ls.add_argument("--json", action="store_true", help="print the entries (and their key "
+                                                        "fields) as JSON")
+    clear = acts.add_parser("clear", help="remove the entries")
+    clear.add_argument("--stale", action="store_true",
+                       help="only those this install would not load (other frost sources, "
+                            "CuTe DSL or host), and unreadable ones")
+    for a in (ls, clear):
+        a.add_argument("--dir", default=None,
+                       help="the cache folder (default: FROST_CACHE_DIR, else the user cache "
+                            "dir)")
+        a.set_defaults(func=run_cache)
+
+
+def run_cache(args: argparse.Namespace) -> int:
+    import datetime
+    import json
+    from pathlib import Path
+
+    from frost.sdpa import cache as disk
+
+    root = disk.cache_dir() if args.dir is None else Path(args.dir)
+    if root is None:
+        print(f"frost cache: off ({disk.DIR_ENV}={disk.OFF}); give --dir DIR for a folder")
+        return 0
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"--dir {root}: not a directory")
+    store = disk.Store(root)
+    if args.action == "clear":
+        gone = store.clear(stale_only=args.stale)
+        total = sum(_entry_size(e) for e in gone)
+        print(f"frost cache: removed {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} "
+              f"({_size_text(total)}){' stale' if args.stale else ''} from {root}")
+        return 0
+    entries = store.entries()
+    if args.json:
+        print(json.dumps([dict(e.to_dict(), current=e.current()) for e in entries], indent=1))
+        return 0
+    sizes = [_entry_size(e) for e in entries]
+    print(f"frost cache: {root} ({len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
+          f"{_size_text(sum(sizes))})")
+    if not entries:
+        return 0
+    print(f"  {'arch':<8} {'variant':<44} {'size':>9}  {'created':<16}  {'compile':>7}  "
+          f"{'state':<7}  name")
+    for e, size in zip(entries, sizes):
+        when = datetime.datetime.fromtimestamp(e.created).strftime("%Y-%m-%d %H:%M")
+        secs = e.meta.get("compile_s")
+        state = "current" if e.current() else "stale" if e.fields else "broken"
+        print(f"  {e.arch:<8} {e.label:<44} {_size_text(size):>9}  {when:<16}  "
+              f"{f'{secs:.1f} s' if isinstance(secs, (int, float)) else '-':>7}  {state:<7}  "
+              f"{e.path.name}")
+    return 0
+
+
+def _entry_size(e) -> int:
+    try:
+        return e.size
+    except OSError:  # removed meanwhile
+        return 0

@@ -29,3 +29,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 ARCHS = ("sm_120a", "sm_121a")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_disk_cache():
+    """Tests never read or fill the user's on-disk compile cache (frost.sdpa.cache): a rerun
+    would otherwise load where a test counts compiles. The cache's own tests set a folder."""
+    import os
+
+    mp = pytest.MonkeyPatch()
+    if "FROST_CACHE_DIR" not in os.environ or not os.environ.get("FROST_TEST_KEEP_CACHE"):
+        mp.setenv("FROST_CACHE_DIR", "off")
+    yield
+    mp.undo()

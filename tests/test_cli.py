@@ -470,3 +470,101 @@ def test_plan_gemm_rowsum_at_a_cards_rates(capsys):
     with pytest.raises(SystemExit):
         main(["plan", "gemm-rowsum", "--from-model", "--card", "B200"])
     assert "invalid choice: 'B200'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------- frost compile --out, frost cache
+@pytest.mark.compile
+def test_compile_out_builds_ahead_of_time_and_cache_lists_and_clears(tmp_path, capsys,
+                                                                      monkeypatch):
+    """``frost compile sdpa-bwd --out DIR`` stores the chain frost.sdpa runs; run again it
+    finds it there; another process loads it from DIR without compiling; ``frost cache``
+    lists it (arch, variant, size, date, current) and clears it."""
+    monkeypatch.setenv("FROST_CACHE_DIR", str(tmp_path / "user"))  # (never the user's own)
+    out = tmp_path / "aot"
+    argv = ["compile", "sdpa-bwd", "--arch", "sm_120a", "--out", str(out),
+            "--variants", "bf16:64:causal"]  # causal: no tail-split build, one chain
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"frost compile: 1 chain for sm_120a into {out} (load them with "
+                           f"FROST_CACHE_DIR={out})")
+    (row,) = [r for r in text.splitlines() if "bf16 d=64 causal bottom_right" in r]
+    assert row.split()[4] == "compiled" and row.split()[-1].startswith("sdpa-bwd-")
+    assert main(argv + ["--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert entry["how"] == "in cache" and entry["path"].endswith(row.split()[-1])
+    assert entry["size"] > 50_000 and not (tmp_path / "user").exists()
+
+    import os
+
+    code = ("import json; from frost.sdpa import api; "
+            "api.get_chain(api.VariantKey('sm_120a', 'bf16', 64, 'bottom_right', False, True)); "
+            "i = api.cache_info(); print(json.dumps([i['compiles'], i['disk_hits']]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, FROST_CACHE_DIR=str(out)))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [0, 1]  # loaded, not compiled
+
+    assert main(["cache", "list", "--dir", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"frost cache: {out} (1 entry, ")
+    cols = lines[2].split()
+    assert cols[:5] == ["sm_120a", "bf16", "d=64", "causal", "bottom_right"]
+    assert "current" in cols and cols[-1] == row.split()[-1]
+    monkeypatch.setenv("FROST_CACHE_DIR", str(out))
+    assert main(["cache", "list", "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["current"] and listed["fields"]["variant"]["head_dim"] == 64
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out.startswith(f"frost cache: removed 1 entry (")
+    assert main(["cache", "list"]) == 0
+    assert capsys.readouterr().out.strip() == f"frost cache: {out} (0 entries, 0.0 kB)"
+
+
+def test_cache_list_when_the_cache_is_off(monkeypatch, capsys):
+    monkeypatch.setenv("FROST_CACHE_DIR", "off")
+    assert main(["cache", "list"]) == 0
+    assert capsys.readouterr().out.startswith("frost cache: off (FROST_CACHE_DIR=off)")
+
+
+def test_variant_specs_and_their_tail_split_builds():
+    from frost.cli_commands import aot_keys, variant_specs
+    from frost.sdpa.api import VariantKey
+
+    keys = variant_specs(["bf16:64,128", "fp16:96:causal=top_left:deterministic:no-pdl",
+                          "bf16:64"], "sm_121a")
+    assert keys == [VariantKey("sm_121a", "bf16", 64, "none", False, True),
+                    VariantKey("sm_121a", "bf16", 128, "none", False, True),
+                    VariantKey("sm_121a", "fp16", 96, "top_left", True, False)]
+    assert variant_specs(["bf16:64:causal"], "sm_90a")[0].causal_align == "bottom_right"
+    # what backward() may load: non-causal d <= 160 has a tail-split build, causal none
+    built = aot_keys(keys)
+    assert [(k.head_dim, k.tail_split) for k in built] == \
+        [(64, False), (64, True), (128, False), (128, True), (96, False)]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--variants", "bf16:64"], "--variants goes with --out"),
+    (["--out", "{tmp}", "--variants", "bf17:64"], "(DTYPE: bf16 or fp16)"),
+    (["--out", "{tmp}", "--variants", "bf16:65"], "head dim 65 is not a multiple of 8 in 32..256"),
+    (["--out", "{tmp}", "--variants", "bf16"], "expected DTYPE:D[,D...]"),
+    (["--out", "{tmp}", "--variants", "bf16:x"], "(D: head dims, e.g. 64,128)"),
+    (["--out", "{tmp}", "--variants", "bf16:64:sideways"], "unknown option 'sideways'"),
+    (["--out", "{tmp}", "--variants", "bf16:64:causal=diagonal"],
+     "unknown option 'causal=diagonal'"),
+    (["--out", "{tmp}", "--code", "reg_usage=7"], "--code: not with --out"),
+    (["--out", "{tmp}", "--tile", "q_stages=1", "--from-model"],
+     "--tile, --from-model: not with --out"),
+    (["--out", "{tmp}", "--variants", "bf16:64", "--head-dim", "64", "--causal"],
+     "--head-dim, --causal: not with --variants"),
+    (["--out", "{tmp}", "--arch", "sm_80"], "--arch sm_80: unknown arch"),
+    (["--out", "{file}"], "not a directory"),
+])
+def test_compile_out_errors_exit_2(tmp_path, capsys, argv, msg):
+    (tmp_path / "f").write_text("")
+    argv = [a.format(tmp=tmp_path / "o", file=tmp_path / "f") for a in argv]
+    assert main(["compile", "sdpa-bwd", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "frost: error:" in err and msg in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()  # refused before anything was built
+    assert main(["compile", "gemm-rowsum", "--out", str(tmp_path / "o")]) == 2
+    assert "--out: sdpa-bwd only" in capsys.readouterr().err

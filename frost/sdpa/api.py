@@ -11,7 +11,8 @@ The contract (shapes, layouts, dtypes, deterministic mode, what is returned and 
 Variants: one compile per :class:`VariantKey` (arch, dtype, head dim, causal alignment,
 deterministic, PDL); B, H, S and every stride are runtime scalars. Compiled chains live in an
 in-process cache (:func:`cache_info`, :func:`clear_cache`). PDL is on by default; turn it off with
-:func:`set_pdl` (results are identical either way). The workspace: :mod:`frost.sdpa.workspace`.
+:func:`set_pdl`, or for the whole process with ``FROST_DISABLE_PDL=1`` (results are identical
+either way). The workspace: :mod:`frost.sdpa.workspace`.
 
 Launch path: the compiled chain (:mod:`frost.sdpa.chain`) takes only scalars, passed through
 :class:`~frost.sdpa.chain.FastLauncher`, on ``torch.cuda.current_stream()``.
@@ -20,25 +21,83 @@ Launch path: the compiled chain (:mod:`frost.sdpa.chain`) takes only scalars, pa
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
+import os
 import threading
+from typing import TYPE_CHECKING, Any
 
-from frost.sdpa import chain as _chain
-from frost.templates.host import device_arch, raw_stream  # noqa: F401  (device_arch: API)
 from frost.sdpa.workspace import (  # noqa: F401  (re-exported; backward calls them from here)
     _free_bytes, check_workspace, workspace_bytes, workspace_layout)
 from frost.sdpa.validation import (  # noqa: F401  (re-exported: the API's names)
     _ALIGN_BYTES, _ALIGN_ELEMS, ALIGNS, HEAD_DIMS, Problem, _torch, validate)
 
+if TYPE_CHECKING:
+    import torch
 
-_PDL = {"enabled": True}
+    from frost.sched.plan import Plan
+    from frost.sdpa import chain as _chain
+    from frost.sdpa.grid import TailSplit
+
+
+# ------------------------------------------------------------------------- deferred imports
+# Importing frost.sdpa loads neither CuTe DSL (``cutlass``, ~1 s) nor torch: the modules that
+# import cutlass (frost.sdpa.chain, frost.templates.*) load when a chain is compiled or launched,
+# torch when a call needs it (:func:`frost.sdpa.validation._torch`).
+class _OnFirstUse:
+    """Module ``name``, imported on the first attribute read (cold paths only: each read goes
+    through :func:`importlib.import_module`)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+if not TYPE_CHECKING:
+    _chain = _OnFirstUse("frost.sdpa.chain")
+
+
+def device_arch(device: torch.device | int | str) -> str:
+    """The device's arch, e.g. "sm_90a" (:func:`frost.templates.host.device_arch`)."""
+    from frost.templates.host import device_arch as arch
+
+    return arch(device)
+
+
+def raw_stream(idx: int) -> int:
+    """The raw handle of device ``idx``'s current torch stream
+    (:func:`frost.templates.host.raw_stream`). The first call binds this module's name to that
+    function, so :func:`backward`'s later calls (one per launch) pay no import."""
+    from frost.templates.host import raw_stream as raw
+
+    globals()["raw_stream"] = raw
+    return raw(idx)
+
+
+def _env_flag(name: str) -> bool:
+    """An on/off environment variable: 1 / true / yes / on, or unset / empty / 0 / false / no /
+    off (any case); ValueError naming it otherwise."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name}={os.environ[name]!r}: expected 1/true/yes/on or 0/false/no/off")
+
+
+# FROST_DISABLE_PDL=1 starts the process with PDL off (read once, here; set_pdl changes it). The
+# compile cache keys on it (VariantKey.use_pdl), so no stale kernel survives a switch.
+_PDL = {"enabled": not _env_flag("FROST_DISABLE_PDL")}
 _FAST = {"enabled": True}  # FastLauncher (True) or the DSL's own argument marshalling (False)
 _CACHE: dict = {}
-_STATS = {"compiles": 0}
+_STATS = {"compiles": 0, "disk_hits": 0, "disk_stores": 0}  # (compiles: this process's)
 
 
 def set_pdl(enabled: bool) -> None:
-    """Launch the chain with (True, default) or without programmatic dependent launch."""
+    """Launch the chain with (True) or without programmatic dependent launch. The default is
+    True, or False when ``FROST_DISABLE_PDL`` was set (1 / true / yes / on) at import."""
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
     _PDL["enabled"] = enabled
@@ -86,7 +145,7 @@ def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, determin
 SUPPORTED_DEVICE_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
 
 
-def make_plan(key: VariantKey):
+def make_plan(key: VariantKey) -> Plan:
     """The chain's Plan from the scheduler (:func:`frost.templates.bwd_main.variant_plan`): SM120
     budgets and tiles on every arch (the H200 runs the sm_120a plan under an sm_90a build of the
     same source), with ``key.tile``'s keys forced on top of the measured default; a tail-split
@@ -147,7 +206,9 @@ class CompiledChain:
 
 
 def chain_program(key: VariantKey, *, with_main: bool = True,
-                  stages=("rowdot", "bwd_main", "dq_convert"), plan=None, code: dict | None = None):
+                  stages: tuple[str, ...] = ("rowdot", "bwd_main", "dq_convert"),
+                  plan: Plan | None = None,
+                  code: dict | None = None) -> tuple[_chain.ChainConfig, _chain.BwdChain, tuple]:
     """(ChainConfig, the @cute.jit chain function, its compile args) for one variant.
 
     ``plan`` (default :func:`make_plan`) and ``code`` (main-kernel code choices on top of
@@ -169,7 +230,7 @@ def chain_program(key: VariantKey, *, with_main: bool = True,
 
 
 def build(key: VariantKey, *, with_main: bool = True,
-          stages=("rowdot", "bwd_main", "dq_convert")) -> CompiledChain:
+          stages: tuple[str, ...] = ("rowdot", "bwd_main", "dq_convert")) -> CompiledChain:
     """Plan + compile one variant (no GPU needed to compile)."""
     import cutlass.cute as cute
 
@@ -190,27 +251,109 @@ _BUILD_LOCK = threading.Lock()
 
 
 def get_chain(key: VariantKey) -> CompiledChain:
-    """The compiled chain of ``key``, compiled on first use and cached for the process. Threads
-    whose first calls want the same variant at once get one compile: the first builds it under
-    a lock, the others wait and take its entry."""
+    """The compiled chain of ``key``: from the process's cache, else from the disk cache
+    (:mod:`frost.sdpa.cache`, ``$FROST_CACHE_DIR``), else compiled (and stored there); kept
+    for the process. Threads whose first calls want the same variant at once get one compile:
+    the first loads or builds it under a lock, the others wait and take its entry (processes:
+    the disk cache's file lock, the same way)."""
     entry = _CACHE.get(key)
     if entry is None:
         with _BUILD_LOCK:
             entry = _CACHE.get(key)
             if entry is None:
-                entry = _CACHE[key] = build(key)
+                from frost.sdpa.cache import default_store
+
+                entry = _CACHE[key] = load_or_build(key, default_store())[0]
+                return entry
+    import logging
+
+    from frost.tile_dsl.log import logger
+
+    log = logger()
+    if log.isEnabledFor(logging.DEBUG):
+        _log_event(log, logging.DEBUG, key, "memory", 0.0, "memory hit")
     return entry
 
 
+def load_or_build(key: VariantKey, store=None, *, note: bool = True) -> tuple[CompiledChain, str]:
+    """``key``'s chain loaded from ``store`` (a :class:`frost.sdpa.cache.Store`), else
+    compiled by :func:`build` and stored there (under the entry's file lock: a process that
+    waited for another's compile loads its entry); ``store=None``: compiled, not stored.
+    Returns (the chain, ``"disk"`` or ``"compile"``). Logs each through the ``frost`` logger;
+    ``note``: a compile shows :func:`frost.tile_dsl.log.progress`'s note in a terminal."""
+    import contextlib
+    import logging
+    import time
+
+    from frost.sdpa import cache as disk
+    from frost.tile_dsl.log import logger, progress
+
+    log = logger()
+    what = f"{disk.PROGRAM} {disk.variant_label(dataclasses.asdict(key))} {key.arch}"
+    t0 = time.perf_counter()
+    fn = slot = None
+    if store is not None:
+        plan = make_plan(key)
+        fields = disk.entry_fields(dataclasses.asdict(key), plan.to_json(), main_choices(key))
+        fn = store.load(fields)
+    if fn is None:
+        with (store.fill(fields) if store is not None else contextlib.nullcontext()) as slot:
+            fn = slot.loaded if slot is not None else None
+            if fn is None:
+                with progress(what) if note else contextlib.nullcontext():
+                    ch = build(key)
+                seconds = time.perf_counter() - t0
+                where = ""
+                if slot is not None and isinstance(ch, CompiledChain):  # (tests stand builds in)
+                    if slot.put(ch.compiled, seconds) is not None:
+                        _STATS["disk_stores"] += 1
+                        where = f"; stored in {store.root}"
+                _log_event(log, logging.INFO, key, "miss", seconds,
+                           f"miss, compiled in {seconds:.2f} s{where}")
+                return ch, "compile"
+    cfg, prog, _ = chain_program(key, plan=plan)
+    _STATS["disk_hits"] += 1
+    seconds = time.perf_counter() - t0
+    _log_event(log, logging.INFO, key, "disk", seconds,
+               f"disk hit, loaded in {seconds:.3f} s from {store.path(fields)}")
+    return CompiledChain(key, cfg, fn, prog.main), "disk"
+
+
+def _log_event(log, level: int, key: VariantKey, cache: str, seconds: float, text: str) -> None:
+    """One record of where a chain came from: its message names the variant and the arch; its
+    ``frost`` attribute holds the same as data (program, variant, arch, cache: memory | disk |
+    miss, seconds)."""
+    from frost.sdpa.cache import PROGRAM, variant_label
+
+    what = variant_label(dataclasses.asdict(key))
+    log.log(level, "%s %s %s: %s", PROGRAM, what, key.arch, text,
+            extra={"frost": {"event": "chain", "program": PROGRAM, "variant": what,
+                             "arch": key.arch, "cache": cache, "seconds": seconds}})
+
+
 def cache_info() -> dict:
-    """What the compile cache holds: ``variants`` (count), ``compiles`` (so far) and ``keys``."""
-    return {"variants": len(_CACHE), "compiles": _STATS["compiles"], "keys": list(_CACHE)}
+    """What the compile cache holds: ``variants`` (count) and ``keys`` in this process;
+    ``compiles``, ``disk_hits`` and ``disk_stores`` so far in this process; ``disk_dir``, the
+    disk cache's folder (None: off)."""
+    from frost.sdpa.cache import cache_dir
+
+    return {"variants": len(_CACHE), "compiles": _STATS["compiles"], "keys": list(_CACHE),
+            "disk_hits": _STATS["disk_hits"], "disk_stores": _STATS["disk_stores"],
+            "disk_dir": cache_dir()}
 
 
-def clear_cache() -> None:
-    """Forget every compiled chain and call signature (the next call compiles again)."""
+def clear_cache(disk: bool = False) -> None:
+    """Forget every compiled chain and call signature of this process (the next call loads
+    from the disk cache, or compiles); ``disk=True``: empty the disk cache's folder too
+    (``frost cache clear``)."""
     _CACHE.clear()
     _SIGS.clear()
+    if disk:
+        from frost.sdpa.cache import default_store
+
+        store = default_store()
+        if store is not None:
+            store.clear()
 
 
 # -------------------------------------------------------------------------------- the call
@@ -291,7 +434,7 @@ def set_tail_split(enabled: bool) -> None:
     _SIGS.clear()
 
 
-def tail_split(ch: CompiledChain, p: Problem, device_index: int):
+def tail_split(ch: CompiledChain, p: Problem, device_index: int) -> TailSplit:
     """The grid model's tail split (:func:`frost.sdpa.grid.pick_tail_split`) of this call on
     device ``device_index``'s SMs; no cut where the plan cannot take one
     (:func:`~frost.templates.bwd_main.rules.tail_split_fits`: causal, d > 192, ...), for chains
@@ -335,8 +478,11 @@ def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) ->
                      causal_align, strides)
 
 
-def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
-             deterministic=False, check_finite=False):
+def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+             do: torch.Tensor, lse: torch.Tensor, *, causal: bool = False,
+             causal_align: str = "bottom_right", scale: float | None = None,
+             deterministic: bool = False,
+             check_finite: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The gradients (dq, dk, dv) of ``o = softmax(q·kᵀ·scale)·v`` given ``do = ∂L/∂o``.
 
     Args:
@@ -375,6 +521,7 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
         (dq, dk, dv): contiguous (B, S, H, D) tensors in the io dtype.
 
     Raises:
+        ImportError: torch is not installed (``pip install torch``).
         TypeError: a non-tensor argument, a dtype that is not fp16 / bf16 (lse: not fp32),
             mixed dtypes, a non-bool ``causal`` / ``deterministic``, or a ``scale`` that is not
             a real number.
@@ -385,6 +532,7 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
 
         >>> dq, dk, dv = frost.sdpa.backward(q, k, v, o, do, lse, causal=True)  # doctest: +SKIP
     """
+    torch = _torch()  # first: without torch, say how to install it
     try:
         sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)
         prep = _SIGS.get(sig)
@@ -404,7 +552,6 @@ def backward(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
         validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
                  deterministic=deterministic)  # raises, naming the misaligned argument
     p = prep.p
-    torch = _torch()
     dev, dt = q.device, q.dtype
     if p.b * p.s_q * p.h_q == 0 or p.s_kv == 0:  # nothing to launch
         shape_q, shape_kv = (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d)
@@ -457,7 +604,11 @@ def _check_lse_finite(lse) -> None:
                          f"{float(lse[b, h, r])}, and {int(bad.sum())} entries in all")
 
 
-def launch_values(cfg, p: Problem, q, k, v, o, do, lse, dq, dk, dv, scale, deterministic, ws=None):
+def launch_values(cfg: _chain.ChainConfig, p: Problem, q: torch.Tensor, k: torch.Tensor,
+                  v: torch.Tensor, o: torch.Tensor, do: torch.Tensor, lse: torch.Tensor,
+                  dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor, scale: float,
+                  deterministic: bool,
+                  ws: torch.Tensor | None = None) -> tuple[torch.Tensor, list[int | float]]:
     """Allocate the workspace (unless given) and build the chain's scalar arguments
     (order: :data:`frost.sdpa.chain.ARG_NAMES`). Returns (workspace, values)."""
     torch = _torch()

@@ -1,9 +1,13 @@
 """frost.sdpa.attention: torch's forward with frost's backward under autograd.
 
-CPU: bad input is refused before anything runs, naming the argument; the incoming gradient is
-copied only where the kernels cannot read its layout. GPU: o and (dq, dk, dv) against the float64
-reference, the gradients on poisoned memory (:func:`frost.templates.host.poisoned`).
+CPU: bad input is refused before anything runs, naming the argument (the tensor checks with the
+kernels stood in for, since CPU tensors otherwise fall back to torch's SDPA:
+tests/sdpa/test_training_op.py); the incoming gradient is copied only where the kernels cannot
+read its layout. GPU: o and (dq, dk, dv) against the float64 reference, the gradients on poisoned
+memory (:func:`frost.templates.host.poisoned`).
 """
+
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -12,6 +16,7 @@ import frost.sdpa as sdpa
 from frost.sdpa import autograd as A
 from frost.sdpa import reference as R
 from frost.templates import host
+from tests.sdpa.stand_in_kernels import Reference
 
 TOL = {torch.bfloat16: 1e-2, torch.float16: 5e-3}
 
@@ -20,22 +25,20 @@ def _cpu(*shape, dtype=torch.bfloat16):
     return torch.randn(*shape).to(dtype)
 
 
-def test_cpu_tensors_are_refused_naming_the_device():
-    q, k, v = _cpu(1, 64, 2, 64), _cpu(1, 64, 2, 64), _cpu(1, 64, 2, 64)
-    with pytest.raises(ValueError, match="q device must be a CUDA device"):
-        sdpa.attention(q, k, v)
-
-
 @pytest.mark.parametrize("kw,exc,match", [
     (dict(causal_align="diagonal"), ValueError, "causal_align"),
     (dict(causal=1), TypeError, "causal must be a bool"),
     (dict(scale=float("nan")), ValueError, "scale must be finite"),
     (dict(deterministic="yes"), TypeError, "deterministic"),
 ])
-def test_bad_options_are_refused(kw, exc, match):
+@pytest.mark.parametrize("stand_in", [False, True], ids=["fallback", "kernels"])
+def test_bad_options_are_refused(kw, exc, match, stand_in):
+    """On the kernels' path and on the fallback (CPU tensors, torch's SDPA) alike."""
     q = _cpu(1, 64, 2, 64)
-    with pytest.raises(exc, match=match):
+    ref = Reference()
+    with pytest.raises(exc, match=match), ref.installed() if stand_in else nullcontext():
         sdpa.attention(q, q, q, **kw)
+    assert ref.calls == []
 
 
 @pytest.mark.parametrize("make,exc,match", [
@@ -48,9 +51,13 @@ def test_bad_options_are_refused(kw, exc, match):
      "head dim"),
 ])
 def test_bad_tensors_are_refused(make, exc, match):
+    """As frost's kernels would refuse them (stood in for on the CPU: any device passes),
+    before the forward runs."""
     q = _cpu(1, 64, 4, 64)
-    with pytest.raises(exc, match=match):
+    ref = Reference()
+    with pytest.raises(exc, match=match), ref.installed():
         sdpa.attention(*make(q))
+    assert ref.calls == []
 
 
 def test_kernel_layout_copies_only_what_the_kernels_cannot_read():
@@ -72,7 +79,6 @@ def test_custom_ops_fake_kernels_give_the_output_shapes():
     dq/dk/dv like q/k/v (GQA: H_kv heads)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    A._ops()
     with FakeTensorMode():
         q = torch.empty(2, 100, 8, 64, dtype=torch.float16)
         k = torch.empty(2, 50, 2, 64, dtype=torch.float16)
@@ -86,7 +92,7 @@ def test_custom_ops_fake_kernels_give_the_output_shapes():
 
 
 @pytest.fixture
-def stand_ins(monkeypatch):
+def stand_ins():
     """CPU stand-ins for the kernels behind the custom ops: the forward gives o = 2q and a
     random lse of (B, H_q, S_q); the backward gives (2 do, k / 2, v / 4) and records the do it
     got (returned dict, key "do")."""
@@ -96,11 +102,11 @@ def stand_ins(monkeypatch):
         got["do"] = do
         return do * 2.0, k * 0.5, v * 0.25
 
-    monkeypatch.setattr(A, "_forward", lambda p, q, k, v, *a: (
-        q * 2.0, torch.randn(q.shape[0], q.shape[2], q.shape[1])))
-    monkeypatch.setattr(A, "backward", backward)
-    A._ops()
-    return got
+    def forward(q, k, v, *opts):
+        return q * 2.0, torch.randn(q.shape[0], q.shape[2], q.shape[1])
+
+    with A.stand_in_kernels_for_testing(forward, backward):
+        yield got
 
 
 def test_backward_makes_no_gradient_for_lse(stand_ins):
@@ -121,7 +127,7 @@ def test_backward_makes_no_gradient_for_lse(stand_ins):
 
     q = torch.randn(2, 5, 3, 64, dtype=torch.float16, requires_grad=True)
     k = torch.randn(2, 7, 3, 64, dtype=torch.float16, requires_grad=True)
-    o, lse = A._ops().attention_forward(q, k, k, False, "top_left", None, False, True)
+    o, lse = A.attention_forward(q, k, k, False, "top_left", None, False, True)
     assert not lse.requires_grad
     do = torch.randn_like(o)
     with Log():
@@ -258,7 +264,6 @@ def test_gpu_attention_under_torch_compile():
     refs = R.backward(q, k, v, do, causal=True)
     errs = [R.rel_err(x.grad, r) for x, r in zip(leaves, refs)]
     assert max(errs) <= TOL[torch.bfloat16], errs
-    A._ops()
     fwd_args = (leaves[0], leaves[1], leaves[2], True, "bottom_right", None, False, True)
     torch.library.opcheck(torch.ops.frost.attention_forward.default, fwd_args)
     o, lse = torch.ops.frost.attention_forward(*(x.detach() for x in leaves), True,
