@@ -481,8 +481,10 @@ def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) ->
 def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
              do: torch.Tensor, lse: torch.Tensor, *, causal: bool = False,
              causal_align: str = "bottom_right", scale: float | None = None,
-             deterministic: bool = False,
-             check_finite: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+             deterministic: bool = False, check_finite: bool = False,
+             out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+             workspace: torch.Tensor | None = None,
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The gradients (dq, dk, dv) of ``o = softmax(q·kᵀ·scale)·v`` given ``do = ∂L/∂o``.
 
     Args:
@@ -502,6 +504,11 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
             signature (shapes, strides, options) checks it with the outputs against the
             device's free memory and raises ValueError before compiling if it cannot fit; a
             best-effort check (later calls of the signature and fragmentation are not seen).
+        out: caller-owned (dq, dk, dv) to write: contiguous, q's (k's) shape, dtype and device;
+            returned as they are. With ``workspace`` a training loop allocates nothing a call.
+        workspace: a caller-owned fp32 CUDA tensor of at least :func:`workspace_bytes` / 4
+            elements (contiguous, on q's device) used in place of a fresh one; ValueError if it
+            is too small.
         check_finite: first check that every ``lse`` entry is finite or -inf, and raise
             ValueError naming the first bad row otherwise (a device-to-host sync; off by
             default).
@@ -553,7 +560,13 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                  deterministic=deterministic)  # raises, naming the misaligned argument
     p = prep.p
     dev, dt = q.device, q.dtype
+    if out is not None:
+        _check_out(out, q, k, v)
     if p.b * p.s_q * p.h_q == 0 or p.s_kv == 0:  # nothing to launch
+        if out is not None:
+            for x in out:
+                x.zero_()
+            return tuple(out)
         shape_q, shape_kv = (p.b, p.s_q, p.h_q, p.d), (p.b, p.s_kv, p.h_kv, p.d)
         return (torch.zeros(shape_q, dtype=dt, device=dev), torch.zeros(shape_kv, dtype=dt, device=dev),
                 torch.zeros(shape_kv, dtype=dt, device=dev))
@@ -566,10 +579,16 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
             check_workspace(key, p, _free_bytes(torch, q.get_device()) - outputs, q.get_device())
         run = prep.chains[use_pdl] = _Launch.of(get_chain(key), prep, q.get_device())
     try:
-        dq = torch.empty(run.shape_q, dtype=dt, device=dev)
-        dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
-        dv = torch.empty(run.shape_kv, dtype=dt, device=dev)
-        ws = torch.empty(run.ws_floats, dtype=torch.float32, device=dev)
+        if out is None:
+            dq = torch.empty(run.shape_q, dtype=dt, device=dev)
+            dk = torch.empty(run.shape_kv, dtype=dt, device=dev)
+            dv = torch.empty(run.shape_kv, dtype=dt, device=dev)
+        else:
+            dq, dk, dv = out
+        if workspace is None:
+            ws = torch.empty(run.ws_floats, dtype=torch.float32, device=dev)
+        else:
+            ws = _check_workspace_tensor(workspace, run.ws_floats, dev)
     except torch.OutOfMemoryError as e:
         raise type(e)(
             f"frost.sdpa.backward: out of GPU memory allocating the outputs and the "
@@ -591,6 +610,36 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
         with torch.cuda.device(idx):
             run.chain.launch(vals, idx)
     return dq, dk, dv
+
+
+def _check_out(out, q, k, v) -> None:
+    """ValueError/TypeError naming the ``out`` entry that cannot take the result."""
+    torch = _torch()
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise TypeError("out must be a tuple (dq, dk, dv) of tensors")
+    for name, x, like in zip(("dq", "dk", "dv"), out, (q, k, v)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"out {name} must be a torch.Tensor, got {type(x).__name__}")
+        if tuple(x.shape) != tuple(like.shape) or x.dtype != like.dtype or x.device != like.device:
+            raise ValueError(f"out {name} must be {tuple(like.shape)} {like.dtype} on "
+                             f"{like.device}, got {tuple(x.shape)} {x.dtype} on {x.device}")
+        if not x.is_contiguous():
+            raise ValueError(f"out {name} must be contiguous")
+
+
+def _check_workspace_tensor(ws, floats: int, dev):
+    """``ws`` if it can serve as a call's workspace of ``floats`` fp32 elements, else ValueError
+    naming ``workspace`` and the size needed."""
+    torch = _torch()
+    if not isinstance(ws, torch.Tensor) or ws.dtype != torch.float32 or ws.device != dev \
+            or not ws.is_contiguous():
+        raise ValueError(f"workspace must be a contiguous fp32 tensor on {dev}")
+    if ws.data_ptr() % 128:
+        raise ValueError("workspace must start 128-byte aligned (a fresh tensor does)")
+    if ws.numel() < floats:
+        raise ValueError(f"workspace has {ws.numel()} fp32 elements; this call needs {floats} "
+                         f"({4 * floats} bytes, frost.sdpa.api.workspace_bytes)")
+    return ws
 
 
 def _check_lse_finite(lse) -> None:

@@ -164,3 +164,23 @@ def test_a_call_on_the_second_gpu_runs_there():
     assert dq.device == torch.device("cuda:1") and torch.cuda.current_device() == 0
     rq, rk, rv = R.backward(q, k, v, do)
     assert max(R.rel_err(dq, rq), R.rel_err(dk, rk), R.rel_err(dv, rv)) <= 1e-2
+
+
+@pytest.mark.gpu
+def test_caller_owned_outputs_and_workspace():
+    """out=(dq, dk, dv) and workspace= are written in place and give the allocating call's bits
+    (deterministic); a workspace too small or an out of the wrong shape is refused by name."""
+    q, k, v, o, do, lse = _inputs(s_q=130, s_kv=190)
+    want = sdpa.backward(q, k, v, o, do, lse, deterministic=True)
+    out = tuple(torch.full_like(x, math.nan) for x in (q, k, v))
+    key = api.variant_key(api.validate(q, k, v, o, do, lse), api.device_arch(q.device), False,
+                          "bottom_right", True, api.pdl_enabled())
+    need = api.workspace_bytes(key, api.validate(q, k, v, o, do, lse)) // 4
+    ws = torch.empty(need, device="cuda")
+    got = sdpa.backward(q, k, v, o, do, lse, deterministic=True, out=out, workspace=ws)
+    assert all(g is x for g, x in zip(got, out))
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    with pytest.raises(ValueError, match="workspace has"):
+        sdpa.backward(q, k, v, o, do, lse, deterministic=True, workspace=ws[: need // 2])
+    with pytest.raises(ValueError, match="out dk"):
+        sdpa.backward(q, k, v, o, do, lse, out=(out[0], out[0], out[2]))
