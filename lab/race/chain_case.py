@@ -104,7 +104,10 @@ def time_rows(a) -> int:
 
     print(f"# {torch.cuda.get_device_name(0)}: frost.sdpa.backward ms, median of {a.iters}, "
           f"{a.rounds} rounds round-robin")
+    pick = set(a.rows.split(",")) if a.rows else None
     for b, h, s, d, causal in ROWS:
+        if pick and f"{d}{causal[0].upper()}" not in pick and f"{d}{'T' if causal != 'none' else 'F'}" not in pick:
+            continue
         c = causal != "none"
         key = key_of(d, causal)
         x = [torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(5)]
@@ -135,6 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--arrive", default="plan", choices=("plan", "warp"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--rows", default="", help="e.g. 64F,128T,256F (default: all)")
     a = ap.parse_args(argv)
     return check(a) if a.mode == "check" else time_rows(a)
 
