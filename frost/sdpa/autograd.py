@@ -58,7 +58,7 @@ from typing import Callable
 
 import torch
 
-from frost.sdpa.validation import ALIGNS, Problem, layout_problem, validate
+from frost.sdpa.validation import ALIGNS, Problem, check_options, layout_problem, validate
 
 
 class FallbackWarning(UserWarning):
@@ -119,18 +119,7 @@ def _check_args(q, k, v, causal, causal_align, scale, deterministic) -> None:
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() != 4:
             raise ValueError(f"{name} shape must be 4-D (B, S, H, D), got {tuple(t.shape)}")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if not isinstance(deterministic, bool):
-        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
-    if causal_align not in ALIGNS:
-        raise ValueError(f"causal_align must be one of {ALIGNS}, got {causal_align!r}")
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-            raise TypeError(f"scale must be a real number (Python or NumPy) or None, got "
-                            f"{type(scale).__name__}")
-        if not -math.inf < scale < math.inf:   # (math.isfinite breaks a torch.compile graph)
-            raise ValueError(f"scale must be finite, got {scale}")
+    check_options(causal, causal_align, scale, deterministic)
 
 
 @functools.lru_cache(maxsize=None)
@@ -224,7 +213,7 @@ def _forward(p: Problem, q, k, v, causal, causal_align, scale):
                           scale, p.s_q)
     # bottom-right with S_q > S_kv: rows [0, off) see no key (o = 0, lse = -inf, as the
     # reference), the rest are a square top-left problem (this kernel's own bottom-right mask
-    # gave a wrong o there, on the H100 with torch 2.11: session 45)
+    # gave a wrong o there, on the H100 with torch 2.11: 2026-12-06, lab/results/s45)
     o = q.new_zeros(q.shape)
     lse = torch.full((p.b, p.h_q, p.s_q), float("-inf"), device=q.device)
     o[:, off:], lse[:, :, off:] = _efficient(q[:, off:], k, v, 1, scale, p.s_kv)

@@ -56,6 +56,25 @@ def layout_problem(name: str, t) -> str | None:
     return None
 
 
+def check_options(causal, causal_align, scale, deterministic) -> None:
+    """The options' checks (no tensor needed), each error naming the option: shared by
+    :func:`validate` and :func:`frost.sdpa.autograd.attention`'s fallback path. The finite test
+    is a comparison, not ``math.isfinite``, so a symbolic scale under torch.compile passes."""
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
+    if causal_align not in ALIGNS:
+        raise ValueError(f"causal_align must be one of {ALIGNS}, got {causal_align!r}")
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+            hint = "; pass float(scale)" if type(scale).__name__ == "Tensor" else ""
+            raise TypeError(f"scale must be a real number (Python or NumPy) or None, got "
+                            f"{type(scale).__name__}{hint}")
+        if not -math.inf < scale < math.inf:
+            raise ValueError(f"scale must be finite, got {scale}")
+
+
 def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", scale=None,
              deterministic=False) -> Problem:
     """Check every argument (no CUDA call); return the :class:`Problem` or raise naming the argument."""
@@ -66,19 +85,7 @@ def validate(q, k, v, o, do, lse, *, causal=False, causal_align="bottom_right", 
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.layout != torch.strided:
             raise ValueError(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if not isinstance(deterministic, bool):
-        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
-    if causal_align not in ALIGNS:
-        raise ValueError(f"causal_align must be one of {ALIGNS}, got {causal_align!r}")
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-            raise TypeError(f"scale must be a real number (Python or NumPy) or None, got "
-                            f"{type(scale).__name__}" + ("; pass float(scale)" if
-                                                         isinstance(scale, torch.Tensor) else ""))
-        if not math.isfinite(scale):
-            raise ValueError(f"scale must be finite, got {scale}")
+    check_options(causal, causal_align, scale, deterministic)
 
     dt = q.dtype
     if dt not in (torch.float16, torch.bfloat16):
