@@ -20,7 +20,7 @@ from __future__ import annotations
 from frost.ir.program import Program
 from frost.ir.stages import Load
 from frost.ir.symbols import Level
-from frost.tile_dsl.barrier import WARP_SIZE, Access, handoff_arrivals
+from frost.tile_dsl.barrier import Access, handoff_arrivals
 
 
 def copy_method(load: Load) -> str:

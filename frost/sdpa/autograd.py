@@ -51,14 +51,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import math
-import numbers
 import warnings
 from typing import Callable
 
 import torch
 
-from frost.sdpa.validation import ALIGNS, Problem, check_options, layout_problem, validate
+from frost.sdpa.validation import Problem, check_options, layout_problem, validate
 
 
 class FallbackWarning(UserWarning):
