@@ -1,7 +1,7 @@
 """A/B of ``bwd_main`` code variants on one plan, round-robin so host drift cancels.
 
 Why: on the H200 the same kernel drifts by up to ~5 % between runs minutes apart, as much as
-the code changes being judged (bench/RESULTS.md, v3/v4). Here every variant of a shape is
+the code changes being judged (lab/LOG.md, v3/v4). Here every variant of a shape is
 compiled first, then timed in ``--rounds`` rounds, each round running every variant (in a
 rotated order) for ``--iters`` CUDA-event-timed calls. Per variant: the median over all calls;
 per round: each variant's median / the baseline's (the first variant), whose spread over rounds
@@ -19,13 +19,13 @@ results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with th
 the default's code choices, which a forced plan may resolve otherwise). Every variant is timed as
 ``frost.sdpa`` builds and launches bwd_main (``frost.sdpa.main_only``, precomputed
 launch values) unless it says ``build=launch`` (``BwdMainKernel.launch``: another build, with
-nine tensors marshalled inside each timed call; bench/RESULTS.md v67/v68), and with PDL's
+nine tensors marshalled inside each timed call; lab/LOG.md v67/v68), and with PDL's
 ``griddepcontrol`` instructions as the chain has them (``--no-pdl``: without, as every run before
 v127 built them; at d=256 ptxas allocates the two builds otherwise). Writes ``bwd_main_ab.json``
 and a bar plot ``bwd_main_ab.png`` to ``--out`` (default ``$OUT``); ``--replot JSON...`` draws
 stored files on any machine::
 
-    python3 bench/bwd_main_ab.py --replot bench/results/v13/d*/bwd_main_ab.json --out /tmp/v13
+    python3 bench/bwd_main_ab.py --replot lab/results/v13/d*/bwd_main_ab.json --out /tmp/v13
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ if _ROOT not in sys.path:
 
 SHAPES = [(4, 16, 4096, 128, False), (4, 16, 4096, 64, False)]  # (B, H, S, D, causal)
 # (mma_sync, the per-trip barrier, is not there to skip on the exchange_sync defaults of d=64/128:
-# bench/ab_v47.sh measures it on the barrier plans)
+# lab/ab/ab_v47.sh measures it on the barrier plans)
 SKIPS = ("dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads", "softmax", "q_loads",
          "kv_load", "dkdv_store", "dq_atomic2", "x_waits", "dq_half")
 # Candidate tile plans per head dim (forced scheduler keys); illegal ones are dropped with a reason,

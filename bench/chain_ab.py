@@ -2,7 +2,7 @@
 
 Why: a plan option can change more than ``bwd_main`` (``reduce_block`` also changes how
 ``dq_convert`` reads the dQ workspace), so ``bench/bwd_main_ab.py``'s kernel-only ratio may not
-reach the call (bench/RESULTS.md v106: d=128's 0.993x there, -0.6 % in the chain). Here each
+reach the call (lab/LOG.md v106: d=128's 0.993x there, -0.6 % in the chain). Here each
 variant is the row's measured options (:func:`frost.sched.tuned.tuned_options`: the row's, and
 causal the causal ones) with some keys set or removed, and the main kernel's code choices
 (:class:`frost.templates.bwd_main.code.CodeChoices`, e.g. ``trip_step=0``) set on top of their
@@ -20,7 +20,7 @@ Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-
 A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``: a
 plan key (``value`` an int, or ``none`` to drop the row's option) or a code choice (an int, or
 the word a word-valued choice takes, e.g. ``p_store=st32``). A ``code=default`` item (how
-``bench/variant_grid.py --top`` writes a code-only variant) pins the choices the variant does
+``lab/variant_grid.py --top`` writes a code-only variant) pins the choices the variant does
 not name to the default build's values, as bench/bwd_main_ab.py does; without it they resolve
 again around the named ones. A call that cuts its grid (a tail-split build) is refused when a
 variant sets code choices: they reach only the whole-tile build. Writes ``chain_ab.json`` and
@@ -73,7 +73,7 @@ def parse_variant(text: str) -> dict:
         key, sep, val = (x.strip() for x in item.partition("="))
         if not sep or not key or not val:
             raise ValueError(f"bad variant item {item!r}: want key=int or key=none")
-        if key == "code" and val == "default":  # bench/variant_grid.py's suffix: the choices
+        if key == "code" and val == "default":  # lab/variant_grid.py's suffix: the choices
             out[key] = val                       # not named keep the default's resolved values
             continue
         if key in CALL_DECIDES:

@@ -1,7 +1,7 @@
 """The SDPA benchmark over time: every saved ``bench/sdpa_bwd.py`` run of one card, side by side.
 
-Each session re-runs ``bench/sdpa_bwd.py`` and saves ``sdpa_bwd.json`` under
-``bench/results/``. This script (no GPU) gathers those runs, keeps the ones of one card and
+Every run of ``bench/sdpa_bwd.py`` saves an ``sdpa_bwd.json``; the project's runs are stored
+under ``lab/results/``. This script (no GPU) gathers those runs, keeps the ones of one card and
 dtype that timed every shape of the benchmark's list (``SHAPES``), orders them by date and
 prints, per shape:
 
@@ -20,7 +20,7 @@ shape over the runs, with the target line) to ``--out`` (default ``$OUT``, else 
     python3 bench/history.py [--card "NVIDIA H200"] [--dtype bf16] [--since 2026-12-01T12:00]
         [--out DIR] [JSON_OR_DIR ...]
 
-Without paths it reads every ``sdpa_bwd.json`` under ``bench/results``.
+Without paths it reads every ``sdpa_bwd.json`` under ``lab/results``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(os.path.dirname(HERE), "lab", "results")  # the stored runs
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 from sdpa_bwd import SHAPES, SM120_PEERS, TARGET, shape_label  # noqa: E402
@@ -167,14 +168,14 @@ def plot(runs: list[dict], path: str, card: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", metavar="JSON_OR_DIR",
-                    help="sdpa_bwd.json files or folders (default: bench/results)")
+                    help="sdpa_bwd.json files or folders (default: lab/results)")
     ap.add_argument("--card", default="NVIDIA H200", help="the runs' meta gpu name")
     ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     ap.add_argument("--since", type=when, default=None,
                     help="keep runs dated this ISO date or time or later (UTC unless a zone)")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(HERE, "out"))
     args = ap.parse_args(argv)
-    runs = load_runs(find_runs(args.paths or [os.path.join(HERE, "results")]), args.card,
+    runs = load_runs(find_runs(args.paths or [RESULTS]), args.card,
                      args.dtype, args.since)
     if not runs:
         print(f"history: no {args.dtype} run on {args.card!r} found", file=sys.stderr)

@@ -1,7 +1,7 @@
 """Which ``bwd_main`` build does a GPU run? Writes the PTX and cubin of the default kernel as
 compiled two or three ways, for comparison with ``cuobjdump -sass`` (no timing)::
 
-    CUTE_DSL_KEEP=ptx,cubin CUTE_DSL_DUMP_DIR=$OUT/dump python3 bench/build_check.py \\
+    CUTE_DSL_KEEP=ptx,cubin CUTE_DSL_DUMP_DIR=$OUT/dump python3 lab/build_check.py \\
         --dims 64,256 --out $OUT/build   # on the GPU host: also the launch path's build
 
 1. ``compile``: ``BwdMainKernel.compile``, the build ``frost.sdpa`` runs (what the

@@ -1,9 +1,9 @@
 """Where a small gemm_rowsum call's time goes: host or GPU. For each plan (``--`` separated
---tile groups, as bench/split_kernels.py) at one shape, prints µs a call three ways:
+--tile groups, as lab/split_kernels.py) at one shape, prints µs a call three ways:
 ``host`` (perf_counter over N calls, no sync: the Python and launch path), ``stream`` (events
 around N back-to-back calls: the GPU's rate when the host keeps ahead, or the host's when it
 does not) and ``each`` (events around each call, then synced, as bench/gemm_rowsum.py times):
-    python3 bench/call_floor.py M,N,K [KEY=INT ...] [-- KEY=INT ...]
+    python3 lab/call_floor.py M,N,K [KEY=INT ...] [-- KEY=INT ...]
 """
 import statistics
 import sys

@@ -7,7 +7,7 @@ address can change between rounds. This script times the chain with the workspac
 fixed offsets in one buffer, round-robin with the normal per-call allocation, and prints the
 median per placement with each round's spread.
 
-    python3 bench/chain_jitter.py [--shape 4,16,4096,64] [--causal] [--rounds 4] [--iters 25]
+    python3 lab/chain_jitter.py [--shape 4,16,4096,64] [--causal] [--rounds 4] [--iters 25]
         [--offsets 0,32,1024,16384,262144,1048576] [--out DIR]
 
 Writes ``chain_jitter.json``. Offsets are in fp32 elements (32 = 128 bytes).

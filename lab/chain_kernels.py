@@ -8,7 +8,7 @@ delta and lse_log2 and zeroes dq_accum; dq_convert reads dq_accum and writes dQ)
 the kernels overlap, so the sum can exceed the call. Writes ``chain_kernels.json`` and
 ``chain_kernels.png`` (stacked bars) under ``--out``, with the card, the date and the commit.
 
-    python3 bench/chain_kernels.py --commit SHA --out $OUT            (GPU host)
+    python3 lab/chain_kernels.py --commit SHA --out $OUT            (GPU host)
 """
 
 from __future__ import annotations

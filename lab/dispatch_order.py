@@ -5,7 +5,7 @@ exits; the CTAs request enough shared memory that one fits on an SM, as bwd_main
 ticket of every CTA, by its linear block index (x fastest, then y, then z), says whether the
 hardware dispatches a 3-D grid in linear block order, as :mod:`frost.sched.waves` assumes::
 
-    python3 bench/dispatch_order.py --grid 32,16,4 --grid 2048,1,1
+    python3 lab/dispatch_order.py --grid 32,16,4 --grid 2048,1,1
 
 Prints, per grid, how many CTAs started out of linear order (a ticket lower than an earlier
 block's) and the first few tickets of the second wave; writes ``dispatch_order.json`` to --out.

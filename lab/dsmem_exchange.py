@@ -1,6 +1,6 @@
 """Probe: what one DSMEM pair exchange costs against an attention-backward trip.
 
-Why (bench/RESULTS.md v136b): a head-dim-split backward at d=256 runs d=128's trip shapes on
+Why (lab/LOG.md v136b): a head-dim-split backward at d=256 runs d=128's trip shapes on
 each CTA of a 2-CTA cluster, plus an exchange of S's and dP's partials every trip; d=128's
 trip with one P/dS copy leaves it 21 % of a trip (on an H100). This probe runs
 :mod:`frost.templates.pair_exchange` (the :mod:`frost.tile_dsl.cluster` protocol alone, no
@@ -12,7 +12,7 @@ upper bound for the kernel, where a round could overlap the next GEMM.
 No peer library runs here (there is none to compare a building block with). Prints a table,
 writes ``dsmem_exchange.json`` and ``dsmem_exchange.png`` to ``--out`` (GPU, date, commit).
 
-Usage on the GPU: ``python3 bench/dsmem_exchange.py --out DIR [--commit SHA]
+Usage on the GPU: ``python3 lab/dsmem_exchange.py --out DIR [--commit SHA]
 [--trip-us 1.995]`` (the trip: d=128's 32x128 bwd_main trip, v136b's H100 2.043 ms over
 8 waves x 128 trips).
 """

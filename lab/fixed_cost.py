@@ -3,7 +3,7 @@
 Reads ``bwd_main_ab.json`` files (bench/bwd_main_ab.py, one shape each) of a series that keeps
 the CTA count fixed and changes the trips per CTA, e.g. B*S constant at one head count:
 
-    python3 bench/fixed_cost.py bench/out/v71/s*/bwd_main_ab.json --out bench/out/v71
+    python3 lab/fixed_cost.py bench/out/v71/s*/bwd_main_ab.json --out bench/out/v71
 
 Every CTA of a non-causal grid runs the same trips, so one SM's time is its CTA count (the
 grid's waves, rounded up) times ``trips * t + X``. A least-squares line through (trips, time /

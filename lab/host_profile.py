@@ -5,7 +5,7 @@ hot path on its own (the signature tuple, the four output/workspace allocations,
 lookup, the pointer reads, the chain launch with fixed values); then a cProfile of the whole call
 sorted by own time. Writes ``host_profile.json`` and ``host_profile.txt`` under ``--out``.
 
-    python3 bench/host_profile.py --out $OUT
+    python3 lab/host_profile.py --out $OUT
 """
 
 from __future__ import annotations

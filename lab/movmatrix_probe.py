@@ -1,6 +1,6 @@
 """Probe: is a register transpose (``movmatrix.m8n8.trans``) cheaper than a second ldmatrix?
 
-Why (bench/RESULTS.md v62): on the H200 the bwd_main trip is bound by shared-memory operand
+Why (lab/LOG.md v62): on the H200 the bwd_main trip is bound by shared-memory operand
 reads (ldmatrix, ~88 % L1 busy, v57). A redesign that computes Sᵀ = K·Qᵀ would read dO once per
 trip for dPᵀ and feed dV from the same registers transposed in-warp, if ``movmatrix`` does not
 itself load the pipe that ldmatrix saturates. This probe times, per warp and step, with 8 warps
@@ -11,9 +11,9 @@ an SM (the kernel's occupancy):
 * ``movm``  ``ldmatrix.x4`` + four ``movmatrix.trans`` of its registers (the candidate).
 
 Each step xors the registers into a running value written out at the end (kept alive).
-Usage on the GPU: ``python3 bench/movmatrix_probe.py --out DIR`` (prints a table, writes JSON).
+Usage on the GPU: ``python3 lab/movmatrix_probe.py --out DIR`` (prints a table, writes JSON).
 ``--compile-only ARCH`` compiles every mode and prints its PTX counts of ldmatrix and movmatrix
-(no GPU; ptxas turns them into ``LDSM.16.M88.4`` and ``MOVM.16.MT88``, bench/RESULTS.md v62).
+(no GPU; ptxas turns them into ``LDSM.16.M88.4`` and ``MOVM.16.MT88``, lab/LOG.md v62).
 """
 
 from __future__ import annotations

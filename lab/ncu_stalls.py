@@ -2,7 +2,7 @@
 sass``): warp-stall samples by reason and by SASS opcode, and shared-memory wavefronts against
 their conflict-free ideal. Pure Python, no GPU::
 
-    python3 bench/ncu_stalls.py bench/results/v15/ncu/d128.sass.csv.gz [--top 15] [--json OUT]
+    python3 lab/ncu_stalls.py lab/results/v15/ncu/d128.sass.csv.gz [--top 15] [--json OUT]
 
 Each sample is one warp's state at a sampling tick, so a reason's share is the share of warp
 time spent in it (``short_sb``: waiting on a shared-memory/MIO result such as ldmatrix;

@@ -1,21 +1,21 @@
 """Warp placements of bwd_main's plans, by the exchange split they give (CPU, no GPU).
 
-    python3 bench/placements.py --dims 64 [--causal] [--json out.json]
-    python3 bench/placements.py --dims 64 --variants [--groups 4]   # an A/B variant string
+    python3 lab/placements.py --dims 64 [--causal] [--json out.json]
+    python3 lab/placements.py --dims 64 --variants [--groups 4]   # an A/B variant string
 
 For each head dim: every combination of the S/dP, dK/dV and dQ grids' warp orders (plan keys
 ``s_order``, ``dkv_order``, ``dq_order``: indices of ``frost.tile_dsl.warp_grid.placements``)
 forced on the measured default, grouped by what ``exchange_sync`` makes of it: the number of
 warp groups, the group rule ``warp // div % n`` and which GEMMs run before the late wait.
 The default's own placement is starred. Each line is an A/B variant for bench/bwd_main_ab.py
-(``tile.s_order=..,tile.dkv_order=..,tile.dq_order=..,code=default``); bench/RESULTS.md
+(``tile.s_order=..,tile.dkv_order=..,tile.dq_order=..,code=default``); lab/LOG.md
 v114-v118 timed 19 of them (0.977-1.133x of the default at d=64), v119 screened every one of
 the default's group count at d=64 and d=128.
 
 ``--variants`` prints them instead as one ``bench/bwd_main_ab.py --variants`` string ("default"
 first; ``--groups N`` keeps the splits into N groups), so a screen times every placement in one
-A/B; ``bench/variant_grid.py --top K`` reads that screen's JSON and prints the next, longer
-A/B's string (bench/ab_v119.sh runs the two in one device call; ``bench/variant_grid.py
+A/B; ``lab/variant_grid.py --top K`` reads that screen's JSON and prints the next, longer
+A/B's string (lab/ab/ab_v119.sh runs the two in one device call; ``lab/variant_grid.py
 --grid`` makes such screens of code choices).
 """
 

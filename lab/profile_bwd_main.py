@@ -1,7 +1,7 @@
 """Profile one ``bwd_main`` launch under Nsight Compute (GPU host, repo root)::
 
     ncu --profile-from-start off --set full --import-source yes -o $OUT/bwd_main_d128 \\
-        python3 bench/profile_bwd_main.py --dim 128
+        python3 lab/profile_bwd_main.py --dim 128
 
 Compiles and warms up the default plan's kernel for (B, H, S, d) bf16, then brackets exactly one
 launch with ``cudaProfilerStart``/``Stop`` so that ``--profile-from-start off`` captures it and

@@ -1,21 +1,21 @@
 """SASS instruction mix of bwd_main's q-tile loop, and a probe of what ptxas makes of one
 PTX instruction -- both without a GPU.
 
-    python3 bench/sass_mix.py --dims 64,128 --arch sm_120a       # loop mix per head dim
-    python3 bench/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
-    python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
-    python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
-    python3 bench/sass_mix.py --dims 64 --arch sm_90a --same-loop tile.reduce_block=-1,code=default
-    python3 bench/sass_mix.py --dims 64,128 --arch sm_90a --schedules reg_usage=0-10  # v80
-    python3 bench/sass_mix.py --dims 64,128,256 --arch sm_90a --operand-distance   # v101a
-    python3 bench/sass_mix.py --dims 256 --arch sm_90a --operand-distance reg_usage=5,do_early=0
+    python3 lab/sass_mix.py --dims 64,128 --arch sm_120a       # loop mix per head dim
+    python3 lab/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
+    python3 lab/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
+    python3 lab/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
+    python3 lab/sass_mix.py --dims 64 --arch sm_90a --same-loop tile.reduce_block=-1,code=default
+    python3 lab/sass_mix.py --dims 64,128 --arch sm_90a --schedules reg_usage=0-10  # v80
+    python3 lab/sass_mix.py --dims 64,128,256 --arch sm_90a --operand-distance   # v101a
+    python3 lab/sass_mix.py --dims 256 --arch sm_90a --operand-distance reg_usage=5,do_early=0
 
 Needs ``cuobjdump`` (``pip install nvidia-cuda-cuobjdump``; found on PATH or in the
 ``nvidia/cu13/bin`` folder of site-packages) and, for ``--probe``, ``ptxas`` on PATH.
 
 The loop is the longest backward branch whose body holds HMMA instructions. The mix is a
 static count over its body: where the loop branches (masked and unmasked softmax), both paths
-are counted, and ``--skip A-B`` (hex addresses, repeatable) leaves one out. bench/RESULTS.md
+are counted, and ``--skip A-B`` (hex addresses, repeatable) leaves one out. lab/LOG.md
 v27 used ``--probe`` to see that ``ex2.approx.f16x2`` is two MUFU ops on sm_120a and sm_90a.
 """
 
@@ -87,7 +87,7 @@ def mix(insns, lo: int, hi: int, skip=()) -> collections.Counter:
 def nop_neighbours(insns, lo: int, hi: int) -> collections.Counter:
     """Each run of NOPs in [lo, hi] as (opcode before, opcode after, run length): counts. On
     sm_120a ptxas puts one NOP between back-to-back HMMAs that write different accumulators
-    (bench/RESULTS.md v46): issue spacing, not a dependency wait."""
+    (lab/LOG.md v46): issue spacing, not a dependency wait."""
     body = [op.split(".")[0] for a, op, _ in insns if lo <= a <= hi]
     runs: collections.Counter = collections.Counter()
     i = 0
@@ -147,7 +147,7 @@ def operand_distances(insns, lo: int, hi: int) -> collections.Counter:
 
 def product_plan(arch: str, d: int, causal: bool):
     """The bwd_main plan frost.sdpa runs on ``arch`` (``variant_plan``: sm_90a runs the sm_120a
-    plans). Until session 19 this module built ``default_plan(arch)``, which for sm_90a is the
+    plans). Until v83 (2026-12-01) this module built ``default_plan(arch)``, which for sm_90a is the
     cost model's own pick: v76/v77's sm_90a loop checks looked at that plan, not the H200's."""
     from frost.templates.bwd_main import variant_plan
 
@@ -173,8 +173,8 @@ def product_insns(d: int, arch: str, causal: bool, skip_stages=(), **choices):
     from frost.templates.bwd_main import BwdMainKernel
 
     if any(k.startswith("tile.") or k == "code" for k in choices):
-        if str(pathlib.Path(__file__).resolve().parent) not in sys.path:
-            sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+        if str(pathlib.Path(__file__).resolve().parents[1] / "bench") not in sys.path:
+            sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
         from bwd_main_ab import build_kernel
 
         v = dict(choices, **({"skip": "+".join(skip_stages)} if skip_stages else {}))
@@ -249,7 +249,7 @@ def compare_loops(default: list[str], ablated: list[str]) -> dict:
     """Whether an ablation left the trip loop's code alone: same opcode sequence, and the
     opcode counts that moved. For an ablation of work outside the loop (``kv_load``,
     ``dkdv_store``), a different loop means ptxas rescheduled it, so the ablation's time also
-    prices that schedule (bench/RESULTS.md v76)."""
+    prices that schedule (lab/LOG.md v76)."""
     ca, cb = collections.Counter(default), collections.Counter(ablated)
     moved = {k: cb[k] - ca[k] for k in sorted(set(ca) | set(cb)) if ca[k] != cb[k]}
     return {"default": len(default), "ablated": len(ablated), "same": default == ablated,

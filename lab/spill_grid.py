@@ -1,10 +1,10 @@
 """Registers and spills of a screen's variants, compiled on the CPU as ``frost.sdpa`` ships them.
 
-    python3 bench/spill_grid.py --dims 256 --variants "$(python3 bench/variant_grid.py \\
+    python3 lab/spill_grid.py --dims 256 --variants "$(python3 lab/variant_grid.py \\
         --grid 'reg_usage=3|7,trip_step=0|1' --dims 256)" --archs sm_90a,sm_120a --keep
 
 Why: a variant that spills where it runs is slow for that reason alone, and a stand-alone A/B
-built otherwise than the shipped chain may not show it (bench/RESULTS.md v126/v127: at d=256
+built otherwise than the shipped chain may not show it (lab/LOG.md v126/v127: at d=256
 v126's best stand-alone variant, built without PDL, spills 96 B in the PDL build). Each variant
 (``bench/bwd_main_ab.py``'s form: code choices, ``tile.<knob>``, ``code=default``) is compiled
 into the chain module :func:`frost.sdpa.resources.chain_resources` builds, for every
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--variants", required=True,
                     help='bench/bwd_main_ab.py variants, e.g. "default;reg_usage=7,code=default" '
-                         "(bench/variant_grid.py --grid writes them)")
+                         "(lab/variant_grid.py --grid writes them)")
     ap.add_argument("--archs", default="sm_90a,sm_120a")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--keep", action="store_true",

@@ -1,5 +1,5 @@
 """Per-kernel device time of gemm_rowsum plans (torch.profiler), for split-K diagnosis:
-    python3 bench/split_kernels.py M,N,K [KEY=INT ...] [-- KEY=INT ...]
+    python3 lab/split_kernels.py M,N,K [KEY=INT ...] [-- KEY=INT ...]
 Each ``--``-separated group of --tile keys is one plan; prints each kernel's mean time (µs)."""
 import sys
 
@@ -17,7 +17,7 @@ def parse(argv, doc=None):
     try:
         m, n, k = (int(x) for x in argv[0].split(","))
     except (IndexError, ValueError):
-        doc = doc or __doc__ or "python3 bench/split_kernels.py M,N,K ..."
+        doc = doc or __doc__ or "python3 lab/split_kernels.py M,N,K ..."
         sys.exit("usage: " + next(ln.strip() for ln in doc.splitlines() if "python3" in ln))
     groups = [[]]
     for a in argv[1:]:

@@ -5,7 +5,7 @@ least 3 % (:func:`frost.sdpa.grid.pick_tail_split`, for this GPU's SM count); th
 shape with the cut (``set_tail_split(True)``, the default) and without, in ``--rounds`` rotated
 rounds of ``--iters`` CUDA-event-timed calls, and prints the ratio and the model's cut::
 
-    python3 bench/tail_split_chain.py --shapes 1,50,4096,128 4,16,4096,128
+    python3 lab/tail_split_chain.py --shapes 1,50,4096,128 4,16,4096,128
 
 Writes ``tail_split_chain.json`` (with the GPU, date and ``--commit``) to ``--out``.
 """

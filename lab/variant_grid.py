@@ -1,7 +1,7 @@
 """A/B variant strings for a screen: every combination of a few knobs, then its best few.
 
-    python3 bench/variant_grid.py --grid "trip_step=0|1,stat_vec=0|1" [--dims 128 [--causal]]
-    python3 bench/variant_grid.py --top 3 --ab-json DIR/bwd_main_ab.json
+    python3 lab/variant_grid.py --grid "trip_step=0|1,stat_vec=0|1" [--dims 128 [--causal]]
+    python3 lab/variant_grid.py --top 3 --ab-json DIR/bwd_main_ab.json
 
 ``--grid`` prints one ``bench/bwd_main_ab.py --variants`` string: "default" first, then every
 combination of the listed values (``key=v1|v2|...``; keys as bench/bwd_main_ab.py takes them:
@@ -9,11 +9,11 @@ code choices, ``tile.<knob>``), each with ``code=default`` so that the keys it d
 keep the default's resolved choices; a key bench/bwd_main_ab.py would refuse is refused here,
 before any device time. With ``--dims`` (``--causal``, ``--arch``) the combination equal to
 that default's own code choices is left out (it is "default"). ``--top K`` reads a screen's
-JSON (bench/bwd_main_ab.py's, or a bench/placements.py ``--variants`` screen's) and prints
+JSON (bench/bwd_main_ab.py's, or a lab/placements.py ``--variants`` screen's) and prints
 "default" and its K lowest ratios, best first: the next, longer A/B's string
-(bench/ab_v119.sh, bench/ab_v120.sh, bench/ab_v121.sh and bench/ab_v122.sh run the two in one
+(lab/ab/ab_v119.sh, lab/ab/ab_v120.sh, lab/ab/ab_v121.sh and lab/ab/ab_v122.sh run the two in one
 device call). A 2-round screen only names candidates; adoption reads the longer A/B
-(bench/RESULTS.md v119).
+(lab/LOG.md v119).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""CPU checks of the GPU benchmark scripts: they import, parse arguments and list legal configs."""
+"""CPU checks of the benchmark scripts (bench/) and the lab's tools (lab/): they import, parse
+arguments and list legal configs."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ def test_bwd_main_sweep_configs_are_legal():
     first_tile = min(i for i, n in enumerate(names) if n.startswith("tile:"))
     assert all(not n.startswith("tile:") for n in names[:first_tile])
     # every ablation but mma_sync, which the exchange_sync defaults have no barrier for, the
-    # causal ones (the sweep's shapes are not causal; bench/ab_v74.sh runs those) and pair_x,
-    # which needs a plan with a pair exchange (bench/ab_v138.sh)
+    # causal ones (the sweep's shapes are not causal; lab/ab/ab_v74.sh runs those) and pair_x,
+    # which needs a plan with a pair exchange (lab/ab/ab_v138.sh)
     assert {c["skip"][0] for c in configs if c["skip"]} == SKIP_STAGES - {
         "mma_sync", "diag_trips", "mask", "pair_x"}
     for shape in mod.SHAPES:
@@ -228,7 +229,7 @@ def test_chain_ab_replot_draws_a_stored_run(tmp_path):
 
 
 def test_on_gpu_script_parses_and_needs_a_commit():
-    script = os.path.join(ROOT, "bench", "on_gpu.sh")
+    script = os.path.join(ROOT, "lab", "gpu", "on_gpu.sh")
     assert subprocess.run(["bash", "-n", script]).returncode == 0
     res = subprocess.run(["bash", script], capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert res.returncode != 0 and "usage" in res.stderr
@@ -239,7 +240,7 @@ def test_bwd_main_ab_replot_draws_stored_results(tmp_path):
     import glob
     import json
 
-    files = sorted(glob.glob(os.path.join(ROOT, "bench", "results", "v13", "d*",
+    files = sorted(glob.glob(os.path.join(ROOT, "lab", "results", "v13", "d*",
                                           "bwd_main_ab.json")))
     assert len(files) == 3
     res = subprocess.run([sys.executable, AB, "--replot", *files, "--out", str(tmp_path)],
@@ -255,7 +256,7 @@ def test_bwd_main_ab_replot_draws_stored_results(tmp_path):
 
 
 def test_bwd_main_ab_replot_names_each_shape_when_they_differ(tmp_path):
-    """Stored runs at two shapes of one head dim (bench/ab_v139.sh: (4,16,4096) and
+    """Stored runs at two shapes of one head dim (lab/ab/ab_v139.sh: (4,16,4096) and
     (16,16,1024) at d=128) replot with each line naming its B,H,S, so the groups stay apart."""
     import json
 
@@ -278,11 +279,11 @@ def test_bwd_main_ab_replot_names_each_shape_when_they_differ(tmp_path):
 
 
 def test_ncu_stalls_summarises_a_source_page(tmp_path):
-    """bench/ncu_stalls.py on a small hand-made source page: shares by reason and by opcode
+    """lab/ncu_stalls.py on a small hand-made source page: shares by reason and by opcode
     (predicates stripped), and shared wavefronts against their ideal."""
     import gzip
 
-    mod = _load(os.path.join(ROOT, "bench", "ncu_stalls.py"))
+    mod = _load(os.path.join(ROOT, "lab", "ncu_stalls.py"))
     hdr = ["Address", "Source", "Warp Stall Sampling (All Samples)",
            "L1 Wavefronts Shared", "L1 Wavefronts Shared Ideal",
            "stall_short_sb", "stall_wait", "stall_short_sb (Not Issued)"]
@@ -384,12 +385,12 @@ def test_sdpa_bwd_rounds_take_turns_and_keep_the_median(monkeypatch, capsys):
 
 
 def test_chain_jitter_places_only_the_workspace():
-    """bench/chain_jitter.py: the stand-in torch hands out the 1-D fp32 workspace from the
+    """lab/chain_jitter.py: the stand-in torch hands out the 1-D fp32 workspace from the
     fixed buffer at the chosen offset, allocates everything else normally, and parses its
     arguments (no GPU needed)."""
     import pytest
 
-    mod = _load(os.path.join(ROOT, "bench", "chain_jitter.py"))
+    mod = _load(os.path.join(ROOT, "lab", "chain_jitter.py"))
     args = mod.parse_args(["--shape", "2,4,256,64", "--offsets", "0,32"])
     assert args.shape == (2, 4, 256, 64) and args.offsets == [0, 32]
     with pytest.raises(SystemExit):
@@ -420,11 +421,11 @@ def test_chain_jitter_places_only_the_workspace():
     assert placed.float32 == "f32"  # everything else passes through
 
 
-CHAIN = os.path.join(ROOT, "bench", "chain_kernels.py")
+CHAIN = os.path.join(ROOT, "lab", "chain_kernels.py")
 
 
 def test_chain_kernels_sorts_the_chain_and_counts_its_bytes():
-    """bench/chain_kernels.py: its --help runs without a GPU; kernel names go to their chain
+    """lab/chain_kernels.py: its --help runs without a GPU; kernel names go to their chain
     stage; the memory-bound kernels' byte counts follow the shapes (S padded to 128)."""
     _help_lists(CHAIN, "--shapes")
     mod = _load(CHAIN)
@@ -440,9 +441,9 @@ def test_chain_kernels_sorts_the_chain_and_counts_its_bytes():
 
 
 def test_sass_mix_places_nop_runs_between_their_neighbours():
-    """bench/sass_mix.py's NOP census (v46): each run inside the loop range, by the opcodes
+    """lab/sass_mix.py's NOP census (v46): each run inside the loop range, by the opcodes
     around it and its length; instructions outside [lo, hi] are not counted."""
-    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    mod = _load(os.path.join(ROOT, "lab", "sass_mix.py"))
     ops = ["LDSM.16.M88.4", "HMMA.16816.F32.BF16", "NOP", "HMMA.16816.F32.BF16", "NOP", "NOP",
            "FADD", "HMMA.16816.F32.BF16", "NOP", "HMMA.16816.F32.BF16", "NOP", "BRA"]
     insns = [(16 * i, op, "") for i, op in enumerate(ops)]
@@ -451,11 +452,11 @@ def test_sass_mix_places_nop_runs_between_their_neighbours():
 
 
 def test_sass_mix_operand_distance_counts_from_the_last_ldsm_writer():
-    """bench/sass_mix.py --operand-distance (v101a): an HMMA right after the LDSM of its A
+    """lab/sass_mix.py --operand-distance (v101a): an HMMA right after the LDSM of its A
     operand is at distance 1, one whose B came from an LDSM three instructions back at 3; a
     register rewritten by another instruction no longer counts as loaded; operands no LDSM in
     the range wrote are ``None``; .x2 loads cover two registers."""
-    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    mod = _load(os.path.join(ROOT, "lab", "sass_mix.py"))
     rows = [("LDSM.16.M88.4", " R8, [R2]"), ("LDSM.16.M88.2", " R12, [R3]"),
             ("IADD3", " R4, R4, 0x1, RZ"), ("HMMA.16816.F32.BF16", " R20, R8.reuse, R13, R20"),
             ("HMMA.16816.F32.BF16", " R24, R40, R42, R24"),   # held operands: None
@@ -477,11 +478,11 @@ def test_sass_mix_operand_distance_counts_from_the_last_ldsm_writer():
 
 
 def test_sass_mix_main_loop_is_the_innermost_loop_with_all_the_hmma():
-    """bench/sass_mix.py's trip loop: of the backward branches around the most HMMAs, the
+    """lab/sass_mix.py's trip loop: of the backward branches around the most HMMAs, the
     shortest. An outer (tile) loop and an out-of-line retry branch that jumps back into the
     loop from past its end both hold the same HMMAs over longer bodies; a loop around fewer
     HMMAs loses whatever its length."""
-    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    mod = _load(os.path.join(ROOT, "lab", "sass_mix.py"))
     ops = [("MOV", ""), ("HMMA.16816.F32.BF16", ""), ("BRA", "0x10"),      # 0x20: 1 HMMA
            ("MOV", ""),                                                     # 0x30: tile loop
            ("HMMA.16816.F32.BF16", ""), ("HMMA.16816.F32.BF16", ""),         # 0x40, 0x50
@@ -496,7 +497,7 @@ def test_sass_mix_main_loop_is_the_innermost_loop_with_all_the_hmma():
 def test_movmatrix_probe_compiles_each_mode_for_sm120a():
     """v62's probe: per step one ldmatrix.x4, plus a second (.trans) in ``ld2`` or four
     movmatrix in ``movm`` (the unrolled loop body x8 plus the remainder loop's one)."""
-    probe = _load(os.path.join(ROOT, "bench", "movmatrix_probe.py"))
+    probe = _load(os.path.join(ROOT, "lab", "movmatrix_probe.py"))
     counts = probe.compile_only("sm_120a")
     assert counts["ld"]["movmatrix"] == counts["ld2"]["movmatrix"] == 0
     assert counts["ld2"]["ldmatrix"] == 2 * counts["ld"]["ldmatrix"] > 0
@@ -505,7 +506,7 @@ def test_movmatrix_probe_compiles_each_mode_for_sm120a():
 
 
 def test_defaults_recheck_list_builds_and_each_runner_up_differs():
-    """bench/ab_v70.sh (also what `on_gpu.sh ab` runs): every variant parses and builds on its
+    """lab/ab/ab_v70.sh (also what `on_gpu.sh ab` runs): every variant parses and builds on its
     row, and each runner-up is a different kernel from the row's default (another plan or other
     code choices), so a stale knob name or a runner-up that silently equals the default fails
     here, not on the device."""
@@ -513,7 +514,7 @@ def test_defaults_recheck_list_builds_and_each_runner_up_differs():
 
     mod = _load(AB)
     rows = []
-    for line in open(os.path.join(ROOT, "bench", "ab_v70.sh")):
+    for line in open(os.path.join(ROOT, "lab", "ab", "ab_v70.sh")):
         m = re.match(r'ab (\S+) (\d+) (--causal|"") "([^"]+)"', line.strip())
         if m:
             rows.append((int(m.group(2)), m.group(3) == "--causal", m.group(4).split(";")))
@@ -527,13 +528,13 @@ def test_defaults_recheck_list_builds_and_each_runner_up_differs():
 
 
 def test_fixed_cost_recovers_a_known_split(tmp_path):
-    """bench/fixed_cost.py on made-up A/B files whose times are 16 waves x (t * trips + X):
+    """lab/fixed_cost.py on made-up A/B files whose times are 16 waves x (t * trips + X):
     the fit gives back t and X, each shape's fixed share, and a plot; a causal file is refused."""
     import json
 
     from frost.templates.bwd_main import default_plan
 
-    mod = _load(os.path.join(ROOT, "bench", "fixed_cost.py"))
+    mod = _load(os.path.join(ROOT, "lab", "fixed_cost.py"))
     tl = default_plan("sm_120a", 128).tile
     t_us, x_us, files = 2.2, 5.0, []
     for s in (256, 1024, 4096):
@@ -595,9 +596,9 @@ def test_sdpa_bwd_replot_draws_ratios_target_and_run_identity(tmp_path):
 
 
 def test_sass_mix_compare_loops_tells_a_rescheduled_loop():
-    """bench/sass_mix.py --same-loop: equal opcode sequences are "same"; a reordering with equal
+    """lab/sass_mix.py --same-loop: equal opcode sequences are "same"; a reordering with equal
     counts is not, and moved counts are reported by opcode (no GPU, no cuobjdump needed)."""
-    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    mod = _load(os.path.join(ROOT, "lab", "sass_mix.py"))
     loop = ["LDSM.16.M88.4", "HMMA.16816.F32.BF16", "HMMA.16816.F32.BF16", "BRA"]
     assert mod.compare_loops(loop, list(loop)) == {"default": 4, "ablated": 4, "same": True,
                                                    "moved": {}}
@@ -609,10 +610,10 @@ def test_sass_mix_compare_loops_tells_a_rescheduled_loop():
 
 
 def test_sass_mix_groups_values_by_schedule():
-    """bench/sass_mix.py --schedules: values that give the same loop fall in one group, in the
+    """lab/sass_mix.py --schedules: values that give the same loop fall in one group, in the
     order of each group's first value, with its length and spills; KEY=VALUES parses ranges and
     lists, and refuses a missing part (no GPU, no cuobjdump needed)."""
-    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    mod = _load(os.path.join(ROOT, "lab", "sass_mix.py"))
     a, b = ["HMMA R0", "LDSM R4"], ["LDSM R4", "HMMA R0"]
     loops = {0: (a, 0), 1: (a, 0), 4: (b, 16), 5: (b, 16), 6: (a + ["NOP"], 0)}
     assert mod.group_schedules(loops) == [([0, 1], 2, 0), ([4, 5], 2, 16), ([6], 3, 0)]
@@ -623,12 +624,12 @@ def test_sass_mix_groups_values_by_schedule():
 
 
 def test_sass_mix_reads_a_forced_plan_as_the_ab_builds_it(monkeypatch):
-    """bench/sass_mix.py: a variant naming a forced plan key or code=default parses, and its
+    """lab/sass_mix.py: a variant naming a forced plan key or code=default parses, and its
     loop comes from bench/bwd_main_ab.py's build of that variant (PDL on, the skip stages
     passed along), so the SASS read is the build an A/B timed (no compile here)."""
     import types
 
-    mod = _load(os.path.join(ROOT, "bench", "sass_mix.py"))
+    mod = _load(os.path.join(ROOT, "lab", "sass_mix.py"))
     v = mod.variant_kwargs("tile.reduce_block=-1,code=default")
     assert v == {"tile.reduce_block": -1, "code": "default"}
     seen = {}
@@ -690,10 +691,10 @@ def test_round_robin_rotates_switches_and_takes_per_round_medians():
 
 
 def test_placements_groups_d64_by_split(tmp_path):
-    """bench/placements.py: d=64's default placement (S/dP and dK/dV row-major, v116) sits in
+    """lab/placements.py: d=64's default placement (S/dP and dK/dV row-major, v116) sits in
     the dV/dK-first split of two groups, div 2; v114's rule-3 placement (S and dQ row-major) in
     the dQ-first div-4 one; the JSON holds the same table."""
-    mod = _load(os.path.join(ROOT, "bench", "placements.py"))
+    mod = _load(os.path.join(ROOT, "lab", "placements.py"))
     res = mod.placements_by_split(64)
     assert res["default"] == (1, 1, 0)
     assert (1, 1, 0) in res["splits"][(2, 2, ("dK_part", "dV_part"))]
@@ -707,9 +708,9 @@ def test_placements_groups_d64_by_split(tmp_path):
 
 
 def test_placements_variant_string(capsys):
-    """bench/placements.py --variants: one A/B string, "default" first, every other placement of
+    """lab/placements.py --variants: one A/B string, "default" first, every other placement of
     the chosen group count once, each parsing to the three forced orders."""
-    mod = _load(os.path.join(ROOT, "bench", "placements.py"))
+    mod = _load(os.path.join(ROOT, "lab", "placements.py"))
     ab = _load(os.path.join(ROOT, "bench", "bwd_main_ab.py"))
     assert mod.main(["--dims", "128", "--variants", "--groups", "4"]) == 0
     names = capsys.readouterr().out.strip().split(";")
@@ -724,12 +725,12 @@ def test_placements_variant_string(capsys):
 
 
 def test_variant_grid_product_top_and_refusals(capsys, tmp_path):
-    """bench/variant_grid.py: the product of the grid's values, "default" first, each with
+    """lab/variant_grid.py: the product of the grid's values, "default" first, each with
     code=default and parsing to its values; the default's own combination left out with
     --dims; a malformed grid, a key bench/bwd_main_ab.py does not take, and --causal or --arch
     without --dims refused; --top K: the K lowest ratios of a screen's JSON, best first, and a screen
     without the default first refused."""
-    mod = _load(os.path.join(ROOT, "bench", "variant_grid.py"))
+    mod = _load(os.path.join(ROOT, "lab", "variant_grid.py"))
     ab = _load(os.path.join(ROOT, "bench", "bwd_main_ab.py"))
     grid = mod.parse_grid("trip_step=0|1, stat_vec=0|1|1 ,q_rotate=1")
     names = mod.grid_variants(grid).split(";")
@@ -762,12 +763,12 @@ def test_variant_grid_product_top_and_refusals(capsys, tmp_path):
 
 
 def test_ab_lib_screen_best_names_the_screens_lowest(tmp_path):
-    """bench/ab_lib.sh screen_best: removes a stale screen JSON before screening (a failed screen
+    """lab/ab/ab_lib.sh screen_best: removes a stale screen JSON before screening (a failed screen
     then names nothing: non-zero status), and sets $best to "default" and the screen's TOP lowest
     ratios. `ab` is stubbed: the stub writes the screen's JSON with ratios 1.03, 0.98, 1.01."""
     script = r'''
 out=$1
-. bench/ab_lib.sh 2>/dev/null
+. lab/ab/ab_lib.sh 2>/dev/null
 ab() {
   mkdir -p "$out/$1"
   [[ -n ${FAIL:-} ]] && return
@@ -795,13 +796,13 @@ echo "best=$best"
 
 
 def test_ab_lib_screen_row_checks_the_retimes_best_on_the_call(tmp_path):
-    """bench/ab_lib.sh screen_row: the grid's combinations screened, the best three re-timed
+    """lab/ab/ab_lib.sh screen_row: the grid's combinations screened, the best three re-timed
     (8 rounds, at the given B,H,S), and the re-time's lowest handed to bench/chain_ab.py at the
     chain shape with $COMMIT. `ab` and the chain_ab run are stubbed: each A/B writes ratios in
     the order of its variants, lowest last."""
     script = r'''
 out=$1
-. bench/ab_lib.sh 2>/dev/null
+. lab/ab/ab_lib.sh 2>/dev/null
 ab() {
   mkdir -p "$out/$1"
   echo "ab $1 rounds=$5 shape=${6:-4,16,4096}"
@@ -838,15 +839,15 @@ COMMIT=abc123 screen_row d64 64 "" "q_rotate=0|1,reg_usage=5|7" 4,16,4096,64 2,1
 
 
 def test_ab_lib_screen_row_screens_only_the_spill_free_with_spill_archs(tmp_path):
-    """screen_row with SPILL_ARCHS: bench/spill_grid.py (stubbed: it keeps the variants without
+    """screen_row with SPILL_ARCHS: lab/spill_grid.py (stubbed: it keeps the variants without
     reg_usage=7) is asked about every combination on those archs, and only what it keeps is
     screened; without SPILL_ARCHS it is not called."""
     script = r'''
 out=$1
-. bench/ab_lib.sh 2>/dev/null
+. lab/ab/ab_lib.sh 2>/dev/null
 screen_best() { echo "screen $4"; return 1; }
 python3() {
-  if [[ $1 == bench/spill_grid.py ]]; then
+  if [[ $1 == lab/spill_grid.py ]]; then
     echo "spill_grid $*" >&2
     local v; v=$(sed 's/--variants //' <<< "$(grep -o -- '--variants [^ ]*' <<< "$*")")
     tr ';' '\n' <<< "$v" | grep -v reg_usage=7 | paste -sd';'
@@ -866,10 +867,10 @@ SPILL_ARCHS=sm_90a,sm_120a screen_row d64 64 "" "q_rotate=0|1,reg_usage=5|7" 4,1
 
 
 def test_ab_lib_screen_rows_dispatches_by_name():
-    """bench/ab_lib.sh screen_rows: one row by its DIR, every row with "both" (each with its
+    """lab/ab/ab_lib.sh screen_rows: one row by its DIR, every row with "both" (each with its
     causal flag and chain shape), usage and status 2 for a name no row has."""
     script = r'''
-. bench/ab_lib.sh 2>/dev/null
+. lab/ab/ab_lib.sh 2>/dev/null
 screen_row() { echo "row $1 dim=$2 flag=[$3] grid=$4 chain=$5"; }
 screen_rows "$1" 64 "a=0|1" d64::4,16,4096,64 d64c:--causal:4,16,4096,64,c
 '''
@@ -887,17 +888,17 @@ screen_rows "$1" 64 "a=0|1" d64::4,16,4096,64 d64c:--causal:4,16,4096,64,c
     assert bad.returncode == 2 and "usage" in bad.stderr and "both|d64|d64c" in bad.stderr
 
 
-SPILL_GRID = os.path.join(ROOT, "bench", "spill_grid.py")
+SPILL_GRID = os.path.join(ROOT, "lab", "spill_grid.py")
 
 
 def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_path, capsys):
-    """bench/spill_grid.py: a variant's code=default pins the default's resolved choices (the
+    """lab/spill_grid.py: a variant's code=default pins the default's resolved choices (the
     ones a call decides left out) under the named ones, tile.* keys force the plan, timing-only
     and per-call keys are refused; --keep prints the variants spill-free on every arch, default
     first (the compile is stubbed here: its rows are made up)."""
     _help_lists(SPILL_GRID, "--variants", "--archs", "--keep")
     mod = _load(SPILL_GRID)
-    from bench.variant_grid import default_code
+    from lab.variant_grid import default_code
 
     base = default_code(256, False)
     tile, code = mod.variant_build(256, False, {"reg_usage": 7, "code": "default"})
@@ -1013,20 +1014,20 @@ def test_gemm_rowsum_bench_times_the_models_plan_on_the_gpu(tmp_path):
 
 def test_split_kernels_parse_reads_plans_and_refuses_a_bad_shape():
     pytest.importorskip("torch")
-    mod = _load(os.path.join(ROOT, "bench", "split_kernels.py"))
+    mod = _load(os.path.join(ROOT, "lab", "split_kernels.py"))
     shape, tiles = mod.parse(["512,512,4096", "tile_n=128", "--", "tile_n=128", "split_k=8",
                               "--"])
     assert shape == (512, 512, 4096)
     assert tiles == [{"tile_n": 128}, {"tile_n": 128, "split_k": 8}, {}]
     for bad in ([], ["512,512"], ["--help"]):
-        with pytest.raises(SystemExit, match="usage: python3 bench/split_kernels.py M,N,K"):
+        with pytest.raises(SystemExit, match="usage: python3 lab/split_kernels.py M,N,K"):
             mod.parse(bad)
     for bad in (["8,8,8", "--tile", "tile_n=128"], ["8,8,8", "tile_n=x"], ["8,8,8", "--help"]):
         with pytest.raises(SystemExit, match="not a KEY=INT tile key"):
             mod.parse(bad)
-    res = subprocess.run([sys.executable, "bench/call_floor.py"], capture_output=True,
+    res = subprocess.run([sys.executable, "lab/call_floor.py"], capture_output=True,
                          text=True, timeout=120, cwd=ROOT)
-    assert res.returncode == 1 and "usage: python3 bench/call_floor.py" in res.stderr
+    assert res.returncode == 1 and "usage: python3 lab/call_floor.py" in res.stderr
 
 
 def test_attention_train_checks_against_flash_times_in_turns_and_plots(monkeypatch, capsys,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from frost.sched.plan import Plan
 
 # the default tile: the cost model's pick (frost.sched.rank), and the fastest plan the H200
-# timed (bench/RESULTS.md v132: 518.4 TFLOP/s at 4096³ against 475.2 for v131's 128x256x32 s3)
+# timed (lab/LOG.md v132: 518.4 TFLOP/s at 4096³ against 475.2 for v131's 128x256x32 s3)
 GEMM_ROWSUM_DEFAULT = {"tile_m": 128, "tile_n": 256, "tile_k": 64, "ab_stages": 2,
                        "num_mma_warps": 8}
 # split_k > 1 plans gemm_rowsum_program(split_k=True): the CTAs of a C block share K and add
@@ -16,7 +16,7 @@ MAX_SPLIT_K = 64
 # a split's extra global bytes a C element, besides C itself: the fp32 workspace zeroed (4 B) and
 # read by the cast (4 B); C's own store (priced in the unsplit kernel) moves to the cast kernel
 WORKSPACE_BYTES = 8
-# what the split's zero and cast kernels add to a call, fitted on an H100 (bench/RESULTS.md
+# what the split's zero and cast kernels add to a call, fitted on an H100 (lab/LOG.md
 # v135: the call's time less its main kernel's, four shapes, 10-90 MB of workspace traffic: ~9
 # µs fixed, for two more launches and PDL hand-offs, plus the bytes at ~2.2 TB/s), in the
 # model's clocks, which run ~2x an H100's on these main kernels: SPLIT_FIXED_CLOCKS, and the
@@ -121,7 +121,7 @@ def shaped_cost(plan: Plan, dims: dict[str, int], sms: int | None, model):
     own store a C element, at the model's global-memory rate over all SMs, slowed by
     :data:`WORKSPACE_SLOWDOWN`). (A price is time x CTA slots / FLOPs, so the bytes' time
     counts once a slot.) A split's main-kernel price is multiplied by :data:`SPLIT_FACTOR`
-    first. The three constants are fitted on H100 timings (bench/RESULTS.md v135)."""
+    first. The three constants are fitted on H100 timings (lab/LOG.md v135)."""
     import dataclasses
 
     from frost.ir.examples import gemm_rowsum_program

@@ -42,7 +42,7 @@ def plan_pair_exchange(threads: int = 256, words: int = 16, smem_bytes: int = 0,
     at least that much shared memory a CTA (e.g. ~99 KB, one CTA an SM as the attention
     backward). ``budget``: the shared memory a CTA may have (default: the arch's, SM120's
     101,376 B); a probe on an H100/H200, whose SMs hold 228 KB, passes 227 KB there to reserve
-    one CTA an SM (bench/dsmem_exchange.py). ValueError names a bad ``threads`` / ``words``;
+    one CTA an SM (lab/dsmem_exchange.py). ValueError names a bad ``threads`` / ``words``;
     :class:`Infeasible` says what does not fit."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < WARP_SIZE \
             or threads % WARP_SIZE or threads > 1024:

@@ -14,7 +14,7 @@ Every combination is scheduled (the scheduler refuses what does not fit: shared 
 registers, warp grids) and the rest are ranked by :func:`frost.sched.tiles.iteration_cost`,
 clocks per FLOP of one trip of the main kernel; exact ties go to the smaller shared-memory
 footprint. The model was calibrated on the attention backward. On gemm_rowsum its pick is the
-fastest plan the H200 timed (bench/RESULTS.md v132); with the 16-warp factor fitted on those
+fastest plan the H200 timed (lab/LOG.md v132); with the 16-warp factor fitted on those
 timed sets (v133) it orders each of them as the H200 did (tests/sched/test_rank.py).
 
 Given a problem ``shape`` (each extent the program's grid and loop name, e.g. ``{"M": 4096, "N":
@@ -24,7 +24,7 @@ Given a problem ``shape`` (each extent the program's grid and loop name, e.g. ``
 1.01 rounds of work) times the work its padded edge tiles waste, and the once-a-CTA bytes are
 spread over the real loop. :func:`best_plan` keeps the per-FLOP pick unless another plan costs
 :data:`SWITCH_MARGIN` less for the shape, and with a ``card`` prices every plan at that GPU's
-per-SM rates (:meth:`CostModel.on_card`; bench/RESULTS.md v133b).
+per-SM rates (:meth:`CostModel.on_card`; lab/LOG.md v133b).
 """
 
 from __future__ import annotations

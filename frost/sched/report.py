@@ -158,7 +158,7 @@ def format_trip_floors(work, cards) -> str:
                      f["bound"]])
     return "\n".join([
         f"== bwd_main trip floors: {work.flops / 1e6:.2f} MFLOP and {work.smem / 1024:.0f} KiB "
-        "of ldmatrix reads a q-tile trip (vendor rates; bench/RESULTS.md v46) ==",
+        "of ldmatrix reads a q-tile trip (vendor rates; lab/LOG.md v46) ==",
         table(["card", "mma.sync TFLOP/s", "MMA clocks", "smem clocks", "bound by"], rows)])
 
 

@@ -17,12 +17,12 @@ space, ranked by the same cost model; above d=224 only the held form fits the bu
 ``tile={"exchange_stages": 2}`` gives P and dS two copies (one barrier per trip in bwd_main, or
 none under ``exchange_sync``).
 The cost model does not rank it; the measured table (:data:`frost.sched.tuned.OPTIONS`) adds
-it to the measured tile wherever it fits (bench/RESULTS.md v7, v10). ``tile={"stage_reductions":
+it to the measured tile wherever it fits (lab/LOG.md v7, v10). ``tile={"stage_reductions":
 1}``: dQ partials staged in shared memory and added to dq_accum by one TMA reduce-add per trip;
 measured slower (v8), so only when forced. ``reduce_block`` (8 by default; ``tile={"reduce_block":
 0}`` for row-major): the dQ workspace (dq_accum) is stored in 8x8 blocks
 (:mod:`frost.tile_dsl.gmem`), so a warp's dQ atomic covers 2 cache lines instead of 8 (bwd_main
-0.92–0.96x, bench/RESULTS.md v16); ``reduce_block=-1`` (``gmem.ATOM``, the measured option at
+0.92–0.96x, lab/LOG.md v16); ``reduce_block=-1`` (``gmem.ATOM``, the measured option at
 padded d=160 and d > 192 since v106) stores 16x8 tiles in accumulator lane order, one
 ``red.global.add.v4`` a lane an atom. bwd_main's atomics and dq_convert's reads follow the
 plan's key; rowdot zeroes whole row bands, the same bytes either way. Staged reductions keep rows.
@@ -40,7 +40,7 @@ x_full / x_empty mbarriers instead of one barrier of all MMA warps a trip
 break ties between splits differently; 3 and 4 also search the S/dP warps' order, for groups
 that mix the warps sharing an SM sub-partition (3, v114: 1.06-1.13x at d=64) or keep them
 together (4, v115: 1.01-1.02x at d=128); up to 8 MMA warps). The measured table adds it at d=32
-(2), d=64 (1; causal 2) and d=128 (1) (bench/RESULTS.md v47-v53: bwd_main 0.93-0.98x); at d=96
+(2), d=64 (1; causal 2) and d=128 (1) (lab/LOG.md v47-v53: bwd_main 0.93-0.98x); at d=96
 and d=256 it measured slower.
 
 ``tile={"s_order": n, "dkv_order": n, "dq_order": n}``: where each warp sits in the S/dP, dK/dV
@@ -61,7 +61,7 @@ causal 0.960x), with two P/dS copies next to dO (v93: 0.961x).
 
 ``tile={"store_warp": 1}``: the producer warp, its loads done, issues bwd_main's dK/dV TMA
 stores; the MMA warps only arrive on the epilogue barrier after staging them (the measured
-table adds it at non-causal d=64: bwd_main 0.96-0.97x, bench/RESULTS.md v78; causal d=64
+table adds it at non-causal d=64: bwd_main 0.96-0.97x, lab/LOG.md v78; causal d=64
 1.065x, d=128 1.011-1.017x, d=256 1.018x).
 
 K's dQ fragments: every plan asks the scheduler to hold the B fragments of ``dQ = dS·K`` (K is
@@ -69,7 +69,7 @@ stationary; S still reads it from shared memory) where they take at most
 :data:`HOLD_DQ_K_MAX_REGS` registers a thread on the plan's dQ grid and fit the MMA budget on
 top of the estimate. The plan then has ``dq_b_in_regs=1``, ``K@dq`` in
 ``params["held_in_regs"]`` and the registers in its estimate; bwd_main's dQ GEMM then reads
-only dS (bench/RESULTS.md v20/v21: d=32 0.957x, d=64 on the 2x4 dQ grid 0.967x, causal
+only dS (lab/LOG.md v20/v21: d=32 0.957x, d=64 on the 2x4 dQ grid 0.967x, causal
 0.944x). Of the measured plans that is padded d <= 64.
 """
 
@@ -99,7 +99,7 @@ HOLD_DQ_K_MAX_REGS = 32
 PAD = 32  # head dims are padded to the narrowest swizzle chunk (32 elements = 64 B)
 # ... and above WIDE_FROM to a multiple of WIDE_PAD: d=200..224 run the d=256 plan (its options
 # too, timed at d=256 only), whose 1x8 dQ grid of v31 and four 64-column dQ chunks padded 224
-# cannot take (bench/RESULTS.md v31, bwd_main on the H200: d=200 0.975x, d=224 0.958x, causal
+# cannot take (lab/LOG.md v31, bwd_main on the H200: d=200 0.975x, d=224 0.958x, causal
 # 0.933x / 0.965x of the 224 plan)
 WIDE_FROM, WIDE_PAD = 192, 64
 

@@ -11,7 +11,7 @@ The cost model estimates, per loop iteration of one CTA (one SM):
 
 :func:`trip_work` holds these counts; :func:`trip_floors` divides them by one card's rates
 (``frost plan sdpa-bwd`` prints them for :data:`frost.sched.arch.CARDS`): the H200 is bound by
-shared memory, the SM120 cards by their MMAs (bench/RESULTS.md v46).
+shared memory, the SM120 cards by their MMAs (lab/LOG.md v46).
 
 ``t = max(t_mma + t_smem + t_red, t_load)`` when the load ring is double-buffered, else the
 sum with half the load exposed; fewer than 8 MMA warps pay a latency factor, more than 8 (their
@@ -23,7 +23,7 @@ and epilogue amortised over a nominal 4096-long loop extent (the real one where
 :func:`frost.sched.rank.rank_program` is given a problem shape, which also prices the grid's
 waves). It ranks; it does not predict TFLOP/s.
 
-Calibration (H200, bwd_main alone, (4,16,4096,d), 2026-11-30, bench/results/v0 and v2):
+Calibration (H200, bwd_main alone, (4,16,4096,d), 2026-11-30, lab/results/v0 and v2):
 ``red_bytes_per_clk`` comes from the dQ-atomics ablation (leaving the atomics out of the d=128
 32x64 plan saved 1.57 ms for 8.6 GB reduced: ~21 B/clk per SM at 1.98 GHz);
 ``per_trip_clocks=1000`` and ``single_stage_factor=1.2`` (one-stage plans measured 7-12 %
@@ -60,7 +60,7 @@ class CostModel:
     few_warps_penalty: float = 1.25     # < 8 MMA warps hide less latency
     # > 8 MMA warps (setmaxnreg 112): a round factor that orders both gemm_rowsum sets the
     # H200 timed as it did, at these rates (any of 1.074-1.26) and at the H200's (1.112-1.372;
-    # bench/RESULTS.md v133)
+    # lab/LOG.md v133)
     many_warps_penalty: float = 1.2
     narrow_warp_tile: float = 1.25      # smem cost factor when a warp tile is 8 (mod 16) wide
     # register estimates above this pay a growing penalty; None: the MMA role's setmaxnreg
@@ -73,7 +73,7 @@ class CostModel:
     def on_card(self, card) -> "CostModel":
         """This model with ``card``'s (:class:`frost.sched.arch.Card`) per-SM ``mma.sync`` and
         shared-memory rates: the H200 issues 2.3x the MMA FLOPs a clock of the default (an RTX
-        PRO 6000 SM), so on it the shared-memory and load terms weigh more (bench/RESULTS.md
+        PRO 6000 SM), so on it the shared-memory and load terms weigh more (lab/LOG.md
         v133).
 
         >>> from frost.sched.arch import get_card
@@ -166,7 +166,7 @@ def trip_floors(work: TripWork, card) -> dict:
     """Clocks one trip needs at least on ``card`` (:class:`frost.sched.arch.Card`): issuing its
     MMAs at the card's ``mma.sync`` rate (``hmma``) and reading its operands from shared memory
     (``smem``); ``bound`` names the larger. On the H200 the smem floor is the higher one, on the
-    SM120 cards the MMA floor (bench/RESULTS.md v46)."""
+    SM120 cards the MMA floor (lab/LOG.md v46)."""
     hmma = work.flops / card.mma_flops_per_clk
     smem = work.smem / card.smem_bytes_per_clk
     return {"card": card.name, "hmma": hmma, "smem": smem,

@@ -5,7 +5,7 @@ one CTA per SM (the SM120 plans) that is list scheduling of the CTAs' work in la
 :func:`dispatch` plays it out; :class:`GridEstimate` says how far the grid's end lies past a
 perfect split of the same work (the *tail*). This model chose nothing by itself: it predicted
 the causal backward's linear-order tail at 6-7 % of bwd_main and the heavy-first order's at
-0.1-1 %, and the H200 then measured 4-6 % off on the bench rows (bench/RESULTS.md v41).
+0.1-1 %, and the H200 then measured 4-6 % off on the bench rows (lab/LOG.md v41).
 
     >>> est = GridEstimate.of([3.0] * 5, slots=2)   # 5 equal CTAs on 2 SMs: 3 waves for 2.5
     >>> round(est.tail, 3), est.waves

@@ -68,7 +68,7 @@ def _slots(kp: KernelPlan, sms) -> int:
 SPLIT_PARTS = (2, 3, 4, 6, 8)  # parts a split tile may be cut into
 SPLIT_FIXUP_TRIPS = 1.0       # a part's slot store, and the last part's reads (an assumption)
 # how much slower the split build runs whole tiles than the plain kernel, by padded head dim:
-# measured uncut at d=64 0.996, d=96 1.001, d=128 1.011, d=160 1.023 (H200, bench/RESULTS.md
+# measured uncut at d=64 0.996, d=96 1.001, d=128 1.011, d=160 1.023 (H200, lab/LOG.md
 # v45); d=32 (not measured) takes d=64's value
 SPLIT_BUILD_COST = ((96, 0.0), (128, 0.011), (160, 0.023))  # (largest d, cost)
 STORE_WARP_SPLIT_COST = 0.036  # a plan with store_warp: its split build runs without it (with it

@@ -1,5 +1,5 @@
 """bwd_main alone, built and launched as ``frost.sdpa`` runs it: for benchmarks and tests of the
-main kernel (``bench/bwd_main_ab.py`` times every variant this way since bench/RESULTS.md v68).
+main kernel (``bench/bwd_main_ab.py`` times every variant this way since lab/LOG.md v68).
 
 :func:`build_main_only` compiles a chain that launches only the given ``BwdMainKernel``
 (:func:`frost.templates.chain.main_only`: the variant chains' own tensor construction);
@@ -25,7 +25,7 @@ def build_main_only(main, arch: str, head_dim: int | None = None) -> _api.Compil
     (:func:`frost.templates.chain.main_only`, the build every variant's chain makes of bwd_main)
     for io tensors of ``head_dim`` (default: the plan's padded d): what a benchmark of bwd_main
     alone should time. ``BwdMainKernel.launch`` compiles from torch tensors marked fully
-    dynamic (head dim included) and marshals nine tensors a call instead (bench/RESULTS.md
+    dynamic (head dim included) and marshals nine tensors a call instead (lab/LOG.md
     v67/v68). Launch it with ``ch.launch(main_only_values(ch, ...))``."""
     import cutlass.cute as cute
 

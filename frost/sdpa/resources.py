@@ -56,7 +56,7 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
     compiles each kernel in a module of its own: rowdot and dq_convert on fake tensors,
     bwd_main in the chain that launches it alone (:meth:`BwdMainKernel.compile`, the build
     ``bench/bwd_main_ab.py`` times). What moves ptxas' allocation is the code, PDL included
-    (bench/RESULTS.md v127: at d=256 a variant spills 96 B on sm_90a with ``griddepcontrol``
+    (lab/LOG.md v127: at d=256 a variant spills 96 B on sm_90a with ``griddepcontrol``
     and none without), so check a variant's spills with the ``use_pdl`` it ships with."""
     import cutlass
 

@@ -174,7 +174,7 @@ def main_only(main, head_dim: int | None = None) -> tuple:
     ``BwdMainKernel``) and nothing else: bwd_main built exactly as every variant's chain builds
     it (tensors made from raw addresses, the head dim static, io strides in 16-byte units, the
     workspace's strides 64-bit and divisible by tile_m). ``BwdMainKernel.compile`` compiles
-    this, so the compile-only reports describe the kernel ``frost.sdpa`` runs (bench/RESULTS.md
+    this, so the compile-only reports describe the kernel ``frost.sdpa`` runs (lab/LOG.md
     v67: fake tensors with 32-bit strides gave another register allocation). ``head_dim``: the
     io tensors' head dim (default: the plan's padded d, which compiles to the same PTX; a
     launch must give the real one, as the variant chains do)."""

@@ -28,7 +28,7 @@ for the whole grid (PDL) and casts W to C, each thread loading its batch of vect
 stores any. The zero and cast kernels are pointwise over W: their grid is W's 8-column vectors
 numbered flat, :data:`CAST_BATCH` a thread (M·N / 4096 CTAs of 128 threads, over every SM),
 not the plan's ``grid`` of one CTA a C block, which left half of an H100's SMs idle at 64
-blocks (bench/RESULTS.md v135). The plan has no sC and no epilogue barrier then. C's fp32 sums
+blocks (lab/LOG.md v135). The plan has no sC and no epilogue barrier then. C's fp32 sums
 land in any order: a split plan's C and r are not bitwise reproducible from run to run (within
 fp32 rounding of each other).
 
@@ -279,7 +279,7 @@ class GemmRowsum:
         bar.pdl_wait(self.use_pdl)  # r (and a split's W) are zero_rowsum's output
 
         # (each role computes the K-loop's extent after its setmaxnreg: a value live across it
-        # is what ptxas spills, 8 B at 128x256x64, bench/RESULTS.md v132)
+        # is what ptxas spills, 8 B at 128x256x64, lab/LOG.md v132)
         if warp >= mma.first_warp + mma.num_warps:  # the producer's warpgroup (donors exit)
             cute.arch.setmaxregister_decrease(prod.max_regs)
             k_lo, k_hi = self.k_range(tA, bz)

@@ -94,7 +94,7 @@ def device_arch(device) -> str:
 def raw_stream(idx: int) -> int:
     """The raw handle of device ``idx``'s current torch stream (torch's cheap accessor where this
     torch build has it: 0.15 µs against 2.8–4.7 µs for
-    ``torch.cuda.current_stream(idx).cuda_stream`` on the H200 host, bench/results/v43)."""
+    ``torch.cuda.current_stream(idx).cuda_stream`` on the H200 host, lab/results/v43)."""
     import torch
 
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)

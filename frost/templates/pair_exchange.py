@@ -1,9 +1,9 @@
 """Pair-exchange probe: 2-CTA clusters that swap register fragments every round through DSMEM.
 
-What it is for: the head-dim-split attention backward (bench/RESULTS.md v136b) would exchange
+What it is for: the head-dim-split attention backward (lab/LOG.md v136b) would exchange
 S's and dP's partials between the two CTAs of a pair every q-tile trip. This kernel runs that
 exchange alone (:mod:`frost.tile_dsl.cluster`'s protocol, ``rounds`` times per pair), so a GPU
-test can check the protocol's values and a benchmark (bench/dsmem_exchange.py) can price one
+test can check the protocol's values and a benchmark (lab/dsmem_exchange.py) can price one
 round against a trip.
 
 Each thread of CTA ``rank`` sends, in round ``r``, the words ``value(rank, r, thread, i)``

@@ -1,6 +1,6 @@
 """Pair exchange: two CTAs of a 2-CTA cluster swap register fragments through shared memory.
 
-The building block of a head-dim-split attention backward (bench/RESULTS.md v136b): each CTA of
+The building block of a head-dim-split attention backward (lab/LOG.md v136b): each CTA of
 the pair holds half of a partial sum in registers, sends the words its peer needs with
 ``st.async`` into the peer's shared memory, and adds the words the peer sent it.
 

@@ -183,7 +183,7 @@ class CompileReport:
     @property
     def ptx_sha(self) -> str:
         """sha256[:12] of the PTX without its comment lines (the compiler banner): the short
-        name bench/RESULTS.md gives a build, and what the golden-PTX tests pin. ptxas flags
+        name lab/LOG.md gives a build, and what the golden-PTX tests pin. ptxas flags
         (``ptxas_options``) leave it alone: :attr:`sass_sha` tells such builds apart."""
         import hashlib
 

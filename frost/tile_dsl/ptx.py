@@ -111,7 +111,7 @@ L2_POLICY = {"evict_normal": 0x16F0000000000000, "evict_first": 0x12F00000000000
 """L2 cache-policy operands (fraction 1.0) of a bulk copy's ``.L2::cache_hint``, by priority:
 ``cute.copy(tma_atom, src, dst, cache_policy=cutlass.Int64(L2_POLICY[p]))``. Constants, so a
 kernel needs no ``createpolicy``: the values :func:`create_policy` gave on the H200, which a
-GPU test checks (bench/RESULTS.md v77)."""
+GPU test checks (lab/LOG.md v77)."""
 
 
 @dsl_user_op

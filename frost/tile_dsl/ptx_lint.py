@@ -4,7 +4,7 @@ Several PTX instructions are *warp-collective*: every lane their member mask nam
 warp for the ``.aligned`` forms) must execute them together. Issued where only some lanes of a
 warp are, they hang or are undefined. CuTe DSL hides some of them inside helpers: ``cute.copy``
 of a TMA *reduce* wraps the instruction in ``elect.sync`` with a full mask, so calling it under
-``if tidx == 0:`` hangs the kernel (bench/RESULTS.md v8: found on the H200 after the
+``if tidx == 0:`` hangs the kernel (lab/LOG.md v8: found on the H200 after the
 compile-only tests had passed). This check finds that class of bug in the compiled PTX::
 
     findings = divergent_collectives(report.ptx)   # [] when clean; CompileReport.lint()

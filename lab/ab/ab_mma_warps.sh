@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Same-host A/B of 16 MMA warps (4 warpgroups, 112 registers) against the measured 8-warp
-# defaults (bench/RESULTS.md v11). Run on the GPU host from the repo root after
+# defaults (lab/LOG.md v11). Run on the GPU host from the repo root after
 # `. /tmp/frost-gpu/env.sh`; results under $OUT/ab16/<case>/bwd_main_ab.json.
-#   usage: bash bench/ab_mma_warps.sh [small|large|all]
+#   usage: bash lab/ab/ab_mma_warps.sh [small|large|all]
 set -u
 out=${OUT:-bench/out}/ab16
 what=${1:-all}

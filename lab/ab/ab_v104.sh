@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# v104 (bench/RESULTS.md, ablation: wrong results on purpose): the ceiling of a 2-CTA cluster that
+# v104 (lab/LOG.md, ablation: wrong results on purpose): the ceiling of a 2-CTA cluster that
 # adds the two kv tiles' dQ partials in shared memory before one atomic (skip=dq_half: only the
 # dQ grid's warp rows of the half that kv-tile parity picks add, dq_add.dq_half_of), beside no
 # atomics at all (skip=dq_atomic). v104's first run (before 2026-12-02 09:00) picked by a
 # warp's first row and so split the CTAs instead (even ones all atomics, odd none at d=64).
 set -u
 out=${OUT:-bench/out}/v104
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 v="default;skip=dq_half;skip=dq_atomic"
 ab d64 64 "" "$v" 8
 ab d64c 64 --causal "$v" 8

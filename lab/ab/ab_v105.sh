@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v105 (bench/RESULTS.md, re-check): the rotated q-tile walk (code choice q_rotate=1) against the
+# v105 (lab/LOG.md, re-check): the rotated q-tile walk (code choice q_rotate=1) against the
 # linear default at d=64/128, on today's ptxas schedules (v81/v86) and CTA orders (v41).
 set -u
 out=${OUT:-bench/out}/v105
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 v="default;q_rotate=1"
 ab d128 128 "" "$v" 10
 ab d128s 128 "" "$v" 8 16,16,1024

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v113 (bench/RESULTS.md): dq_spread with dQ in chunks (a chunk's adds ride the next chunk's
+# v113 (lab/LOG.md): dq_spread with dQ in chunks (a chunk's adds ride the next chunk's
 # GEMM): d=128 forced to two chunks with dS held (alone, and spread), d=256's four chunks spread.
 set -u
 out=${OUT:-bench/out}/v113
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 r=${1:-8}
 C2="dq_chunks=2,dq_ds_held=1"
 ab d128 128 "" "default;$C2;$C2,dq_spread=1" "$r"

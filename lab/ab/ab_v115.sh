@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# v115 (bench/RESULTS.md): exchange_sync rule 4 -- each exchange group the two MMA warps of one
+# v115 (lab/LOG.md): exchange_sync rule 4 -- each exchange group the two MMA warps of one
 # SM sub-partition (d=128: S/dP warps in bit order 4, dK/dV column-major) -- against the d=128
 # defaults (rule 1: groups [2j, 2j+1], mixed), the other code choices as the default's.
 set -u
 out=${OUT:-bench/out}/v115
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 r=${1:-8}
 v="default;tile.exchange_sync=4,code=default"
 ab d128 128 "" "$v" "$r"

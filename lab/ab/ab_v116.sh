@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# v116 (bench/RESULTS.md): forced warp placements (tile.s_order / dkv_order / dq_order, the
+# v116 (lab/LOG.md): forced warp placements (tile.s_order / dkv_order / dq_order, the
 # indices of tile_dsl.warp_grid.placements) against the defaults: the late reader's order
 # alone, the same split with other groups, and the other split's unmixed form.
 set -u
 out=${OUT:-bench/out}/v116
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 r=${1:-6}
 c=code=default
 ab d64 64 "" "default;tile.dkv_order=1,$c;tile.s_order=3,tile.dq_order=3,$c;tile.s_order=4,tile.dq_order=0,tile.dkv_order=0,$c" "$r"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# v12 (bench/RESULTS.md): d=256 dQ unchunked against the 4-chunk default, plus a re-check of
+# v12 (lab/LOG.md): d=256 dQ unchunked against the 4-chunk default, plus a re-check of
 # V held at d=64 (last measured in the v2 sweep). GPU host, repo root, after env.sh.
 set -u
 out=${OUT:-bench/out}/v12

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# v123 (bench/RESULTS.md): non-causal d=128's code choices on the whole frost.sdpa.backward call
+# v123 (lab/LOG.md): non-causal d=128's code choices on the whole frost.sdpa.backward call
 # (bench/chain_ab.py, now able to set code choices): v121's trip_step=1 + kv_prefetch=0 default
 # against v72's divide + prefetch build and the prefetch with the step walk, at three walk
 # lengths (32, 64 and 128 q-tile trips a CTA), to decide whether a short walk wants its own build.

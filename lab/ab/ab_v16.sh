@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# v16 (bench/RESULTS.md): the dQ workspace in 8x8 blocks (the default since v16) against the
+# v16 (lab/LOG.md): the dQ workspace in 8x8 blocks (the default since v16) against the
 # row-major workspace (tile.reduce_block=0, the v15 code), bwd_main alone, same-host round-robin;
 # plus the rotated q walk at d=256 re-checked on the blocked workspace.
-# Run on the GPU host after setup: bash bench/ab_v16.sh
+# Run on the GPU host after setup: bash lab/ab/ab_v16.sh
 set -u
 out=${OUT:-bench/out}/ab16
 mkdir -p "$out" "$out/causal" "$out/rotate"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v41 (bench/RESULTS.md): the heavy-first CTA order (code choice lpt_heads) on the causal rows
+# v41 (lab/LOG.md): the heavy-first CTA order (code choice lpt_heads) on the causal rows
 # of the chain bench, against the linear block order (lpt_heads=1, the default).
 set -u
 out=${OUT:-bench/out}/ab41
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 ab d128c 128 --causal "default;lpt_heads=0;lpt_heads=8" 6
 ab d64c 64 --causal "default;lpt_heads=0;lpt_heads=8" 6
 ab d128c8k 128 --causal "default;lpt_heads=0;lpt_heads=8" 6 2,16,8192

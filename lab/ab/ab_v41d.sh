@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v41 guard (bench/RESULTS.md): the adopted heavy-first order against the linear one
+# v41 guard (lab/LOG.md): the adopted heavy-first order against the linear one
 # (lpt_heads=1) at causal shapes other than the bench rows.
 set -u
 out=${OUT:-bench/out}/ab41d
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 ab d128c_16x1024 128 --causal "default;lpt_heads=1" 6 16,16,1024
 ab d128c_1x16k 128 --causal "default;lpt_heads=1" 4 1,16,16384
 ab d64c_8x2048 64 --causal "default;lpt_heads=1" 6 8,16,2048

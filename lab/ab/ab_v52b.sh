@@ -3,6 +3,6 @@
 # non-causal d=128 bench shapes with more rounds.
 set -u
 out=${OUT:-bench/out}/ab52b
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 ab d128 128 "" "default;interleave=0" 10
 ab d128s 128 "" "default;interleave=0" 10 16,16,1024

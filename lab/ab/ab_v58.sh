@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v58 (bench/RESULTS.md): the trip loop's (q head, q tile) stepped (trip_step=1, default) against
+# v58 (lab/LOG.md): the trip loop's (q head, q tile) stepped (trip_step=1, default) against
 # the division by the runtime q-range length every trip (trip_step=0, the v57 code).
 set -u
 out=${OUT:-bench/out}/ab58
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 ab d128 128 "" "default;trip_step=0" 8
 ab d128c 128 --causal "default;trip_step=0" 8
 ab d64 64 "" "default;trip_step=0" 8

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# v61 (bench/RESULTS.md): the causal d=32 / d=64 exchange rule re-checked (default rule 2)
+# v61 (lab/LOG.md): the causal d=32 / d=64 exchange rule re-checked (default rule 2)
 # against rule 1 and the per-trip barrier, 10 rounds.
 set -u
 out=${OUT:-bench/out}/ab61
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 ab d64c 64 --causal "default;tile.exchange_sync=1;tile.exchange_sync=0" 10
 ab d32c 32 --causal "default;tile.exchange_sync=1;tile.exchange_sync=0" 10

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v63 (bench/RESULTS.md): each MMA thread's lse/delta rows in consecutive smem slots, read as
+# v63 (lab/LOG.md): each MMA thread's lse/delta rows in consecutive smem slots, read as
 # vectors (stat_vec=1), against scalar loads per row (the v62 code).
 set -u
 out=${OUT:-bench/out}/ab63
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 ab d128 128 "" "default;stat_vec=1" 8
 ab d128c 128 --causal "default;stat_vec=1" 8
 ab d128s 128 "" "default;stat_vec=1" 6 16,16,1024

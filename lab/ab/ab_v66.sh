@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v66 (bench/RESULTS.md): v13's stage ablations re-run on the v63 defaults (timing only: each
+# v66 (lab/LOG.md): v13's stage ablations re-run on the v63 defaults (timing only: each
 # skip drops one stage's code, results are wrong) at d=64, 128 (4,16,4096) and 256 (2,8,4096).
 set -u
 out=${OUT:-bench/out}/v66
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 V="default;skip=operand_loads;skip=softmax;skip=dq_atomic;skip=dq_gemm;skip=q_loads"
 V="$V;skip=operand_loads+softmax+dq_atomic"
 ab d64 64 "" "$V" 4

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v72 (bench/RESULTS.md): kv_prefetch (the next CTA's K/V tile into L2, L trips before the last)
+# v72 (lab/LOG.md): kv_prefetch (the next CTA's K/V tile into L2, L trips before the last)
 # against the defaults, on the shapes where v71's fixed cost a CTA weighs most, and its GPU tests.
 set -u
 out=${OUT:-bench/out}/v72
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 mkdir -p "$out"
 timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
   tests/templates/test_bwd_main_prefetch.py 2>&1 | tail -2 | tee "$out/gpu_tests.log"

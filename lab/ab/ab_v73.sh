@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# v73 (bench/RESULTS.md): d=64 on a 32x192 tile (a KV tile of 192 rows: a third fewer dQ atomics
+# v73 (lab/LOG.md): d=64 on a 32x192 tile (a KV tile of 192 rows: a third fewer dQ atomics
 # and Q/dO loads per FLOP) against the 64x128 default, with a 32x128 control; its GPU tests first.
 set -u
 out=${OUT:-bench/out}/v73
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 mkdir -p "$out"
 timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/templates/test_bwd_main.py \
   -k "kv_tile_192" 2>&1 | tail -2 | tee "$out/gpu_tests.log"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# v77 (bench/RESULTS.md): L2 eviction priorities on bwd_main's bulk copies (code choice
+# v77 (lab/LOG.md): L2 eviction priorities on bwd_main's bulk copies (code choice
 # l2_hints: 1 dK/dV stores evict-first, 2 also K/V loads, 3 also Q/dO loads evict-last), and
 # v76's dkdv_store ablation again beside them at d=64 (16,16,1024).
 set -u
 out=${OUT:-bench/out}/v77
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 mkdir -p "$out"
 ab d64s 64 "" "default;l2_hints=1;l2_hints=2;l2_hints=3;skip=dkdv_store" 6 16,16,1024
 ab d128s 128 "" "default;l2_hints=1;l2_hints=2;l2_hints=3" 6 16,16,1024

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# v84 (bench/RESULTS.md): the untimed ptxas pair (reg_usage 3, ptxas_opt 2) on the bench rows'
+# v84 (lab/LOG.md): the untimed ptxas pair (reg_usage 3, ptxas_opt 2) on the bench rows'
 # defaults (d=128 non-causal's default already has level 3: its variant is -O2 alone), and
 # level 3 on d=128's tail-split build (uncut: split_sms=0, so whole tiles only).
 set -u
 out=${OUT:-bench/out}/v84
-. bench/ab_lib.sh
+. lab/ab/ab_lib.sh
 mkdir -p "$out"
 ab d64 64 "" "default;reg_usage=3,ptxas_opt=2" 6
 ab d64c 64 --causal "default;reg_usage=3,ptxas_opt=2" 6

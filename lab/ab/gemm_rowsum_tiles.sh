@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gemm_rowsum's plans on the GPU host: bench/gemm_rowsum.py once a plan (every --tile key given,
 # so the list does not move with the default), frost alone, two large shapes; torch once, for
-# the ratio. Usage: bench/gemm_rowsum_tiles.sh SHA [v131|v132] (results under
-# $OUT/gemm_rowsum_tiles/<plan>/). v131: the plans session 38 timed; v132: the cost model's
+# the ratio. Usage: lab/ab/gemm_rowsum_tiles.sh SHA [v131|v132] (results under
+# $OUT/gemm_rowsum_tiles/<plan>/). v131: the plans timed on 2026-12-04 (s38); v132: the cost model's
 # first four (frost.sched.rank) and the default.
 set -u
 sha=${1:?usage: $0 COMMIT [v131|v132]}

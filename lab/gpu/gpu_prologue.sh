@@ -1,4 +1,4 @@
-# Sourced by the bench/sNN_gpu.sh device scripts (after `bash .gpu/tools/setup-remote`): sets
+# Sourced by the lab/gpu/sNN_gpu.sh device scripts (after `bash .gpu/tools/setup-remote`): sets
 # commit (from $1) and out ($OUT), loads the GPU environment, records the card.
 commit=${1:?usage: bash $0 COMMIT MODE}
 out=${OUT:-bench/out}

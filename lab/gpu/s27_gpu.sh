@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Session 27's device call: dq_convert's ATOM row-pair reads (numerics, whole API at the ATOM
+# The device call of 2026-12-02 (lab/results/s27): dq_convert's ATOM row-pair reads (numerics, whole API at the ATOM
 # rows d=160/256), then v108: the whole chain, ATOM against the 8x8 blocks (logs under $OUT).
 set -u
 OUT=${OUT:-bench/out}; export OUT
-commit=${1:?usage: bash bench/s27_gpu.sh COMMIT}
+commit=${1:?usage: bash lab/gpu/s27_gpu.sh COMMIT}
 timeout 200 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider \
   tests/templates/test_dq_convert.py tests/sdpa/test_backward_gpu.py > $OUT/gpu_dqc.log 2>&1
 grep -E "FAILED|ERROR" $OUT/gpu_dqc.log | head; tail -1 $OUT/gpu_dqc.log

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 41's device calls (after `bash .gpu/tools/setup-remote`): usage
-#   bash bench/s41_gpu.sh COMMIT split|suite|chain
+# The device calls of 2026-12-05, stored in lab/results/s41 (after `bash .gpu/tools/setup-remote`): usage
+#   bash lab/gpu/s41_gpu.sh COMMIT split|suite|chain
 # split: the split-K GPU tests and v134's gemm_rowsum bench; suite: the GPU tests outside
 # test_bwd_main.py; chain: the SDPA chain bench (bench/sdpa_bwd.py). Results under $OUT.
 set -u

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Session 42's device calls (after `bash .gpu/tools/setup-remote`): usage
-#   bash bench/s42_gpu.sh COMMIT split|suite|chain
+# The device calls of 2026-12-05, stored in lab/results/s42 (after `bash .gpu/tools/setup-remote`): usage
+#   bash lab/gpu/s42_gpu.sh COMMIT split|suite|chain
 # split: the split-K GPU tests, v135's per-call times of forced split plans against the unsplit
-# picks (bench/split_kernels.py) and the gemm_rowsum bench at v134's shapes; suite: the GPU
+# picks (lab/split_kernels.py) and the gemm_rowsum bench at v134's shapes; suite: the GPU
 # tests outside test_bwd_main.py; chain: the SDPA chain bench (bench/sdpa_bwd.py). Under $OUT.
 set -u
 . "$(dirname "$0")/gpu_prologue.sh"
@@ -13,7 +13,7 @@ split)
     tests/test_run.py tests/test_bench_scripts.py > "$out/gpu_split_tests.log" 2>&1
   grep -E "FAILED|ERROR" "$out/gpu_split_tests.log" | head; tail -1 "$out/gpu_split_tests.log"
   # (each shape: the forced split, then the unsplit plan the model picks there)
-  sk() { timeout 60 python3 bench/split_kernels.py "$@" 2>&1 | grep -v Warn; }
+  sk() { timeout 60 python3 lab/split_kernels.py "$@" 2>&1 | grep -v Warn; }
   { sk 1024,2048,16384 split_k=2 -- tile_n=128
     sk 2048,1024,16384 split_k=2 -- tile_n=128
     sk 3072,3072,16384 split_k=4 -- tile_k=64

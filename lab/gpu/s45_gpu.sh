@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 45's device calls (after `bash .gpu/tools/setup-remote`): usage
-#   bash bench/s45_gpu.sh COMMIT new|train|tests
+# The device calls of 2026-12-06, stored in lab/results/s45 (after `bash .gpu/tools/setup-remote`): usage
+#   bash lab/gpu/s45_gpu.sh COMMIT new|train|tests
 # new: the GPU tests of frost.sdpa.attention and of CUDA-graph capture; train: the training-step
 # bench (bench/attention_train.py); tests: the whole GPU test set. Results under $OUT.
 set -u

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 48's device call (after `bash .gpu/tools/setup-remote`): usage
-#   bash bench/s48_gpu.sh COMMIT all|probe|pairx
+# The device call of 2026-12-07, stored in lab/results/s48 (after `bash .gpu/tools/setup-remote`): usage
+#   bash lab/gpu/s48_gpu.sh COMMIT all|probe|pairx
 # all: the pair_x build's GPU test (tests/templates/test_bwd_main_pair.py), and if it passes
-# (a protocol bug would hang a bench) v138's in-loop A/B (bench/ab_v138.sh); then the pair
+# (a protocol bug would hang a bench) v138's in-loop A/B (lab/ab/ab_v138.sh); then the pair
 # exchange's GPU tests (tests/tile_dsl/test_cluster.py) and, if they pass, v137's probe bench
-# (bench/dsmem_exchange.py).
-# probe: session 47's (bench/s47_gpu.sh probe); pairx: the pair_x test, then v138.
+# (lab/dsmem_exchange.py).
+# probe: s47's (lab/gpu/s47_gpu.sh probe); pairx: the pair_x test, then v138.
 set -u
 . "$(dirname "$0")/gpu_prologue.sh"
 gpu_tests() {  # LOG FILE...: pass only if the last line says passed and nothing failed
@@ -16,13 +16,13 @@ gpu_tests() {  # LOG FILE...: pass only if the last line says passed and nothing
 case ${2:?} in
 all)  # (the decisive A/B first: device time is short)
   gpu_tests pairx_tests.log tests/templates/test_bwd_main_pair.py || exit 1
-  OUT=$out bash bench/ab_v138.sh
+  OUT=$out bash lab/ab/ab_v138.sh
   gpu_tests cluster_tests.log tests/tile_dsl/test_cluster.py || exit 1
-  timeout 150 python3 bench/dsmem_exchange.py --out "$out/v137" --commit "$commit" --reps 5 2>&1 \
+  timeout 150 python3 lab/dsmem_exchange.py --out "$out/v137" --commit "$commit" --reps 5 2>&1 \
     | grep -v Warn ;;
-probe) bash bench/s47_gpu.sh "$commit" probe ;;
+probe) bash lab/gpu/s47_gpu.sh "$commit" probe ;;
 pairx)
   gpu_tests pairx_tests.log tests/templates/test_bwd_main_pair.py || exit 1
-  OUT=$out bash bench/ab_v138.sh ;;
+  OUT=$out bash lab/ab/ab_v138.sh ;;
 *) echo "unknown mode ${2}: all|probe|pairx" >&2; exit 2 ;;
 esac

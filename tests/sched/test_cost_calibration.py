@@ -1,5 +1,5 @@
-"""The tile chooser's cost model against measured bwd_main times (H200, bench/results/v2, and
-the 16-MMA-warp A/B of bench/results/v11).
+"""The tile chooser's cost model against measured bwd_main times (H200, lab/results/v2, and
+the 16-MMA-warp A/B of lab/results/v11).
 
 The model only ranks plans; these tests check its order against the measured order of the
 plans the v2 sweep timed (``bench/bwd_main_sweep.py --rank 6``: the model's six best per head
@@ -14,7 +14,7 @@ import pytest
 
 from frost.sched.sdpa import rank_sdpa_bwd
 
-SWEEP = pathlib.Path(__file__).parents[2] / "bench" / "results" / "v2" / "bwd_main_sweep.json"
+SWEEP = pathlib.Path(__file__).parents[2] / "lab" / "results" / "v2" / "bwd_main_sweep.json"
 KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
 DIMS = (32, 64, 96, 128, 160, 192)
 
@@ -121,7 +121,7 @@ def sixteen_warp_rows():
 
 
 def test_model_ranks_sixteen_mma_warps_below_the_default():
-    """Every 16-warp plan measured in v11 (bench/RESULTS.md) ran 1.14-1.75x slower than the
+    """Every 16-warp plan measured in v11 (lab/LOG.md) ran 1.14-1.75x slower than the
     8-warp default of its head dim; the model, which never saw those runs, costs each of them
     above that default (their smaller warp tiles read more operand bytes a trip)."""
     rows = sixteen_warp_rows()

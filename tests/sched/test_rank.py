@@ -1,5 +1,5 @@
 """frost.sched.rank: the generic tile search (any program) and the cost model's order of the
-gemm_rowsum plans the H200 timed (bench/results/s38: v131; bench/results/s39/v132b: v132)."""
+gemm_rowsum plans the H200 timed (lab/results/s38: v131; lab/results/s39/v132b: v132)."""
 
 import json
 import pathlib
@@ -16,7 +16,7 @@ from frost.sched import rank
 from frost.sched.plan import Infeasible
 from tests.sched.test_cost_calibration import spearman
 
-RESULTS = pathlib.Path(__file__).parents[2] / "bench" / "results"
+RESULTS = pathlib.Path(__file__).parents[2] / "lab" / "results"
 MEASURED = {"v131": RESULTS / "s38" / "gemm_rowsum_tiles_96f4ef9",
             "v132": RESULTS / "s39" / "v132b" / "gemm_rowsum_tiles"}
 KEYS = ("tile_m", "tile_n", "tile_k", "ab_stages", "num_mma_warps")
@@ -108,7 +108,7 @@ def _measured(folder):
 
 @pytest.mark.parametrize("run", sorted(MEASURED))
 def test_the_model_orders_the_timed_plans_as_the_h200(run):
-    """Each run's plans (one process a plan, the same session) at 4096³: the model's order
+    """Each run's plans (one process a plan, the same device call) at 4096³: the model's order
     against the measured one."""
     from frost.sched.arch import get_card
 

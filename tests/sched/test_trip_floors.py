@@ -1,5 +1,5 @@
 """frost.sched.tiles.trip_work / trip_floors and frost.sched.arch.CARDS: one bwd_main trip's
-MMA and shared-memory floors per card (bench/RESULTS.md v46)."""
+MMA and shared-memory floors per card (lab/LOG.md v46)."""
 
 import pytest
 

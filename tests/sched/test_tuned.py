@@ -107,7 +107,7 @@ def _confounded(result, results):
 
 
 def _version(src):
-    """The run number of a results path or a version name: "bench/results/v96/d256/..." -> 96."""
+    """The run number of a results path or a version name: "lab/results/v96/d256/..." -> 96."""
     part = next(p for p in src.split("/") if p[:1] == "v" and p[1:3].isdigit())
     return int("".join(c for c in part[1:] if c.isdigit()))
 
@@ -151,7 +151,7 @@ def test_measured_only_choices_are_code_choices():
 def test_confounded_variant_is_not_evidence():
     """v78b forced store_warp=1 on a plan that was then not the measured default, so the variant
     also ran without d=64's stat_vec and trip_step: it is no evidence for the option alone."""
-    data = json.loads((ROOT / "bench/results/v78b/d64/bwd_main_ab.json").read_text())
+    data = json.loads((ROOT / "lab/results/v78b/d64/bwd_main_ab.json").read_text())
     var = next(r for r in data["results"] if r["kwargs"] == {"tile.store_warp": 1})
     assert _confounded(var, data["results"]) == {"stat_vec": (1, 0), "trip_step": (1, 0)}
     assert not _confounded(data["results"][0], data["results"])

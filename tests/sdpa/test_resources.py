@@ -20,7 +20,7 @@ def test_chain_resources_sm121_causal():
     assert main.ptx["mma.sync"] > 0 and main.ptx["tma.load"] > 0 and main.ptx["red.v2.f32"] > 0
     assert main.code["p_store"] == "stmatrix" and main.ptx["stmatrix"] > 0
     assert main.code["interleave"] in (0, 1, 2) and main.code["dq_vec"] == 2
-    assert main.code["exp2_poly"] == 0  # measured slower (bench/RESULTS.md v9)
+    assert main.code["exp2_poly"] == 0  # measured slower (lab/LOG.md v9)
     assert rows[0].code == {} and rows[2].code == {}
     # one module, each row its own entry's counts: only bwd_main issues MMAs and TMA loads
     assert rows[0].ptx["mma.sync"] == rows[2].ptx["mma.sync"] == 0
@@ -118,7 +118,7 @@ def test_code_choices_parse_types_each_value():
 
 @pytest.mark.compile
 def test_code_choices_reach_the_chain_and_pdl_moves_the_allocation():
-    """``code`` reaches the chain's main kernel and ptxas (bench/RESULTS.md v127): at d=256 on
+    """``code`` reaches the chain's main kernel and ptxas (lab/LOG.md v127): at d=256 on
     sm_90a, v126's best stand-alone variant (ptxas level 7, -O2, the stepped walk) spills in
     the PDL build frost.sdpa ships, the same in one module or bwd_main alone, while the build
     without PDL that bench/bwd_main_ab.py timed before v127 does not; the default chain is

@@ -194,8 +194,8 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
                  (160, False), (192, False), (256, False), (256, True)]
 # The default kernels' PTX as `frost.sdpa` builds them (PDL on, bottom-right), pinned by
 # CompileReport.ptx_sha: a change to any default's code shows here first (so does a CuTe DSL or
-# NVVM upgrade). A default changed on purpose gets its new sha in its bench/RESULTS.md entry
-# (the reference set since session 17: "PDL-on sha") and here.
+# NVVM upgrade). A default changed on purpose gets its new sha in its lab/LOG.md entry
+# (the reference set since b5a3a4b, 2026-12-01: "PDL-on sha") and here.
 DEFAULT_PTX_SHA = {
     ("sm_120a", 32, False): "121f2d15dd2a", ("sm_121a", 32, False): "ed5ccd7d8089",
     ("sm_120a", 64, False): "768bdabd9649", ("sm_121a", 64, False): "e3d1080b4f2f",

@@ -3,7 +3,7 @@
 The model tests run the check on hand-written PTX; the compile tests run it on real kernels:
 a kernel that elects a lane from one thread is refused by ``compile_for``, the same kernel
 with a warp-uniform branch passes, and bwd_main's staged-dQ form (whose one-thread TMA reduce
-hung the H200, bench/RESULTS.md v8) is clean.
+hung the H200, lab/LOG.md v8) is clean.
 """
 
 import pytest

@@ -1,5 +1,5 @@
 """How ``bwd_main`` emits a plan: code choices that keep the plan (tiles, smem, roles) and change
-only the instructions. Each default was measured on the H200 (bench/RESULTS.md, round-robin
+only the instructions. Each default was measured on the H200 (lab/LOG.md, round-robin
 A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-tested.
 
 ================  =========================================================================

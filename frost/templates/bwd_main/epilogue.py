@@ -12,7 +12,7 @@ With the plan's ``store_warp`` the producer warp, its loads done, issues the sto
 MMA warps stage and fence, then only arrive on ``epilogue`` (which counts the producer warp too)
 and are done (:meth:`EpilogueRole.producer_stores`).
 Without the store in their code, ptxas schedules the MMA warps' trip loop better at d=64
-(bench/RESULTS.md v78: 0.965x non-causal).
+(lab/LOG.md v78: 0.965x non-causal).
 
 Tail splits (``split``, see ``masks.py``): a KV tile cut into parts has one CTA per part, each
 with a partial dK/dV. :meth:`EpilogueRole.gather_parts` makes one of them write the tile:

@@ -42,7 +42,7 @@ class HostMixin:
     def fake_args(self):
         """Fake tensors with symbolic B, H, S (and 32-bit strides) for a GPU-less compile.
         Not what :meth:`compile` uses: this build allocates registers differently from the one
-        ``frost.sdpa`` runs (bench/RESULTS.md v67; ``bench/build_check.py`` compares them)."""
+        ``frost.sdpa`` runs (lab/LOG.md v67; ``lab/build_check.py`` compares them)."""
         from cutlass.cute.runtime import make_fake_tensor
         import cutlass.runtime as crt
 
@@ -79,7 +79,7 @@ class HostMixin:
         """Compile for ``arch`` without a GPU; returns frost's CompileReport (PTX, regs, spills)
         of the build ``frost.sdpa`` runs: this kernel inside a chain that launches it alone
         (:func:`frost.templates.chain.main_only`; :meth:`fake_args` tensors gave another register
-        allocation, bench/RESULTS.md v67). ``kw`` goes to
+        allocation, lab/LOG.md v67). ``kw`` goes to
         :func:`frost.tile_dsl.compile.compile_for` (e.g. ``nvvm=""``); ``extra_options`` go
         after the code choices' own options (:attr:`.code.CodeChoices.compile_options`), and
         may not pass ptxas flags when those do (ValueError)."""

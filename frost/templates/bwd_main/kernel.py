@@ -49,7 +49,7 @@ donors in its warpgroup; ``setmaxnreg`` moves registers from the producer warpgr
 warps. Q/dO stream through a ``q_stages`` mbarrier ring (the plan's ``do_stages``: dO and the row
 statistics on a ring of their own, v92); K/V are loaded once. dK/dV leave through ``epilogue.py``.
 
-Verified on the H200 (sm_90a build; each session's suite is in bench/RESULTS.md): the GPU tests
+Verified on the H200 (sm_90a build; each GPU suite run is logged in lab/LOG.md): the GPU tests
 under tests/templates/ cover head dims 32..256, causal both alignments, GQA/MQA, tails, fp16,
 PDL on/off, dq_splits, and every code knob and plan option below against a float64 reference.
 

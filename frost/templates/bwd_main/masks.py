@@ -92,7 +92,7 @@ def hidden_warp_tiles_model(align, n_block, tile_m, tile_n, wm, wn, order, s_q, 
     warps of the S/dP grid (``wm`` x ``wn``, warp order ``order``) whose every S element in
     that trip is hidden, i.e. whose MMAs a warp-skip could drop. A warp owns interleaved 16-row
     and 8-column runs (:mod:`frost.tile_dsl.warp_grid`), so far fewer warps are wholly hidden
-    than contiguous blocks would be (bench/RESULTS.md v74)."""
+    than contiguous blocks would be (lab/LOG.md v74)."""
     from frost.tile_dsl.warp_grid import cols_of, rows_of, warp_mn
 
     m_min, m_max = q_block_range_model(align, n_block, tile_m, tile_n, s_q, s_kv)
@@ -234,7 +234,7 @@ def walk_start(t0, n_m):
     """divmod(t0, n_m) as Int32 (the trip loop's first q head offset and place in the q range;
     constants when ``t0`` is the constant 0). With code choice ``trip_step`` the MMA warps then
     step the pair with :func:`walk_next` instead of dividing by the runtime ``n_m`` every trip
-    (bench/RESULTS.md v58)."""
+    (lab/LOG.md v58)."""
     if isinstance(t0, int) and t0 == 0:
         return cutlass.Int32(0), cutlass.Int32(0)
     w_q = t0 // cutlass.max(n_m, 1)

@@ -58,7 +58,7 @@ def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
 
 DQ_ACCS_MEASURED = {(32, False): 2, (128, False): 2, (192, False): 2}
 """(padded d, causal) -> dQ accumulators on the default plan (:func:`measured_plan`), where
-two measured faster (bench/RESULTS.md v54, bwd_main A/B on the H200, two / one, every round
+two measured faster (lab/LOG.md v54, bwd_main A/B on the H200, two / one, every round
 faster): d=32 0.966 and 0.963; d=128 0.973 and 0.971, (16,16,1024) 0.971; d=192 0.981.
 Elsewhere one: d=64 1.008, d=96 1.003, d=160 1.012, causal d=128 0.993 and 1.004 (with the
 row check), causal d=32 1.002, causal d=64 1.036, d=256 (v56) 1.027. Other plans keep one:
@@ -77,7 +77,7 @@ def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1,
 DQ_DS_HELD_MEASURED = {(256, True): 1, (256, False): 1}
 """(padded d, causal) -> dq_ds_held on the default plan (:func:`measured_plan`) with dQ in two
 or more chunks, where holding dS's fragments through the chunks measured faster every round
-(bench/RESULTS.md, on the split-ring default of v92/v93): causal d=256 0.982 [0.979, 0.987]
+(lab/LOG.md, on the split-ring default of v92/v93): causal d=256 0.982 [0.979, 0.987]
 (v95, 6 rounds; v88 on the old one-stage ring: 1.001); d=256 on the 2x4 dQ grid 0.975
 [0.970, 0.983] with the grid (v96, 8 rounds; on the 1x8 grid it lost, 1.027 in v95)."""
 
@@ -91,7 +91,7 @@ def pick_dq_ds_held(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) ->
 
 TRIP_STEP_MEASURED = {(64, False): 1, (64, True): 1, (128, False): 1}
 """(padded d, causal) -> trip_step on the default plan (:func:`measured_plan`), where stepping
-measured faster (bench/RESULTS.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
+measured faster (lab/LOG.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
 d=64 1.007 (every round >= 1), causal 1.032 (every round). Non-causal d=128 steps since v121,
 paired with ``kv_prefetch`` off (:data:`KV_PREFETCH_MEASURED`; step / divide-with-prefetch, 20
 rounds):
@@ -111,7 +111,7 @@ def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
 
 SDP_ACCS_MEASURED: dict[tuple[int, bool], int] = {}
 """(padded d, causal) -> S/dP accumulators each on the default plan (:func:`measured_plan`);
-1 where not listed. Empty: two measured slower on every row tried (bench/RESULTS.md v59,
+1 where not listed. Empty: two measured slower on every row tried (lab/LOG.md v59,
 bwd_main A/B on the H200, two / one: d=128 1.102, (16,16,1024) 1.085, d=64 1.037, d=32 1.218,
 d=96 1.021, d=256 1.013); every causal build spills with two."""
 
@@ -124,7 +124,7 @@ def pick_sdp_accs(kp: KernelPlan, causal: bool = False) -> int:
 
 STAT_VEC_MEASURED = {(64, False): 1}
 """(padded d, causal) -> stat_vec on the default plan (:func:`measured_plan`), where the vector
-loads measured faster every round (bench/RESULTS.md v63, bwd_main A/B on the H200, vectors /
+loads measured faster every round (lab/LOG.md v63, bwd_main A/B on the H200, vectors /
 scalars): d=64 0.989 [0.931, 0.995]. Elsewhere 0: d=128 1.034 (every round slower; ptxas
 schedules the trip differently), (16,16,1024) 1.025, causal d=128 1.001, causal d=64 1.000,
 d=32 1.012, d=256 0.998 [0.995, 1.001]."""
@@ -159,7 +159,7 @@ def pick_dq_spread(kp: KernelPlan, causal: bool = False) -> int:
 
 KV_PREFETCH_MEASURED = {(128, False, 0): 16}
 """(padded d, causal, trip_step) -> kv_prefetch on the default plan (:func:`measured_plan`; its
-dq_splits builds too), where it measured faster every round (bench/RESULTS.md v72, L=16 / off,
+dq_splits builds too), where it measured faster every round (lab/LOG.md v72, L=16 / off,
 on the division walk): (16,16,1024) 0.991, (4,16,4096) 0.999. Keyed by the build's trip_step
 as the pair was timed: d=128's default steps since v121 and prefetches nothing there (the pair
 :data:`TRIP_STEP_MEASURED` records); a d=128 build forced to divide keeps v72's 16. Off
@@ -183,7 +183,7 @@ REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True):
 ptxas' 5 measured faster. The level changes only how ptxas allocates and schedules the same PTX
 (three schedules over 0..10: {0..3}, {4, 5}, {6..10}). d=64 and causal d=64 level 7 since
 v124, with the rotated walk (:data:`Q_ROTATE_MEASURED`; on the linear walk level 7 screened
-flat, 1.004 / 0.998). d=128 level 3 (bench/RESULTS.md v80/v81, 10 rounds): (4,16,4096) 0.988,
+flat, 1.004 / 0.998). d=128 level 3 (lab/LOG.md v80/v81, 10 rounds): (4,16,4096) 0.988,
 every round below 1; (16,16,1024) 0.994. Causal d=128 level 3 with ``-O2``
 (:data:`PTXAS_OPT_MEASURED`; the pair is a schedule of its own; v86, 10 rounds, after v84's
 0.991 in 6): (4,16,4096) 0.990, (2,16,8192) 0.989, every round below 1 (there

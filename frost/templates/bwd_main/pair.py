@@ -1,6 +1,6 @@
 """``pair_x``: a timing-only build of ``bwd_main`` that adds a 2-CTA pair exchange to every trip.
 
-What it prices (bench/RESULTS.md v138): a head-dim-split backward (v136b) would run d=128's trip
+What it prices (lab/LOG.md v138): a head-dim-split backward (v136b) would run d=128's trip
 on each CTA of a cluster pair and, every trip, (A) swap the partial S and dP rows that the
 other CTA finishes (fp32) and (B) send the other CTA the bf16 P and dS rows it finished. This
 build runs the same plan as a d=128 kernel (the plan option ``pair_words`` = n places the

@@ -2,7 +2,7 @@
 one KV tile (or of a tail split's part of one: :meth:`RolesMixin.one_tile_roles`), or a
 persistent CTA (:meth:`RolesMixin.persistent_roles`).
 
-Persistent CTAs (code choice ``persistent`` = P > 0, non-causal; bench/RESULTS.md v89: slower
+Persistent CTAs (code choice ``persistent`` = P > 0, non-causal; lab/LOG.md v89: slower
 on the H200, opt-in): a 1-D grid of min(P, KV tiles) CTAs (P: the card's CTA slots, its SM
 count times the plan's ``ctas_per_sm``), CTA c taking the KV tiles c, c + grid, c + 2·grid,
 ... of the linear order (:func:`persistent_tiles_model`), so a CTA's launch, barrier setup and

@@ -1,5 +1,5 @@
 """Rule-based defaults of ``bwd_main``'s code choices: functions of the plan (and causal flag)
-alone, each with the measurement it rests on (bench/RESULTS.md). :mod:`.code` resolves a
+alone, each with the measurement it rests on (lab/LOG.md). :mod:`.code` resolves a
 :class:`~.code.CodeChoices` from these and from the measured tables of :mod:`.measured`; the
 fit checks here (``*_fits``) say where an alternative can be built at all."""
 
@@ -28,7 +28,7 @@ def dq_chunks_fit(kp: KernelPlan, n: int) -> bool:
 def pick_dq_chunks(kp: KernelPlan) -> int:
     """dQ = dS·K is computed in this many d-column chunks: fewer live fp32 accumulators
     (needed to stay spill-free at d = 256 under a 240-register MMA budget). Fewer chunks read
-    dS fewer times but measured slower at d=256 each time (bench/RESULTS.md v12: 1 chunk
+    dS fewer times but measured slower at d=256 each time (lab/LOG.md v12: 1 chunk
     1.015-1.028x; v23, on the 2x4 S/dP grid: 2 chunks 1.045-1.049x, 1 chunk 1.125-1.172x)."""
     if kp.tile.get("dq_b_in_regs"):
         return 1  # the plan holds K's dQ fragments for the whole of d
@@ -46,7 +46,7 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
     Level 2 keeps dQ's fp32 accumulator live across dV/dK; it is used where that accumulator
     is at most 32 registers per thread (sm_120a compiles of d 168..192 at 64x64, 48 of them,
     spilled 8 B; at d=160 it measured 10 % slower), except on the plans of d > 192:
-    there level 1 measured faster (bench/RESULTS.md v28, bwd_main A/B on the H200): chunked dQ
+    there level 1 measured faster (lab/LOG.md v28, bwd_main A/B on the H200): chunked dQ
     (d > 224) 0.986-0.990x of level 0, causal 0.980-0.986x; one-chunk d=200..224 0.927-0.930x
     of level 2. Causal one-chunk plans keep level 2 (level 1: 0.998x and 1.002x, neutral);
     plans with the row-major dQ workspace (reduce_block=0) keep the rule before v28 (d=256
@@ -65,7 +65,7 @@ def pick_interleave(kp: KernelPlan, dq_chunks: int, causal: bool = False) -> int
 
 def pick_q_rotate(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
                   reg_usage: int | None = None) -> int:
-    """Rotated q-tile walk where it measured faster (bench/RESULTS.md v14, bwd_main A/B on the
+    """Rotated q-tile walk where it measured faster (lab/LOG.md v14, bwd_main A/B on the
     H200): d=256 0.967x, d=224 0.980x, d=256 causal 0.993x; at d <= 192 it measured 1.007x to
     1.041x (d=64 1.010, 128 1.012, 160 1.007, 192 1.041), so those keep the linear walk. The
     rows above 192 run 32x64 tiles: twice the KV-tile CTAs per head and twice the dQ bytes a
@@ -87,7 +87,7 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
 
 
 def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
-    """The CTA order (bench/RESULTS.md v41, bwd_main A/B on the H200 at (4,16,4096) causal,
+    """The CTA order (lab/LOG.md v41, bwd_main A/B on the H200 at (4,16,4096) causal,
     every round unless noted): heavy-first in groups of 8 (batch, head) pairs at d <= 192 (d=32
     0.950x, 64 0.958x [two noisier runs: 0.947x and 0.960x, each lost one round], 96 0.939x,
     128 0.940x and 0.943x in two runs and 0.946x at (2,16,8192), 160 0.979x, 192 0.962x); in
@@ -123,14 +123,14 @@ def default_tail_split(kp: KernelPlan, causal: bool = False) -> int:
     """0: a kernel is built without tail splits unless asked. ``frost.sdpa`` asks for a second
     build with ``tail_split=1`` for the calls whose grid the model cuts
     (:func:`frost.sdpa.grid.pick_tail_split`): on the H200 the split kernel ran 1-2 % slower
-    than the plain one on uncut grids (bench/RESULTS.md v44), so uncut calls keep the plain one."""
+    than the plain one on uncut grids (lab/LOG.md v44), so uncut calls keep the plain one."""
     return 0
 
 
 def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
     """K's dQ fragments held in registers where the plan holds them (``dq_b_in_regs``: the
     scheduler's choice, :data:`frost.sched.sdpa.HOLD_DQ_K_MAX_REGS`, with the registers in
-    its MMA estimate) and dQ runs as one chunk (bench/RESULTS.md v20, bwd_main A/B on the
+    its MMA estimate) and dQ runs as one chunk (lab/LOG.md v20, bwd_main A/B on the
     H200: d=32 0.957x; d=64 on the 2x4 dQ grid 0.967x, causal 0.944x)."""
     return int(bool(kp.tile.get("dq_b_in_regs")) and dq_chunks == 1)
 
@@ -156,7 +156,7 @@ def dq_lag_fits(kp: KernelPlan, dq_chunks: int) -> bool:
 
 def pick_dq_lag(kp: KernelPlan, dq_chunks: int) -> int:
     """Off: where it fits (d=128 under exchange_sync) the lagged dQ measured slower than dQ after
-    the x_full wait (bench/RESULTS.md v49, bwd_main on the H200: 1.06x at (4,16,4096), 1.15x
+    the x_full wait (lab/LOG.md v49, bwd_main on the H200: 1.06x at (4,16,4096), 1.15x
     causal, 1.05x at (16,16,1024), 1.17x causal at (2,16,8192)), though it gets the interleave
     back; opt-in for A/Bs."""
     del kp, dq_chunks
@@ -164,7 +164,7 @@ def pick_dq_lag(kp: KernelPlan, dq_chunks: int) -> int:
 
 
 def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
-    """``"pad"`` (no row check on the dQ atomics) where it measured faster (bench/RESULTS.md
+    """``"pad"`` (no row check on the dQ atomics) where it measured faster (lab/LOG.md
     v54, bwd_main A/B on the H200, row check / pad: d=32 1.037, d=64 1.015, d=96 1.052,
     d=160 1.051, d=192 1.023; d=128 0.999 and 0.991 with dq_accs=2). ``"rows"`` above d=192,
     where the pad build spills (sm_120a 160 B at d=256), and for causal d=128, where the row
