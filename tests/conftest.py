@@ -1,5 +1,7 @@
 """Shared pytest setup: the `gpu` marker skips cleanly when no CUDA device (or no torch) is present."""
 
+import os
+
 import pytest
 from hypothesis import settings
 
@@ -31,14 +33,8 @@ def pytest_collection_modifyitems(config, items):
 ARCHS = ("sm_120a", "sm_121a")
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _no_user_disk_cache():
-    """Tests never read or fill the user's on-disk compile cache (frost.sdpa.cache): a rerun
-    would otherwise load where a test counts compiles. The cache's own tests set a folder."""
-    import os
-
-    mp = pytest.MonkeyPatch()
-    if "FROST_CACHE_DIR" not in os.environ or not os.environ.get("FROST_TEST_KEEP_CACHE"):
-        mp.setenv("FROST_CACHE_DIR", "off")
-    yield
-    mp.undo()
+# Tests never read or fill the user's on-disk compile cache (frost.sdpa.cache): a rerun would
+# otherwise load where a test counts compiles. The cache's own tests set a folder of their own;
+# FROST_TEST_KEEP_CACHE=1 keeps a FROST_CACHE_DIR the caller set.
+if not os.environ.get("FROST_TEST_KEEP_CACHE"):
+    os.environ["FROST_CACHE_DIR"] = "off"
