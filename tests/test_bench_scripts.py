@@ -1090,3 +1090,19 @@ def test_attention_train_checks_against_flash_times_in_turns_and_plots(monkeypat
     row = mod.bench_shape(FakeTorch, (1, 2, 256, 64, True), args, torch.bfloat16)
     assert "check" in row["errors"]["frost"] and "frost" not in row["ms"]
     assert calls == ["torch_flash"] * 3 and "frost_vs_torch_flash" not in row
+
+
+def test_host_overhead_help_table_and_plot(tmp_path):
+    """bench/host_overhead.py: --help without a GPU; the table gives each peer's ratio to the
+    caller-owned frost call and reports a missing peer's error; the plot is written."""
+    _help_lists(os.path.join(ROOT, "bench", "host_overhead.py"), "--n", "--peers", "--out")
+    mod = _load(os.path.join(ROOT, "bench", "host_overhead.py"))
+    res = dict(card="X", date="d", commit="c", us={"frost": 30.0, "frost_owned": 15.0,
+                                                     "fa4_sm120": 60.0, "frost_sm120": "Err: no"})
+    text = mod.table(res)
+    assert "2.00" in text and "4.00" in text and "error" in text
+    mod.plot(res, str(tmp_path / "h.png"))
+    assert (tmp_path / "h.png").stat().st_size > 1000
+    calls = []
+    got = mod.per_call_us(lambda: calls.append(1), 10, 3, lambda: None)
+    assert len(got) == 3 and len(calls) == 30 and all(x > 0 for x in got)

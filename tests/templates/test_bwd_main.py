@@ -1037,7 +1037,8 @@ def test_compile_exchange_sync_ablations(d):
     assert waits(base) - waits(xw) >= 2
     c = counts(base)
     assert counts(a2) == (c[0], 2 * c[1]) + c[2:] and waits(a2) == waits(base)
-    assert _resources(a2)[1] == 0 and _resources(xw)[1] <= (0 if d == 64 else 48)
+    # (x_waits at d=128: 32–44 B before v141b, 64 B since; a timing-only build)
+    assert _resources(a2)[1] == 0 and _resources(xw)[1] <= (0 if d == 64 else 64)
     # dq_half (the 2-CTA cluster's atomics): same counts, the adds behind one warp-row test
     hf = BwdMainKernel(kp, "bf16", skip={"dq_half"}).compile("sm_120a")
     assert counts(hf) == c and waits(hf) == waits(base) and hf.ptx != base.ptx
