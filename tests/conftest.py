@@ -21,13 +21,39 @@ def _cuda_available() -> bool:
 HAS_CUDA = _cuda_available()
 
 
+# The exhaustive compile sweeps, run by `python3 -m pytest -q -m slow` (README): every sm_121a
+# twin of an sm_120a compile test (the two targets differ only in the .target line and ptxas'
+# schedule; the default kernels of every head dim keep their sm_121a golden-PTX check in the
+# default run) and the timing-only ablation builds.
+FAST_ON_SM121 = {"test_compile", "test_report_is_read_under_pytest_capture"}
+SLOW_TESTS = {"test_compile_skip_ablations"}
+
+
+def _slow(item) -> bool:
+    name = getattr(item, "originalname", item.name)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if name in SLOW_TESTS:
+        return True
+    return "compile" in item.keywords and params.get("arch") == "sm_121a" \
+        and name not in FAST_ON_SM121
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _slow(item):
+            item.add_marker(pytest.mark.slow)
     if HAS_CUDA:
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the H200 with `python3 -m pytest -m gpu`)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_configure(config):
+    # the default run leaves the slow sweeps out unless a -m expression was given
+    if not config.option.markexpr:
+        config.option.markexpr = "not slow"
 
 
 ARCHS = ("sm_120a", "sm_121a")
