@@ -26,7 +26,8 @@ HAS_CUDA = _cuda_available()
 # schedule; the default kernels of every head dim keep their sm_121a golden-PTX check in the
 # default run) and the timing-only ablation builds.
 FAST_ON_SM121 = {"test_compile", "test_report_is_read_under_pytest_capture"}
-SLOW_TESTS = {"test_compile_skip_ablations"}
+SLOW_TESTS = {"test_compile_skip_ablations", "test_compile_exchange_sync_ablations",
+              "test_compile_causal_ablations", "test_dq_spread_adds_survive_the_ablations"}
 
 
 def _slow(item) -> bool:
