@@ -27,8 +27,9 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from frost.sdpa import workspace as _ws
 from frost.sdpa.workspace import (  # noqa: F401  (re-exported; backward calls them from here)
-    _free_bytes, check_workspace, workspace_bytes, workspace_layout)
+    _free_bytes, workspace_layout)
 from frost.sdpa.validation import (  # noqa: F401  (re-exported: the API's names)
     _ALIGN_BYTES, _ALIGN_ELEMS, ALIGNS, HEAD_DIMS, Problem, _torch, validate)
 
@@ -610,6 +611,19 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
         with torch.cuda.device(idx):
             run.chain.launch(vals, idx)
     return dq, dk, dv
+
+
+def workspace_bytes(key: VariantKey, p: Problem) -> int:
+    """Bytes of the fp32 workspace a call of variant ``key`` at sizes ``p`` allocates
+    (:func:`frost.sdpa.workspace.workspace_bytes`, from the plan; nothing is compiled)."""
+    return _ws.workspace_bytes(chain_program(key, with_main=False)[0], p, key.deterministic)
+
+
+def check_workspace(key: VariantKey, p: Problem, free: int, device_index: int = 0) -> int:
+    """The workspace's bytes, or ValueError naming ``deterministic`` where it exceeds ``free``
+    (:func:`frost.sdpa.workspace.check_workspace`)."""
+    return _ws.check_workspace(chain_program(key, with_main=False)[0], p, key.deterministic,
+                               free, device_index)
 
 
 def _check_out(out, q, k, v) -> None:

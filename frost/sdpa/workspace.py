@@ -1,27 +1,20 @@
 """The fp32 workspace of a ``frost.sdpa.backward`` call: its layout (delta | lse_log2 |
 dq_accum), its size, and the check that a deterministic call's fits before anything is
-compiled. :mod:`frost.sdpa.api` re-exports these."""
+compiled, all from the chain's config (``cfg``: :class:`frost.sdpa.chain.ChainConfig`, which
+:mod:`frost.sdpa.api` makes from a variant: ``api.workspace_bytes(key, p)`` and
+``api.check_workspace`` wrap these)."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING
-
 from frost.sdpa.validation import Problem
 
-if TYPE_CHECKING:
-    from frost.sdpa.api import VariantKey
 
-
-def workspace_bytes(key: "VariantKey", p: Problem) -> int:
-    """Bytes of the fp32 workspace a call of variant ``key`` at sizes ``p`` allocates (from the
-    plan; nothing is compiled): delta and lse_log2, 4·B·H_q·S_q_pad each, and the dQ
-    accumulator, 4·B·H_q·S_q_pad·d_pad, times ⌈S_kv / tile_n⌉ when ``key.deterministic`` (one
-    partial per KV tile). A tail-split call adds a few KB of slots and counters."""
-    from frost.sdpa.api import chain_program  # the api imports this module
-
-    cfg = chain_program(key, with_main=False)[0]
-    return 4 * workspace_layout(cfg, p, key.deterministic)[2]
+def workspace_bytes(cfg, p: Problem, deterministic: bool) -> int:
+    """Bytes of the fp32 workspace a call at sizes ``p`` allocates (from the plan; nothing is
+    compiled): delta and lse_log2, 4·B·H_q·S_q_pad each, and the dQ accumulator,
+    4·B·H_q·S_q_pad·d_pad, times ⌈S_kv / tile_n⌉ when ``deterministic`` (one partial per KV
+    tile). A tail-split call adds a few KB of slots and counters."""
+    return 4 * workspace_layout(cfg, p, deterministic)[2]
 
 
 def _free_bytes(torch, idx: int) -> int:
@@ -31,7 +24,7 @@ def _free_bytes(torch, idx: int) -> int:
     return free + torch.cuda.memory_reserved(idx) - torch.cuda.memory_allocated(idx)
 
 
-def check_workspace(key: "VariantKey", p: Problem, free: int, device_index: int = 0) -> int:
+def check_workspace(cfg, p: Problem, deterministic: bool, free: int, device_index: int = 0) -> int:
     """The workspace's bytes (:func:`workspace_bytes`), or ValueError naming ``deterministic``
     where it exceeds ``free`` bytes: deterministic mode keeps one fp32 dQ partial per KV tile,
     so its workspace grows with S_q·S_kv (4 GiB at (B, H, S, D) = (4, 16, 4096, 128); 32 GiB at
@@ -39,9 +32,9 @@ def check_workspace(key: "VariantKey", p: Problem, free: int, device_index: int 
     workspace may take. ``backward`` checks it before compiling a deterministic variant (with
     the device's free memory less its outputs' bytes), instead of failing in the allocator
     after the compile."""
-    need = workspace_bytes(key, p)
+    need = workspace_bytes(cfg, p, deterministic)
     if need > free:
-        other = workspace_bytes(dataclasses.replace(key, deterministic=False), p)
+        other = workspace_bytes(cfg, p, False)
         gib = 2.0 ** 30
         raise ValueError(
             f"deterministic=True needs a {need / gib:.2f} GiB fp32 workspace here (one dQ "
