@@ -29,10 +29,10 @@ from frost.ir.symbols import sym
 from frost.sched.arch import SM120_SMEM_BUDGET
 from frost.tile_dsl import gmem
 from frost.tile_dsl import mma as mm
-from frost.tile_dsl.swizzle import (BANK_BYTES, BANKS, PHASE_BYTES, BankReport, Swizzle,
-                                    SwizzledTile, WarpAccess, bank_conflicts,
-                                    chunk_cols_for, fragment_store_4B, ldmatrix_x4_rows,
-                                    row_store_16B)
+from frost.tile_dsl.banks import (BANK_BYTES, BANKS, PHASE_BYTES, BankReport, WarpAccess,
+                                  bank_conflicts, fragment_store_4B, ldmatrix_x4_rows,
+                                  row_store_16B)
+from frost.tile_dsl.swizzle import Swizzle, SwizzledTile, chunk_cols_for
 
 # A cyclic hue per bank: the 4 banks of one 16-byte unit get neighbouring hues.
 BANK_COLORS = ListedColormap(colormaps["hsv"](np.arange(BANKS) / BANKS), name="frost_banks")

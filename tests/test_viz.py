@@ -19,8 +19,8 @@ from frost import viz
 from frost.viz_tiles import ACCESSES
 from frost.tile_dsl import mma as mm
 from frost.tile_dsl.mma import Major, Operand
-from frost.tile_dsl.swizzle import (Swizzle, SwizzledTile, bank_conflicts, fragment_store_4B,
-                                    ldmatrix_x4_rows, row_store_16B)
+from frost.tile_dsl.banks import bank_conflicts, fragment_store_4B, ldmatrix_x4_rows, row_store_16B
+from frost.tile_dsl.swizzle import Swizzle, SwizzledTile
 
 TILES = [SwizzledTile(8, 64, 2, Swizzle.sw128()), SwizzledTile(16, 32, 2, Swizzle.sw64()),
          SwizzledTile(8, 16, 2, Swizzle.sw32()), SwizzledTile(8, 64, 2, Swizzle.identity()),

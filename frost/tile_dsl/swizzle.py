@@ -11,7 +11,7 @@ Model (ints and numpy only; tests and notebooks use it):
 * :func:`choose_swizzle` picks the swizzle and chunk width for a tile width; the scheduler
   calls it to fill :attr:`frost.sched.plan.BufferPlan.swizzle`.
 
-* The bank-conflict analyzer (:mod:`frost.tile_dsl.banks`, re-exported here) counts the
+* The bank-conflict analyzer (:mod:`frost.tile_dsl.banks`, which imports this module) counts the
   shared-memory wavefronts of one warp-wide access over such tiles.
 
 Device form: :func:`make_smem_layout` builds the same layout with CuTe inside ``@cute.jit`` /
@@ -304,8 +304,3 @@ def smem_layout_for(tile: SwizzledTile):
     return make_smem_layout(tile.rows, tile.cols, tile.swizzle, tile.chunk_cols, tile.stages,
                             tile.elem_bytes)
 
-
-# The bank-conflict analyzer lives in frost.tile_dsl.banks; its names stay importable from here.
-from frost.tile_dsl.banks import (BANK_BYTES, BANKS, PHASE_BYTES, BankReport,  # noqa: E402,F401
-                                  WarpAccess, bank_conflicts, fragment_store_4B,
-                                  ldmatrix_x4_rows, row_store_16B)

@@ -34,7 +34,8 @@ from frost.tile_dsl.mma import (
     scatter_c,
 )
 from frost.tile_dsl.mma import acc_to_a, make_acc, make_tiled_mma, make_warp_gemm, transposed_view
-from frost.tile_dsl.swizzle import SwizzledTile, WarpAccess, bank_conflicts, smem_layout_for
+from frost.tile_dsl.banks import WarpAccess, bank_conflicts
+from frost.tile_dsl.swizzle import SwizzledTile, smem_layout_for
 from tests.conftest import ARCHS
 
 SLOTS = {Operand.A: (4, 2), Operand.B: (2, 2)}

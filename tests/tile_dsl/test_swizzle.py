@@ -8,17 +8,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frost.sched.plan import BufferPlan
-from frost.tile_dsl.swizzle import (
+from frost.tile_dsl.banks import (
     BankReport,
-    Swizzle,
-    SwizzledTile,
     WarpAccess,
     bank_conflicts,
-    choose_swizzle,
     fragment_store_4B,
     ldmatrix_x4_rows,
-    make_smem_layout,
     row_store_16B,
+)
+from frost.tile_dsl.swizzle import (
+    Swizzle,
+    SwizzledTile,
+    choose_swizzle,
+    make_smem_layout,
 )
 
 # ---- Swizzle ------------------------------------------------------------------------------------
