@@ -123,6 +123,39 @@ class CodeChoiceError(ValueError):
     """A code choice that this plan cannot take."""
 
 
+def check_persistent(kp, persistent, causal: bool, tail_split: int,
+                     dq_lag: int) -> None:
+    """CodeChoiceError unless ``persistent`` is an int >= 0 that the plan can take: a persistent
+    CTA (:mod:`.roles`) needs the plan's ``store_warp`` (the producer stores a tile's dK/dV, then
+    loads the next tile's K/V into the same smem: sdK/sdV on sK/sV, clear of the Q/dO ring's
+    buffers, which it fills meanwhile), a non-causal grid (every tile runs the same trips, so
+    each counts them from 0), and neither tail splits, a lagged dQ (it reaches a trip back)
+    nor dQ staged in smem."""
+    if isinstance(persistent, bool) or not isinstance(persistent, int) or persistent < 0:
+        raise CodeChoiceError(f"persistent must be an int >= 0 (the grid's CTA count; 0: a CTA "
+                              f"a KV tile), got {persistent!r}")
+    if not persistent:
+        return
+    if not kp.tile.get("store_warp"):
+        raise CodeChoiceError("persistent > 0 needs the plan's store_warp=1 (force it: tile "
+                              "store_warp=1)")
+    if causal:
+        raise CodeChoiceError("persistent > 0 runs non-causal kernels only (its tiles all "
+                              "count the same trips)")
+    for name, on in (("tail_split", tail_split), ("dq_lag", dq_lag),
+                     ("stage_reductions", kp.tile.get("stage_reductions")),
+                     ("do_stages", kp.tile.get("do_stages"))):
+        if on:
+            raise CodeChoiceError(f"persistent > 0 does not run with {name}")
+    ring = ("sQ", "sdO", "sLSE", "sDelta")
+    for out, src in (("sdK", "sK"), ("sdV", "sV")):
+        o = kp.buffer(out)
+        if o.offset != kp.buffer(src).offset or any(
+                o.offset < kp.buffer(r).end and kp.buffer(r).offset < o.end for r in ring):
+            raise CodeChoiceError(f"persistent > 0 needs {out} on {src}, clear of the Q/dO "
+                                  f"ring's buffers")
+
+
 # choices that are not a variant's to set: ``tail_split`` (frost.sdpa builds it for the calls
 # whose grid the model cuts) and ``persistent`` (a launch frost.sdpa does not run)
 CALL_DECIDES = frozenset({"tail_split", "persistent"})
@@ -347,8 +380,6 @@ class CodeChoices:
                                   f"adds to ride (dQ in 2 or more chunks, or the plan's "
                                   f"exchange_sync with dQ first), by atomics (not "
                                   f"dq_guard='tile' or staged dQ), got {dq_spread!r}")
-        from .roles import check_persistent  # (roles.py imports this module's error)
-
         check_persistent(kp, persistent, causal, split, lag)
         return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
                    split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held,

@@ -25,7 +25,7 @@ on q_empty), and after its last tile the last store. Every fill waits on q_empty
 parity of a count that starts two ring cycles before the tile (``origin`` = -2·q_stages): for
 the CTA's first fills that is the parity a fresh mbarrier passes at once. The MMA warps run
 :meth:`MmaRole.consume` once a tile; its epilogue stages dK/dV and arrives on ``epilogue``.
-:func:`check_persistent` asks for the plan's ``store_warp`` (the producer learns that sK/sV
+:func:`.code.check_persistent` asks for the plan's ``store_warp`` (the producer learns that sK/sV
 are free from the store it issues itself) and for sdK/sdV on sK/sV, clear of the ring's
 buffers. With ``kv_prefetch`` the producer prefetches the CTA's own next tile into L2.
 """
@@ -40,7 +40,6 @@ import cutlass.cute as cute
 from frost.sched.plan import WarpRole
 
 from . import masks
-from .code import CodeChoiceError
 
 
 def persistent_tiles_model(cta: int, grid: int, tiles: int) -> list[int]:
@@ -228,36 +227,3 @@ def ring_quantum(kp) -> int:
     two cycles of the Q/dO ring and of the P/dS copies, so that counting a tile's trips from 0
     gives every ring stage and mbarrier parity that counting over the CTA's tiles would."""
     return 2 * math.lcm(kp.tile["q_stages"], kp.buffer("sP").stages)
-
-
-def check_persistent(kp, persistent, causal: bool, tail_split: int,
-                     dq_lag: int) -> None:
-    """CodeChoiceError unless ``persistent`` is an int >= 0 that the plan can take: a persistent
-    CTA (``roles.py``) needs the plan's ``store_warp`` (the producer stores a tile's dK/dV, then
-    loads the next tile's K/V into the same smem: sdK/sdV on sK/sV, clear of the Q/dO ring's
-    buffers, which it fills meanwhile), a non-causal grid (every tile runs the same trips, so
-    each counts them from 0), and neither tail splits, a lagged dQ (it reaches a trip back)
-    nor dQ staged in smem."""
-    if isinstance(persistent, bool) or not isinstance(persistent, int) or persistent < 0:
-        raise CodeChoiceError(f"persistent must be an int >= 0 (the grid's CTA count; 0: a CTA "
-                              f"a KV tile), got {persistent!r}")
-    if not persistent:
-        return
-    if not kp.tile.get("store_warp"):
-        raise CodeChoiceError("persistent > 0 needs the plan's store_warp=1 (force it: tile "
-                              "store_warp=1)")
-    if causal:
-        raise CodeChoiceError("persistent > 0 runs non-causal kernels only (its tiles all "
-                              "count the same trips)")
-    for name, on in (("tail_split", tail_split), ("dq_lag", dq_lag),
-                     ("stage_reductions", kp.tile.get("stage_reductions")),
-                     ("do_stages", kp.tile.get("do_stages"))):
-        if on:
-            raise CodeChoiceError(f"persistent > 0 does not run with {name}")
-    ring = ("sQ", "sdO", "sLSE", "sDelta")
-    for out, src in (("sdK", "sK"), ("sdV", "sV")):
-        o = kp.buffer(out)
-        if o.offset != kp.buffer(src).offset or any(
-                o.offset < kp.buffer(r).end and kp.buffer(r).offset < o.end for r in ring):
-            raise CodeChoiceError(f"persistent > 0 needs {out} on {src}, clear of the Q/dO "
-                                  f"ring's buffers")
