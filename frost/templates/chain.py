@@ -63,12 +63,12 @@ class ChainConfig:
     tile_n: int           # kv rows per bwd_main tile (one dQ split per kv tile when deterministic)
     rowdot: RowDotConfig | None     # None: a chain that never launches rowdot
     dq_convert: DqConvertConfig | None  # None: a chain that never launches dq_convert
-    split_slot_floats: int = 0  # fp32 values one part of a tail-split tile stores (bwd_main.host)
+    split_slot_floats: int = 0  # fp32 values one part of a tail-split tile stores (bwd_main.masks)
 
     @classmethod
     def of(cls, kp, dtype, head_dim: int, rowdot=None, dq_convert=None) -> "ChainConfig":
         """The config of a chain around bwd_main plan ``kp`` for io tensors of ``head_dim``."""
-        from frost.templates.bwd_main.host import split_slot_floats
+        from frost.templates.bwd_main.masks import split_slot_floats
 
         return cls(dtype=dtype, head_dim=int(head_dim), d_pad=int(kp.tile["d"]),
                    tile_m=int(kp.tile["tile_m"]), tile_n=int(kp.tile["tile_n"]), rowdot=rowdot,

@@ -37,7 +37,7 @@ import cutlass.cute as cute
 
 from frost.tile_dsl.ptx import bar_red_or, ld_cg_v4_f32, st_v4_f32
 
-from .host import split_slot_floats
+from .masks import split_slot_floats
 from .load import l2_hint, tma_tile
 
 VEC = 4  # fp32 values per 16-byte slot access

@@ -15,10 +15,7 @@ import cutlass.cute as cute
 from frost.sched.plan import KernelPlan
 from frost.tile_dsl.gmem import describe, tile_dims
 
-
-def split_slot_floats(kp: KernelPlan) -> int:
-    """fp32 values one part of a split tile stores: its dK and dV fragments, every MMA thread."""
-    return kp.tile["tile_n"] * (kp.tile["d"] + kp.tile["d_v"])
+from .masks import split_slot_floats
 
 
 def n_tiles(kp: KernelPlan, batch: int, heads_kv: int, s_kv: int) -> int:

@@ -137,6 +137,12 @@ def cta_tile_model(block: tuple[int, int, int], grid: tuple[int, int, int],
     return r // width, pair % ny, pair // ny
 
 
+def split_slot_floats(kp) -> int:
+    """fp32 values one part of a split tile (:func:`split_tile`) stores: its dK and dV
+    fragments, every MMA thread (the host sizes the slots by it, the epilogue checks it)."""
+    return kp.tile["tile_n"] * (kp.tile["d"] + kp.tile["d_v"])
+
+
 def split_tile_model(block: int, n_x: int, n_heads: int, n_whole: int,
                      parts: int) -> tuple[int, int, int, int, int]:
     """(n_block, head, batch, part, parts of this tile) of 1-D block ``block`` under a tail split:
