@@ -5,7 +5,7 @@ Peers (each guarded: a failing peer is recorded in the JSON, the run goes on):
 * ``frost``          the plan ``frost plan gemm-rowsum`` prints (``--tile`` as there; by default
   128x256x64, a 2-deep ring, 8 MMA warps: the cost model's pick and lab/ab/gemm_rowsum_tiles.sh's
   fastest, v132), run by
-  :func:`frost.templates.gemm_rowsum.run_gemm_rowsum`: zero r, then the fused GEMM, PDL-linked;
+  :func:`frost.templates.gemm_rowsum_run.run_gemm_rowsum`: zero r, then the fused GEMM, PDL-linked;
 * ``frost_model``    the same template on the cost model's plan for each shape on this GPU's
   SMs (``run_gemm_rowsum(a, b, "model")``, ``frost plan gemm-rowsum --from-model --shape``:
   the grid's waves and edge tiles priced); each row records the tile it picked;

@@ -260,7 +260,7 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
                     tile: dict[str, int] | None = None, from_model: bool = False,
                     check: bool = True, peer: bool = True, iters: int = 20, warmup: int = 3,
                     seed: int = 0) -> RunReport:
-    """:func:`frost.templates.gemm_rowsum.run_gemm_rowsum` with the plan ``frost plan
+    """:func:`frost.templates.gemm_rowsum_run.run_gemm_rowsum` with the plan ``frost plan
     gemm-rowsum --tile ... [--from-model]`` prints, on fresh A (M, K) and B (N, K): C and r
     checked against float64 when ``check``, timed beside torch's ``a @ b.T`` and its row sum
     when ``peer``. With ``from_model`` the model picks for this shape on this GPU (its SMs and
@@ -271,7 +271,7 @@ def run_gemm_rowsum(m: int, n: int, k: int, *, dtype: str = "bf16",
         raise RunError(f"dtype must be one of {sorted(TOLERANCE)}, got {dtype!r}")
     from frost.sched.gemm_rowsum import plan_gemm_rowsum, tile_label
 
-    from frost.templates import gemm_rowsum as GR
+    from frost.templates import gemm_rowsum_run as GR
 
     plan = plan_gemm_rowsum("sm_120a", dtype, tile, from_model)  # refusals first: no GPU
     GR.check_problem(plan, m, n, k)

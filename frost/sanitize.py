@@ -123,7 +123,7 @@ def _run_sdpa(c: Case) -> tuple[bool, str]:
 def _run_gemm_rowsum() -> tuple[bool, str]:
     import torch
 
-    from frost.templates.gemm_rowsum import run_gemm_rowsum
+    from frost.templates.gemm_rowsum_run import run_gemm_rowsum
 
     a = torch.randn(200, 256, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(320, 256, device="cuda", dtype=torch.bfloat16)

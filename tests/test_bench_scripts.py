@@ -996,7 +996,7 @@ def test_gemm_rowsum_bench_times_the_models_plan_on_the_gpu(tmp_path):
     """The bench's frost_model peer runs run_gemm_rowsum(plan="model") and names the tile the
     model picked for each shape on this GPU's card; both outputs checked against float64."""
     from frost.sched.gemm_rowsum import tile_label
-    from frost.templates.gemm_rowsum import device_card, model_plan
+    from frost.templates.gemm_rowsum_run import device_card, model_plan
 
     script = os.path.join(ROOT, "bench", "gemm_rowsum.py")
     res = subprocess.run([sys.executable, script, "--peers", "frost,frost_model",

@@ -164,7 +164,7 @@ def test_gpu_gemm_rowsum_run_with_tails_and_a_forced_tile():
 
 @gpu
 def test_gpu_gemm_rowsum_run_catches_an_unwritten_row(monkeypatch):
-    import frost.templates.gemm_rowsum as GR
+    import frost.templates.gemm_rowsum_run as GR
 
     real = GR.run_gemm_rowsum
 

@@ -1,6 +1,6 @@
 """The plan of the second program, :func:`frost.ir.examples.gemm_rowsum_program` (``C = A·Bᵀ``,
 ``r = rowsum(C)``): what ``frost plan gemm-rowsum`` prints and
-:func:`frost.templates.gemm_rowsum.run_gemm_rowsum` runs when given no plan."""
+:func:`frost.templates.gemm_rowsum_run.run_gemm_rowsum` runs when given no plan."""
 
 from __future__ import annotations
 

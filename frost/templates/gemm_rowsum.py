@@ -39,7 +39,7 @@ and K need not be multiples of the tile: TMA zero-fills the loads past each edge
 A and B add nothing to C or r), the TMA store clips C's box at the edge (split: the atomics and
 the cast check each row and column), and the row sums skip rows past M.
 Extents are runtime values: one compile a plan serves every M, N, K. Run it with
-:func:`frost.templates.gemm_rowsum_run.run_gemm_rowsum` (also readable here).
+:func:`frost.templates.gemm_rowsum_run.run_gemm_rowsum`.
 """
 
 from __future__ import annotations
@@ -416,16 +416,3 @@ class GemmRowsumByAddress:
                                   cute.make_layout((m, n), stride=(
                                       cute.assume(cutlass.Int64(n), divby=8), 1)))
         self.op(rows(a, m, k), rows(b, n, k), rows(c, m, n), mR, stream, mW)
-
-
-# the host path (run_gemm_rowsum and its caches) lives in frost.templates.gemm_rowsum_run; its
-# public names are read from here too (imported on first use: that module imports this one)
-_RUN_NAMES = ("run_gemm_rowsum", "model_plan", "device_card")
-
-
-def __getattr__(name: str):
-    if name in _RUN_NAMES:
-        from frost.templates import gemm_rowsum_run
-
-        return getattr(gemm_rowsum_run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

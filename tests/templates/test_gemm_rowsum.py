@@ -194,7 +194,7 @@ def test_gemm_rowsum_gpu(choice, dtype):
         c_buf = torch.full((m + 1, n), float("nan"), device="cuda", dtype=tdt)
         r_buf = torch.full((m + 4,), float("nan"), device="cuda")  # zero_rowsum clears each row
         c, r = c_buf[:m], r_buf[:m]
-        GR.run_gemm_rowsum(a, b, p, c=c, r=r)
+        GRR.run_gemm_rowsum(a, b, p, c=c, r=r)
         torch.cuda.synchronize()
         ref = a.double() @ b.double().T
         assert not torch.isnan(c).any() and not torch.isnan(r).any()
@@ -218,9 +218,9 @@ def test_gemm_rowsum_twice_adds_nothing_stale():
     a = torch.randn(128, 96, device="cuda").to(torch.bfloat16)
     b = torch.randn(192, 96, device="cuda").to(torch.bfloat16)
     r = torch.full((128,), float("nan"), device="cuda")
-    _, r1 = GR.run_gemm_rowsum(a, b, p, r=r)
+    _, r1 = GRR.run_gemm_rowsum(a, b, p, r=r)
     r1 = r1.clone()
-    _, r2 = GR.run_gemm_rowsum(a, b, p, r=r)
+    _, r2 = GRR.run_gemm_rowsum(a, b, p, r=r)
     torch.cuda.synchronize()
     ref = (a.double() @ b.double().T).sum(1)
     assert ((r2.double() - ref).norm() / ref.norm()).item() <= 1e-5
@@ -240,14 +240,14 @@ def test_without_a_plan_it_runs_the_default_one():
     b = torch.randn(n, k, device="cuda").to(torch.float16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
     r = torch.full((m,), float("nan"), device="cuda")
-    GR.run_gemm_rowsum(a, b, c=c, r=r)
+    GRR.run_gemm_rowsum(a, b, c=c, r=r)
     torch.cuda.synchronize()
     assert GRR._DEFAULT_PLANS["fp16"].to_json() == plan_gemm_rowsum("sm_120a", "fp16").to_json()
     ref = a.double() @ b.double().T
     assert ((c.double() - ref).norm() / ref.norm()).item() <= TOL["fp16"]
     assert ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item() <= 1e-5
     with pytest.raises(GR.GemmRowsumError, match="bf16 or fp16"):
-        GR.run_gemm_rowsum(a.float(), b.float())
+        GRR.run_gemm_rowsum(a.float(), b.float())
 
 
 @pytest.mark.gpu
@@ -259,14 +259,14 @@ def test_plan_model_picks_for_the_shape_and_is_correct():
 
     from frost.sched import plan_gemm_rowsum
 
-    card = GR.device_card(0)
+    card = GRR.device_card(0)
     assert card.sms == torch.cuda.get_device_properties(0).multi_processor_count
     m, n, k = 1024, 2048, 512
     a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     r = torch.full((m,), float("nan"), device="cuda")
-    GR.run_gemm_rowsum(a, b, "model", c=c, r=r)
+    GRR.run_gemm_rowsum(a, b, "model", c=c, r=r)
     torch.cuda.synchronize()
     want = plan_gemm_rowsum("sm_120a", "bf16", from_model=True, shape=(m, n, k), card=card)
     picked = GRR._MODEL_PLANS[("bf16", m, n, k, card)]
@@ -277,9 +277,9 @@ def test_plan_model_picks_for_the_shape_and_is_correct():
     assert ((c.double() - ref).norm() / ref.norm()).item() <= TOL["bf16"]
     assert ((r.double() - ref.sum(1)).norm() / ref.sum(1).norm()).item() <= 1e-5
     # a second shape: the same plan object where the pick is the same tile (one compile)
-    GR.run_gemm_rowsum(a[:, :256].contiguous(), b[:, :256].contiguous(), "model")
+    GRR.run_gemm_rowsum(a[:, :256].contiguous(), b[:, :256].contiguous(), "model")
     second = GRR._MODEL_PLANS[("bf16", m, n, 256, card)]
     same = second.kernel("gemm_rowsum").tile == picked.kernel("gemm_rowsum").tile
     assert (second is picked) == same
     with pytest.raises(GR.GemmRowsumError, match="'model'"):
-        GR.run_gemm_rowsum(a, b, "fastest")
+        GRR.run_gemm_rowsum(a, b, "fastest")

@@ -190,7 +190,7 @@ def test_split_k_gpu(split, tile, dtype):
         r_buf = torch.full((m + 4,), float("nan"), device="cuda")
         c, r = c_buf[:m], r_buf[:m]
         w = torch.full((m, n), float("nan"), device="cuda")  # the chain must zero it
-        GR.run_gemm_rowsum(a, b, p, c=c, r=r, workspace=w)
+        GRR.run_gemm_rowsum(a, b, p, c=c, r=r, workspace=w)
         torch.cuda.synchronize()
         ref = a.double() @ b.double().T
         assert not torch.isnan(c).any() and not torch.isnan(r).any()
@@ -216,11 +216,11 @@ def test_plan_model_splits_a_long_k_and_is_correct():
     b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     r = torch.full((m,), float("nan"), device="cuda")
-    GR.run_gemm_rowsum(a, b, "model", c=c, r=r)
+    GRR.run_gemm_rowsum(a, b, "model", c=c, r=r)
     c1, r1 = c.clone(), r.clone()
-    GR.run_gemm_rowsum(a, b, "model", c=c, r=r)
+    GRR.run_gemm_rowsum(a, b, "model", c=c, r=r)
     torch.cuda.synchronize()
-    card = GR.device_card(0)
+    card = GRR.device_card(0)
     assert split_k_of(GRR._MODEL_PLANS[("bf16", m, n, k, card)]) > 1
     ref = a.double() @ b.double().T
     assert ((c.double() - ref).norm() / ref.norm()).item() <= TOL["bf16"]
@@ -237,6 +237,6 @@ def test_a_workspace_goes_with_a_split_plan():
     a = torch.randn(64, 64, device="cuda").to(torch.bfloat16)
     w = torch.empty(64, 64, device="cuda")
     with pytest.raises(GR.GemmRowsumError, match="workspace goes with a split-K plan"):
-        GR.run_gemm_rowsum(a, a, plan_gemm_rowsum("sm_120a", "bf16"), workspace=w)
+        GRR.run_gemm_rowsum(a, a, plan_gemm_rowsum("sm_120a", "bf16"), workspace=w)
     with pytest.raises(GR.GemmRowsumError, match="workspace must be a"):
-        GR.run_gemm_rowsum(a, a, split_plan(2), workspace=w[:32])
+        GRR.run_gemm_rowsum(a, a, split_plan(2), workspace=w[:32])
