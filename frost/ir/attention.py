@@ -38,8 +38,16 @@ def _v(t):
     return sympy.Symbol(t.name)
 
 
-def sdpa_bwd_program(dtype: str | DType = "bf16", causal: bool = False) -> Program:
-    """The attention backward as a stage program (FlashAttention-2 form, log2 domain)."""
+def sdpa_bwd_program(dtype: str | DType = "bf16", causal: bool = False,
+                     causal_align: str = "bottom_right", score_mod=None, mask=None) -> Program:
+    """The attention backward as a stage program (FlashAttention-2 form, log2 domain).
+
+    A variant adds stages between ``S`` and ``P`` (:mod:`frost.ir.mods`): ``score_mod`` (an
+    expression over ``score`` = scale·S and the pair's indices) a :class:`~frost.ir.mods.ScoreMod`
+    stage, ``mask`` (a predicate) and ``causal`` (:func:`frost.ir.mods.causal` of
+    ``causal_align``) :class:`~frost.ir.mods.Mask` stages; ``P`` then reads the modified score,
+    and the backward's ``dS`` takes the chain rule through the map (``ScoreMod.grad``, applied
+    where the template lowers the stage). Without them the program is plain attention's."""
     io = DType.parse(dtype)
     gQ, gK = global_("Q", (B, H, S_q, d_qk), io), global_("K", (B, H, S_kv, d_qk), io)
     gV, gO = global_("V", (B, H, S_kv, d_v), io), global_("O", (B, H, S_q, d_v), io)
@@ -62,6 +70,25 @@ def sdpa_bwd_program(dtype: str | DType = "bf16", causal: bool = False) -> Progr
     acc, dQs, dQo = tile("dq", (tile_m, d_qk), F32), tile("dQ_scaled", (tile_m, d_qk), F32), \
         tile("dQ", (tile_m, d_qk), io)
 
+    p_stage = Pointwise("P", BODY, exp2(_v(S) * scale * LOG2E - _v(lse2)), (S, lse2), P)
+    variant = []  # ScoreMod / Mask stages between S and P
+    if score_mod is not None or mask is not None or causal:
+        from frost.ir import mods
+
+        z = S
+        if score_mod is not None:
+            out = tile("S_mod", (tile_m, tile_n), F32)
+            variant.append(mods.ScoreMod("score_mod", BODY, z, out, score_mod))
+            z = out
+        preds = ([("causal", mods.causal(causal_align))] if causal else []) + \
+            ([("mask", mask)] if mask is not None else [])
+        for name, pred in preds:
+            out = tile(f"S_{name}", (tile_m, tile_n), F32)
+            variant.append(mods.Mask(name, BODY, z, out, pred))
+            z = out
+        if z is not S:  # P of the modified score (already scaled when a ScoreMod ran)
+            zs = _v(z) if score_mod is not None else _v(z) * scale
+            p_stage = Pointwise("P", BODY, exp2(zs * LOG2E - _v(lse2)), (z, lse2), P)
     stages = [
         Load("load_K", PRO, gK, K, ring="kv"),
         Load("load_V", PRO, gV, V, ring="kv"),
@@ -73,7 +100,8 @@ def sdpa_bwd_program(dtype: str | DType = "bf16", causal: bool = False) -> Progr
         RowReduce("delta", BODY, dOO, delta),
         Pointwise("lse_log2", BODY, _v(LSE) * LOG2E, (LSE,), lse2),
         Gemm("S", BODY, Q, K, S, warp_grid="s"),
-        Pointwise("P", BODY, exp2(_v(S) * scale * LOG2E - _v(lse2)), (S, lse2), P),
+        *variant,
+        p_stage,
         Gemm("dP", BODY, dO, V, dP, warp_grid="s"),
         Pointwise("dS", BODY, _v(P) * (_v(dP) - _v(delta)), (P, dP, delta), dS),
         Gemm("dV_part", BODY, P, dO, dVp, trans_a=True, trans_b=True, warp_grid="dkv"),

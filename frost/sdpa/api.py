@@ -21,7 +21,9 @@ Launch path: the compiled chain (:mod:`frost.sdpa.chain`) takes only scalars, pa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
+import json
 import math
 import os
 import threading
@@ -129,16 +131,45 @@ class VariantKey:
                           # () for the default (tests and experiments; backward() never sets it)
     tail_split: bool = False  # the main kernel built with tail splits (for the calls whose
                               # grid the model cuts: tail_split())
+    mods: str = ""        # the variant's score map and mask (frost.ir.mods.AttentionMods) as
+                          # JSON (variant_mods()); "" for plain attention
+
+    def attention_mods(self):
+        """The :class:`frost.ir.mods.AttentionMods` of :attr:`mods`."""
+        from frost.ir import mods as ir
+
+        return ir.AttentionMods.from_dict(json.loads(self.mods)) if self.mods else ir.NO_MODS
 
 
 # ------------------------------------------------------------------------------- variants
 def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, deterministic: bool,
-                use_pdl: bool) -> VariantKey:
+                use_pdl: bool, mods: str = "") -> VariantKey:
     """The compile-cache key of a call: what the kernels are specialized on (B, H, S and strides
     are runtime values and are not in it)."""
     return VariantKey(arch=arch, dtype=p.dtype, head_dim=p.d,
                       causal_align=causal_align if causal else "none",
-                      deterministic=deterministic, use_pdl=use_pdl)
+                      deterministic=deterministic, use_pdl=use_pdl, mods=mods)
+
+
+@functools.lru_cache(maxsize=256)
+def variant_mods(mods=None) -> str:
+    """:attr:`VariantKey.mods` of a call's ``mods`` argument: an
+    :class:`frost.ir.mods.AttentionMods`, or a :class:`frost.ir.Program` whose ScoreMod and Mask
+    stages are read (:func:`frost.ir.mods.mods_of`); "" for None or the identity. TypeError or
+    ValueError naming ``mods`` for anything else."""
+    if mods is None:
+        return ""
+    from frost.ir import Program
+    from frost.ir import mods as ir
+
+    if isinstance(mods, Program):
+        mods = ir.mods_of(mods)
+    if not isinstance(mods, ir.AttentionMods):
+        raise TypeError(f"mods must be a frost.ir.mods.AttentionMods or a frost.ir.Program, "
+                        f"got {type(mods).__name__}")
+    if mods.identity:
+        return ""
+    return json.dumps(mods.to_dict(), sort_keys=True)
 
 
 # SM120 / SM121 are the targets; sm_90a (H100/H200) has every instruction the kernels use and runs
@@ -179,6 +210,8 @@ def _main_kernel(key: VariantKey, plan, code: dict | None = None):
         kw["dq_splits"] = True
     if key.tail_split:
         kw["tail_split"] = 1
+    if key.mods:
+        kw["mods"] = key.attention_mods()
     return BwdMainKernel(plan.kernel("bwd_main"), **kw, **{**main_choices(key), **(code or {})})
 
 
@@ -368,6 +401,7 @@ class _Prepared:
     causal: bool
     causal_align: str
     strides: list
+    mods: str = ""  # VariantKey.mods
     chains: dict = dataclasses.field(default_factory=dict)  # use_pdl -> _Launch
 
 
@@ -461,22 +495,22 @@ _SIGS: dict = {}
 _MAX_SIGS = 1024
 
 
-def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic):
-    return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
+def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods):
+    return (mods, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
             do.shape, do.stride(), lse.shape, lse.stride(), q.dtype, k.dtype, v.dtype, o.dtype,
             do.dtype, lse.dtype, q.device, k.device, v.device, o.device, do.device, lse.device,
             causal, type(causal), causal_align, scale, type(scale), deterministic, type(deterministic),
             q.layout, k.layout, v.layout, o.layout, do.layout, lse.layout)
 
 
-def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic) -> _Prepared:
+def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods) -> _Prepared:
     p = validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
                  deterministic=deterministic)
     strides = _io_strides(q, k, v, o, do, lse)
     # deterministic: dK/dV are reproducible in the KV-stationary chain; dQ uses bwd_main's
     # per-KV-tile split mode, summed in a fixed order by dq_convert
     return _Prepared(p, 1.0 / math.sqrt(p.d) if scale is None else float(scale), deterministic, causal,
-                     causal_align, strides)
+                     causal_align, strides, variant_mods(mods))
 
 
 def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
@@ -484,7 +518,7 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
              causal_align: str = "bottom_right", scale: float | None = None,
              deterministic: bool = False, check_finite: bool = False,
              out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-             workspace: torch.Tensor | None = None,
+             workspace: torch.Tensor | None = None, mods=None,
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The gradients (dq, dk, dv) of ``o = softmax(q·kᵀ·scale)·v`` given ``do = ∂L/∂o``.
 
@@ -510,6 +544,10 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
         workspace: a caller-owned fp32 CUDA tensor of at least :func:`workspace_bytes` / 4
             elements (contiguous, on q's device) used in place of a fresh one; ValueError if it
             is too small.
+        mods: the attention variant, from the IR (:mod:`frost.ir.mods`): an ``AttentionMods``
+            (a score map over ``score`` = scale·q·k and the pair's indices, and a mask), or a
+            ``frost.ir.Program`` whose ``ScoreMod`` / ``Mask`` stages are read. ``lse`` and ``o``
+            must come from a forward with the same variant. Each distinct variant compiles once.
         check_finite: first check that every ``lse`` entry is finite or -inf, and raise
             ValueError naming the first bad row otherwise (a device-to-host sync; off by
             default).
@@ -542,13 +580,13 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     """
     torch = _torch()  # first: without torch, say how to install it
     try:
-        sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)
+        sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods)
         prep = _SIGS.get(sig)
     except (AttributeError, TypeError, RuntimeError):  # not tensors, unhashable option, sparse
         # tensors without strides: the slow path names the argument
         sig, prep = None, None
     if prep is None:
-        prep = _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic)
+        prep = _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods)
         if sig is not None:
             if len(_SIGS) >= _MAX_SIGS:
                 _SIGS.clear()
@@ -574,7 +612,8 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     use_pdl = _PDL["enabled"]
     run = prep.chains.get(use_pdl)
     if run is None:
-        key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl)
+        key = variant_key(p, device_arch(dev), causal, causal_align, prep.deterministic, use_pdl,
+                          prep.mods)
         if prep.deterministic:  # before the compile: its dQ partials grow with S_q * S_kv
             outputs = q.element_size() * p.b * p.d * (p.s_q * p.h_q + 2 * p.s_kv * p.h_kv)
             check_workspace(key, p, _free_bytes(torch, q.get_device()) - outputs, q.get_device())

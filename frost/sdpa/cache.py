@@ -216,6 +216,10 @@ def variant_label(v: dict) -> str:
         parts.append("tile " + ",".join(f"{k}={x}" for k, x in v["tile"]))
     if v.get("tail_split"):
         parts.append("tail-split")
+    if v.get("mods"):
+        from frost.ir.mods import AttentionMods
+
+        parts.append(f"[{AttentionMods.from_dict(json.loads(v['mods'])).label()}]")
     return " ".join(parts)
 
 

@@ -10,6 +10,12 @@ Causal masks (``j`` = key index, ``i`` = query index), key ``j`` is masked when
 
 A fully masked row has ``LSE = -inf``, ``O = 0`` and contributes nothing to any gradient.
 
+Variants (``mods``, :class:`frost.ir.mods.AttentionMods`): the score map ``f`` replaces each
+score ``scale·q·k`` by ``f(score, q_idx, kv_idx, b_idx, h_idx)`` before the softmax, and the mask
+hides the pairs where its predicate is false; both are evaluated from the same sympy expressions
+the kernel lowers (:func:`sympy.lambdify` to torch), and the backward multiplies dS by ``∂f/∂score``
+(:meth:`~frost.ir.mods.AttentionMods.grad`).
+
 The backward uses the explicit FlashAttention-2 formulas, all in float64::
 
     P = softmax(S * scale) ; dV = P^T dO ; dP = dO V^T ; delta = rowsum(dO * O)
@@ -41,15 +47,46 @@ def _heads_first(x: torch.Tensor, rep: int) -> torch.Tensor:
     return x.repeat_interleave(rep, dim=1) if rep > 1 else x
 
 
-def _probs(q, k, causal, causal_align, scale):
-    """Float64 (B, H_q, S_q, D) q / k -> (P, LSE) with masked rows giving P = 0, LSE = -inf."""
+def _mod_args(mods, s, at):
+    """The symbols' values for ``mods``' expressions over scores ``s`` (B, H, S_q, S_kv): the
+    indices as broadcastable tensors (batch and head counted from ``at``) and the extents."""
+    from frost.ir import mods as ir
+    from frost.ir.symbols import S_kv, S_q
+
+    b, h, s_q, s_kv = s.shape
+    dev = s.device
+    vals = {ir.score: s, ir.q_idx: torch.arange(s_q, device=dev)[:, None],
+            ir.kv_idx: torch.arange(s_kv, device=dev)[None, :],
+            ir.b_idx: torch.arange(b, device=dev)[:, None, None, None] + at[0],
+            ir.h_idx: torch.arange(h, device=dev)[None, :, None, None] + at[1],
+            S_q: s_q, S_kv: s_kv}
+    return tuple(vals), tuple(vals.values())
+
+
+def _eval(expr, syms, vals, like):
+    """``expr`` over torch tensors (:func:`sympy.lambdify`), broadcast to ``like``'s shape."""
+    import sympy
+
+    out = sympy.lambdify(syms, expr, "torch")(*vals)
+    return torch.as_tensor(out, device=like.device).expand(like.shape)
+
+
+def _probs(q, k, causal, causal_align, scale, mods=None, at=(0, 0)):
+    """Float64 (B, H_q, S_q, D) q / k -> (P, LSE, ∂f/∂score) with masked rows giving P = 0,
+    LSE = -inf (the last is None without a score map)."""
     s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    grad = None
+    if mods is not None and not mods.identity:
+        syms, vals = _mod_args(mods, s, at)
+        grad = _eval(mods.grad(), syms, vals, s).to(s.dtype)
+        visible = _eval(mods.mask, syms, vals, s).to(torch.bool)
+        s = _eval(mods.score_mod, syms, vals, s).to(s.dtype).masked_fill(~visible, -math.inf)
     if causal:
         s = s.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], causal_align, s.device), -math.inf)
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - lse[..., None])
     p = torch.nan_to_num(p, nan=0.0)  # rows with every key masked
-    return p, lse
+    return p, lse, grad
 
 
 def default_scale(head_dim: int) -> float:
@@ -76,32 +113,37 @@ def _check_shapes(q, k, v, do=None) -> None:
                          f"got {tuple(do.shape)}")
 
 
-def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None):
-    """Float64 forward: returns (o (B, S_q, H_q, D) float64, lse (B, H_q, S_q) float64)."""
+def forward(q, k, v, *, causal=False, causal_align="bottom_right", scale=None, mods=None,
+            _at=(0, 0)):
+    """Float64 forward: returns (o (B, S_q, H_q, D) float64, lse (B, H_q, S_q) float64).
+    ``mods``: a variant (:class:`frost.ir.mods.AttentionMods`; module docstring)."""
     _check_shapes(q, k, v)
     scale = default_scale(q.shape[-1]) if scale is None else scale
     rep = q.shape[2] // k.shape[2]
     qh, kh, vh = _heads_first(q, 1), _heads_first(k, rep), _heads_first(v, rep)
-    p, lse = _probs(qh, kh, causal, causal_align, scale)
+    p, lse, _ = _probs(qh, kh, causal, causal_align, scale, mods, _at)
     o = torch.matmul(p, vh)
     return o.permute(0, 2, 1, 3).contiguous(), lse
 
 
-def backward(q, k, v, do, *, causal=False, causal_align="bottom_right", scale=None):
+def backward(q, k, v, do, *, causal=False, causal_align="bottom_right", scale=None, mods=None,
+             _at=(0, 0)):
     """Float64 backward from q, k, v, dO (P recomputed exactly): returns (dq, dk, dv), float64,
-    in the input layouts (dk / dv summed over each GQA group)."""
+    in the input layouts (dk / dv summed over each GQA group). ``mods``: as :func:`forward`."""
     _check_shapes(q, k, v, do)
     scale = default_scale(q.shape[-1]) if scale is None else scale
     b, s_kv, h_kv, _ = k.shape
     rep = q.shape[2] // h_kv
     qh, kh, vh = _heads_first(q, 1), _heads_first(k, rep), _heads_first(v, rep)
     doh = _heads_first(do, 1)
-    p, _ = _probs(qh, kh, causal, causal_align, scale)
+    p, _, grad = _probs(qh, kh, causal, causal_align, scale, mods, _at)
     o = torch.matmul(p, vh)
     dv = torch.matmul(p.transpose(-1, -2), doh)
     dp = torch.matmul(doh, vh.transpose(-1, -2))
     delta = (doh * o).sum(-1, keepdim=True)
     ds = p * (dp - delta)
+    if grad is not None:  # through the score map: dS of the raw score
+        ds = ds * torch.where(p > 0, grad, 0.0)
     dq = torch.matmul(ds, kh) * scale
     dk = torch.matmul(ds.transpose(-1, -2), qh) * scale
 
@@ -112,7 +154,8 @@ def backward(q, k, v, do, *, causal=False, causal_align="bottom_right", scale=No
     return dq.permute(0, 2, 1, 3).contiguous(), group_sum(dk), group_sum(dv)
 
 
-def by_head(q, k, v, do=None, *, causal=False, causal_align="bottom_right", scale=None):
+def by_head(q, k, v, do=None, *, causal=False, causal_align="bottom_right", scale=None,
+            mods=None):
     """:func:`forward` (``do`` None) or :func:`backward`, one (batch, query head) at a time, so
     float64 memory is bounded by one head's (S_q, S_kv) matrices whatever B, H and the GQA ratio.
     Returns what the whole-tensor function returns (the forward's lse in float64)."""
@@ -120,7 +163,7 @@ def by_head(q, k, v, do=None, *, causal=False, causal_align="bottom_right", scal
     scale = default_scale(q.shape[-1]) if scale is None else scale
     b, s_q, h_q, _ = q.shape
     rep = h_q // k.shape[2]
-    kw = dict(causal=causal, causal_align=causal_align, scale=scale)
+    kw = dict(causal=causal, causal_align=causal_align, scale=scale, mods=mods)
     f64 = dict(dtype=torch.float64, device=q.device)
     if do is None:
         o = torch.empty(b, s_q, h_q, v.shape[3], **f64)
@@ -132,23 +175,23 @@ def by_head(q, k, v, do=None, *, causal=False, causal_align="bottom_right", scal
             one = (slice(i, i + 1), slice(None), slice(h, h + 1))
             kv = (slice(i, i + 1), slice(None), slice(h // rep, h // rep + 1))
             if do is None:
-                o[one], lse_h = forward(q[one], k[kv], v[kv], **kw)
+                o[one], lse_h = forward(q[one], k[kv], v[kv], **kw, _at=(i, h))
                 lse[i, h] = lse_h[0, 0]
             else:
-                dqh, dkh, dvh = backward(q[one], k[kv], v[kv], do[one], **kw)
+                dqh, dkh, dvh = backward(q[one], k[kv], v[kv], do[one], **kw, _at=(i, h))
                 dq[one], dk[kv], dv[kv] = dqh, dk[kv] + dkh, dv[kv] + dvh
     return (o, lse) if do is None else (dq, dk, dv)
 
 
 def make_inputs(b, s_q, s_kv, h_q, h_kv, d, *, dtype=torch.bfloat16, device="cuda", causal=False,
-                causal_align="bottom_right", scale=None, generator=None):
+                causal_align="bottom_right", scale=None, generator=None, mods=None):
     """Random q, k, v, dO in ``dtype`` plus o (``dtype``) and lse (fp32) from the float64 forward."""
     def rnd(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float32).to(device=device, dtype=dtype)
 
     q, k, v = rnd(b, s_q, h_q, d), rnd(b, s_kv, h_kv, d), rnd(b, s_kv, h_kv, d)
     do = rnd(b, s_q, h_q, d)
-    o, lse = forward(q, k, v, causal=causal, causal_align=causal_align, scale=scale)
+    o, lse = forward(q, k, v, causal=causal, causal_align=causal_align, scale=scale, mods=mods)
     return q, k, v, o.to(dtype), do, lse.to(torch.float32)
 
 

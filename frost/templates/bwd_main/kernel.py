@@ -120,6 +120,8 @@ from frost.sched.plan import KernelPlan, WarpRole
 
 from frost.tile_dsl import smem
 
+from frost.ir.mods import NO_MODS, AttentionMods
+
 from . import masks
 from .code import CodeChoiceError, CodeChoices
 from .rules import BwdMainError, exchange_mode, pick_dq_chunks, pick_interleave
@@ -128,6 +130,7 @@ from .host import HostMixin
 from .load import ProducerRole, split_ring_problem
 from .mma import MmaRole
 from .pair import PairRole, pair_problem
+from .pointwise import VariantMath
 from .roles import RolesMixin
 
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
@@ -155,9 +158,12 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
     def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
                  use_pdl: bool = False, dq_splits: bool = False,
-                 skip: frozenset[str] = frozenset(), arrival_delay_ns: int = 0, **choices):
+                 skip: frozenset[str] = frozenset(), arrival_delay_ns: int = 0,
+                 mods: AttentionMods = NO_MODS, **choices):
         """``choices``: code choices by name (the fields of :class:`.code.CodeChoices`, e.g.
-        ``interleave=0``); each one left out takes its measured default."""
+        ``interleave=0``); each one left out takes its measured default. ``mods``: the
+        variant's score map and mask (:mod:`frost.ir.mods`), on top of ``causal``; lowered by
+        the pointwise hook (:class:`.pointwise.VariantMath`)."""
         self.kp = kplan
         self.skip = frozenset(skip)
         if not self.skip <= SKIP_STAGES:
@@ -173,6 +179,10 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
         self.dtype_name = dtype
         self.dtype = _DTYPES[dtype]
         self.align = masks.CausalAlign.parse(causal, causal_align)
+        if not isinstance(mods, AttentionMods):
+            raise BwdMainError(f"mods must be a frost.ir.mods.AttentionMods, got {type(mods).__name__}")
+        self.mods = mods
+        self.vm = VariantMath(mods, self.align, kplan.tile["tile_m"], kplan.tile["tile_n"])
         self.use_pdl = bool(use_pdl)
         self.can_implement(kplan)
         try:
@@ -191,6 +201,9 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
         if code.dq_lag and self.skip & {"dq_gemm", "dq_atomic", "dq_half"}:
             raise BwdMainError("the dq_gemm / dq_atomic / dq_half ablations are not wired into "
                                "dq_lag=1")
+        if self.serial_sdp and self.vm.grad is not None:
+            raise BwdMainError(f"serial_sdp=1 keeps no fp32 score for the score map's gradient "
+                               f"({self.vm.grad}): build this variant with serial_sdp=0")
         if self.serial_sdp and "dp_gemm" in self.skip:
             raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)

@@ -1,5 +1,9 @@
 """Which (query, key) pairs a KV tile sees: bounds, causal alignment, and the q-tile range.
 
+What a pair sees is the variant's ``Mask`` (:mod:`frost.ir.mods`; causal is one), lowered in
+:mod:`.pointwise` per element and, for the walk, in :func:`q_block_range`. The pure-Python models
+below (``*_model``) keep the causal forms by alignment, for the grid model and the tests.
+
 Causal alignments (query row i, key column j):
 
 * ``BOTTOM_RIGHT``: j <= i + (S_kv - S_q)  (the last query sees every key);
@@ -7,7 +11,8 @@ Causal alignments (query row i, key column j):
 
 A tile needs the element mask only where some of its pairs are hidden: the last KV tile when
 S_kv is not a multiple of tile_n, and under causal the tiles that cross the diagonal
-(:func:`tile_needs_mask`); every other tile takes the unmasked path.
+(:func:`tile_needs_mask_model`, :attr:`.pointwise.VariantMath.needs_mask`); every other tile
+takes the unmasked path.
 
 Rows i >= S_q need no mask here: their lse_log2 is +inf (loaded so by the producer), so P = 0.
 The walk over the range (:func:`q_tile`): trip t of a CTA takes q tile ``m_min + t % n_m``,
@@ -49,7 +54,9 @@ import enum
 
 import cutlass
 import cutlass.cute as cute
+import sympy
 
+from frost.tile_dsl import lower
 from frost.tile_dsl.ptx import nsmid
 
 
@@ -179,30 +186,36 @@ def tile_needs_mask_model(align, row0, col0, tile_m, tile_n, s_q, s_kv) -> bool:
     return col0 + tile_n - 1 > row0 + diag_offset_model(align, s_q, s_kv)
 
 
-@cute.jit
-def tile_needs_mask(align: cutlass.Constexpr, row0, col0, tile_m: cutlass.Constexpr,
-                    tile_n: cutlass.Constexpr, s_q, s_kv):
-    """Device form of :func:`tile_needs_mask_model` (a Boolean, uniform over the CTA)."""
-    need = col0 + tile_n > s_kv
-    if cutlass.const_expr(align == CausalAlign.BOTTOM_RIGHT):
-        need = need | (col0 + tile_n - 1 > row0 + (s_kv - s_q))
-    if cutlass.const_expr(align == CausalAlign.TOP_LEFT):
-        need = need | (col0 + tile_n - 1 > row0)
-    return need
-
-
-@cute.jit
-def q_block_range(align: cutlass.Constexpr, n_block, tile_m: cutlass.Constexpr,
-                  tile_n: cutlass.Constexpr, s_q, s_kv):
-    """Device form of :func:`q_block_range_model`; returns (m_min, m_max) as Int32."""
+def q_block_range(vm, n_block, tile_m: int, tile_n: int, s_q, s_kv, b):
+    """[m_min, m_max) as Int32: the q tiles that can see any key of KV tile ``n_block``, from the
+    variant's mask (``vm``: :class:`.pointwise.VariantMath`, its bounds on the query rows,
+    :func:`frost.ir.mods.q_bounds`), lowered here once a CTA. :func:`q_block_range_of` is its
+    model; for causal masks it equals :func:`q_block_range_model`."""
     m_max = (s_q + tile_m - 1) // tile_m
     m_min = cutlass.Int32(0)
-    if cutlass.const_expr(align != CausalAlign.NONE):
-        offset = cutlass.Int32(0)
-        if cutlass.const_expr(align == CausalAlign.BOTTOM_RIGHT):
-            offset = s_kv - s_q
-        first_row = cutlass.max(n_block * tile_n - offset, cutlass.Int32(0))
+    env = {"col0": n_block * tile_n, "S_q": s_q, "S_kv": s_kv, "b_idx": b}
+    if cutlass.const_expr(len(vm.q_lows) > 0):
+        first_row = lower.emit(sympy.Max(*vm.q_lows, 0), env)
         m_min = cutlass.min(first_row // tile_m, m_max)
+    if cutlass.const_expr(len(vm.q_highs) > 0):
+        last_row = lower.emit(sympy.Max(sympy.Min(*vm.q_highs), -1), env)
+        m_max = cutlass.min(m_max, (last_row + tile_m) // tile_m)
+        m_min = cutlass.min(m_min, m_max)
+    return m_min, m_max
+
+
+def q_block_range_of(vm, n_block: int, tile_m: int, tile_n: int, s_q: int, s_kv: int,
+                     b: int = 0) -> tuple[int, int]:
+    """:func:`q_block_range` over Python ints (the model the tests hold it to)."""
+    env = {"col0": n_block * tile_n, "S_q": s_q, "S_kv": s_kv, "b_idx": b}
+    m_max = -(-s_q // tile_m)
+    m_min = 0
+    if vm.q_lows:
+        m_min = min(lower.evaluate(sympy.Max(*vm.q_lows, 0), env) // tile_m, m_max)
+    if vm.q_highs:
+        last_row = lower.evaluate(sympy.Max(sympy.Min(*vm.q_highs), -1), env)
+        m_max = min(m_max, (last_row + tile_m) // tile_m)
+        m_min = min(m_min, m_max)
     return m_min, m_max
 
 
@@ -350,14 +363,3 @@ def trip_range(part, n_parts, n_iters, quantum: cutlass.Constexpr):
     units = (n_iters + quantum - 1) // quantum
     return (cutlass.min(n_iters, part * units // n_parts * quantum),
             cutlass.min(n_iters, (part + 1) * units // n_parts * quantum))
-
-
-@cute.jit
-def visible(align: cutlass.Constexpr, row, col, s_q, s_kv):
-    """Device form of :func:`visible_model` without the row bound (handled by lse = +inf)."""
-    ok = col < s_kv
-    if cutlass.const_expr(align == CausalAlign.BOTTOM_RIGHT):
-        ok = ok & (col <= row + (s_kv - s_q))
-    if cutlass.const_expr(align == CausalAlign.TOP_LEFT):
-        ok = ok & (col <= row)
-    return ok

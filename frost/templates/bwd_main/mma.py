@@ -10,9 +10,9 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                         tile_dsl.interleave.gemm_interleaved; sdp_accs=2: odd k-blocks into
                         second accumulators, added back here; serial_sdp=1: S, P → io-dtype
                         registers, then dP, dS = P ∘ (dP − delta))
-    P  = mask ? ex2(S·scale·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta)
-                        (pointwise.py; the element mask only on tiles that need one:
-                        masks.tile_needs_mask)
+    P  = mask ? ex2(f(S·scale)·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta) · f'
+                        (pointwise.py, the variant hook: f and the mask are IR stages; the
+                        element mask only on tiles that need one, VariantMath.needs_mask)
     bar mma_sync ; P, dS → sP, sdS (io dtype; stmatrix.x4, or 32-bit st.shared where a warp's
                    S tile is 8 columns wide) ; bar mma_sync
     dV += Pᵀ dO         (mma_dkv: tile_n x d_v, K-dim tile_m)   ldmatrix.trans sP, sdO[o]
@@ -233,7 +233,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                                           tSsQ[None, None, None, stage], c_Q, tSsK, c_K),
                                  lookahead=self.lookahead)
                 self.pointwise(acc_S, None, tScS, places, sm, o_stage, scale_log2, row0, col0, s_q,
-                               s_kv)
+                               s_kv, b, h)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)),
@@ -274,7 +274,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 row0 = m_block * t_m
                 col0 = n_block * t_n
                 self.paired_pointwise(pair, t - t0, t1 - t0, acc_S, acc_dP, tScS, places, sm,
-                                      o_stage, scale_log2, row0, col0, s_q, s_kv)
+                                      o_stage, scale_log2, row0, col0, s_q, s_kv, b, h)
                 rP = cute.make_fragment_like(acc_S, dtype)
                 rP.store(acc_S.load().to(dtype))
                 rdS = cute.make_fragment_like(acc_dP, dtype)

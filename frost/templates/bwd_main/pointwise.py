@@ -1,7 +1,23 @@
-"""The softmax-gradient pointwise of ``bwd_main``'s MMA warps, on S/dP accumulator fragments
-(:mod:`.mma`): P = ex2(S·scale·log2e − lse_log2), masked to 0 where causal attention hides it,
-and dS = P ∘ (dP − delta). Only tiles that cut the causal diagonal or run past S_kv take the
-element mask (:func:`.masks.tile_needs_mask`).
+"""The pointwise hook of ``bwd_main``: where a variant's IR stages become code.
+
+Which stage becomes which code (``frost.ir.attention.sdpa_bwd_program`` is the program;
+:class:`VariantMath` reads its :mod:`frost.ir.mods` stages; :mod:`frost.tile_dsl.lower` emits
+each expression once per accumulator value, at trace time)::
+
+    IR stage                           code (MMA warps, per S/dP accumulator value)
+    ---------------------------------  ------------------------------------------------------
+    Gemm S = Q·Kᵀ, Gemm dP = dO·Vᵀ     mma.py (the fp32 accumulators acc_S, acc_dP)
+    ScoreMod f(score), score = scale·S  x = f(S·scale_log2 / log2e)·log2e − lse_log2
+    Pointwise P = exp2(...)            p = ex2(x)                           (VariantMath.logit)
+    Mask pred(q_idx, kv_idx, ...)      p = pred ∧ kv_idx < S_kv ? p : 0     (VariantMath.mask)
+                                       only on tiles the mask cuts (VariantMath.needs_mask);
+                                       the q walk skips the tiles it hides (masks.q_block_range,
+                                       from VariantMath.q_lows / q_highs)
+    Pointwise dS = P∘(dP − delta)      dS = p·(dP − delta)·∂f/∂score        (VariantMath.grad)
+    causal (the key's alignment)       a Mask stage (frost.ir.mods.causal) like any other
+
+The identity score map lowers to ``S·scale_log2 − lse_log2`` and a gradient of 1 emits nothing,
+so the plain and causal kernels are what they were before variants existed.
 
 Row statistics (lse_log2, delta) come from sLSE / sDelta. With code choice ``stat_vec`` the
 producer stores row r at :func:`stat_slot` instead of r, so the V rows one MMA thread owns
@@ -11,12 +27,65 @@ wavefronts a warp instead of 2 V)."""
 
 from __future__ import annotations
 
+import math
+
 import cutlass
 import cutlass.cute as cute
+import sympy
 
-from frost.tile_dsl.ptx import ex2, ex2_poly
+from frost.ir import mods as ir
+from frost.ir.symbols import S_kv, S_q
+from frost.tile_dsl import lower
+from frost.tile_dsl.ptx import ex2
 
-from . import masks
+from .masks import CausalAlign
+
+# The symbols VariantMath's expressions use besides frost.ir.mods': the S accumulator value,
+# the runtime scale·log2e, the row's lse_log2, and the tile's first row and column.
+S_ACC, SCALE_LOG2, LSE2 = sympy.symbols("S scale_log2 lse_log2", real=True)
+ROW0, COL0 = sympy.symbols("row0 col0", integer=True, nonnegative=True)
+_LOG2E = sympy.Symbol("log2e", positive=True)
+# values fixed for a whole tile (their subexpressions are emitted once a trip)
+TILE_INVARIANT = (SCALE_LOG2, ROW0, COL0, S_q, S_kv, ir.b_idx, ir.h_idx)
+
+
+class VariantMath:
+    """A variant's softmax-gradient math and tile classes, from its IR stages
+    (:class:`frost.ir.mods.AttentionMods` and the causal alignment), as sympy expressions over
+    the accumulator value, the indices and the extents. The kernel lowers them in
+    :meth:`SoftmaxGrad.pointwise` and :func:`.masks.q_block_range`; ``None`` marks a part that
+    emits no code (the identity's gradient, an everywhere-true mask)."""
+
+    def __init__(self, mods: ir.AttentionMods, align: CausalAlign, tile_m: int, tile_n: int):
+        mask = mods.mask
+        if align != CausalAlign.NONE:
+            mask = sympy.And(ir.causal(align.name.lower()), mask)
+        self.mods, self.align = mods, align
+        z = S_ACC * SCALE_LOG2 / _LOG2E  # the score, scale·S, in the kernel's log2 units
+        log2e = sympy.Float(math.log2(math.e))
+        # log2e into each term while it is a symbol: the score's own term is then exactly
+        # S·scale_log2, and no other term is expanded
+        f = mods.score_mod.subs(ir.score, z)
+        self.logit = sympy.Add(*(t * _LOG2E for t in sympy.Add.make_args(f))).subs(_LOG2E, log2e)
+        self.x = self.logit - LSE2  # P = exp2(x)
+        grad = mods.grad().subs(ir.score, z).subs(_LOG2E, log2e)
+        self.grad = None if grad == 1 else grad
+        self.mask = None if mask == sympy.true else mask
+        full = ir.tile_full(mask, ROW0, COL0, tile_m, tile_n)
+        self.needs_mask = sympy.Or(COL0 + tile_n > S_kv, sympy.Not(full))
+        self.q_lows, self.q_highs = ir.q_bounds(mask, COL0, tile_n)
+        # whether P or dS read the pair's indices (a mask reads them on masked tiles only)
+        self.by_index = any(e is not None and e.has(ir.q_idx, ir.kv_idx)
+                            for e in (self.x, self.grad))
+
+    def __repr__(self) -> str:
+        return (f"VariantMath(x={self.x}, grad={self.grad}, mask={self.mask}, "
+                f"needs_mask={self.needs_mask}, q in [{self.q_lows}, {self.q_highs}])")
+
+    @staticmethod
+    def env(row0, col0, s_q, s_kv, b, h) -> dict:
+        """The values of the tile-invariant symbols, by name."""
+        return {"row0": row0, "col0": col0, "S_q": s_q, "S_kv": s_kv, "b_idx": b, "h_idx": h}
 
 
 def stat_vals(tile_m: int, s_wm: int) -> int:
@@ -54,54 +123,57 @@ def stat_places(mma_sdp, tile_m: int, tile_n: int, s_wm: int) -> tuple[int, ...]
 
 class SoftmaxGrad:
     """Mixin of the MMA role: :meth:`pointwise` (P and dS, or P alone) and :meth:`softmax_ds`
-    (dS from P kept in registers, ``serial_sdp``)."""
+    (dS from P kept in registers, ``serial_sdp``). ``self.vm`` is the kernel's
+    :class:`VariantMath`."""
 
     @cute.jit
     def pointwise(self, acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
-                  s_kv):
+                  s_kv, b, h):
         """P (and dS, unless ``acc_dP`` is None: ``serial_sdp``'s first half) in place, with the
-        element mask only on a tile that needs one."""
-        tl = self.kp.tile
-        if cutlass.const_expr("mask" in self.skip):  # ablation (timing only): never masked
-            self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0,
-                              s_q, s_kv, False)
-        elif masks.tile_needs_mask(self.align, row0, col0, tl["tile_m"], tl["tile_n"], s_q, s_kv):
-            self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0,
-                              s_q, s_kv, True)
+        element mask only on a tile that needs one (:attr:`VariantMath.needs_mask`)."""
+        env = VariantMath.env(row0, col0, s_q, s_kv, b, h)
+        if lower.emit(self.vm.needs_mask, env):
+            self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, env, True)
         else:
-            self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0,
-                              s_q, s_kv, False)
+            self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, env, False)
 
     @cute.jit
-    def softmax_grad(self, acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
-                     s_kv, masked: cutlass.Constexpr):
-        """In place: acc_S ← P = ex2(S·scale·log2e − lse_log2) (0 where hidden, if ``masked``),
-        and unless ``acc_dP`` is None, acc_dP ← dS = P ∘ (dP − delta). The ``softmax`` ablation
-        (timing only) leaves both as they are."""
-        if cutlass.const_expr("softmax" not in self.skip):
-            lse_of, delta_of = self.row_stats(tScS, places, sm, stage)
-            for i in cutlass.range_constexpr(cute.size(acc_S)):
-                r, c = tScS[i]
-                x = acc_S[i] * scale_log2 - lse_of(i)
-                if cutlass.const_expr(self.exp2_poly and (i // 2) % 2 == 1):
-                    p = ex2_poly(x)  # every other value pair on the FMA pipe: MUFU does half
-                else:
-                    p = ex2(x)
-                if cutlass.const_expr(masked):
-                    ok = masks.visible(self.align, row0 + r, col0 + c, s_q, s_kv)
-                    p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
-                acc_S[i] = p
-                if cutlass.const_expr(acc_dP is not None):
-                    acc_dP[i] = p * (acc_dP[i] - delta_of(i))
+    def softmax_grad(self, acc_S, acc_dP, tScS, places, sm, stage, scale_log2, env,
+                     masked: cutlass.Constexpr):
+        """In place: acc_S ← P = ex2(x) (0 where the mask hides the pair, if ``masked``), and
+        unless ``acc_dP`` is None, acc_dP ← dS = P ∘ (dP − delta) · ∂f/∂score; x, the mask and
+        ∂f/∂score lowered from :attr:`vm` (the module docstring's table)."""
+        vm = self.vm
+        lse_of, delta_of = self.row_stats(tScS, places, sm, stage)
+        memo = lower.Memo(TILE_INVARIANT)
+        for i in cutlass.range_constexpr(cute.size(acc_S)):
+            r, c = tScS[i]
+            memo.next_element()
+            vals = {**env, "S": acc_S[i], "scale_log2": scale_log2, "lse_log2": lse_of(i)}
+            if cutlass.const_expr(vm.by_index):  # the pair's indices (a ScoreMod reads them)
+                vals = {**vals, "q_idx": env["row0"] + r, "kv_idx": env["col0"] + c}
+            p = ex2(lower.emit(vm.x, vals, memo))
+            if cutlass.const_expr(masked):
+                q, k = env["row0"] + r, env["col0"] + c
+                ok = k < env["S_kv"]
+                if cutlass.const_expr(vm.mask is not None):
+                    ok = ok & lower.emit(vm.mask, {**env, "q_idx": q, "kv_idx": k}, memo)
+                p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
+            acc_S[i] = p
+            if cutlass.const_expr(acc_dP is not None):
+                ds = p * (acc_dP[i] - delta_of(i))
+                if cutlass.const_expr(vm.grad is not None):
+                    ds = ds * lower.emit(vm.grad, vals, memo)
+                acc_dP[i] = ds
 
     @cute.jit
     def softmax_ds(self, rP, acc_dP, tScS, places, sm, stage):
         """In place: acc_dP ← dS = P ∘ (dP − delta), P read back from its io-dtype registers
-        (``serial_sdp``'s second half)."""
-        if cutlass.const_expr("softmax" not in self.skip):
-            _, delta_of = self.row_stats(tScS, places, sm, stage)
-            for i in cutlass.range_constexpr(cute.size(acc_dP)):
-                acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - delta_of(i))
+        (``serial_sdp``'s second half; a score map with a gradient is refused there,
+        :meth:`~.kernel.BwdMainKernel.can_implement`)."""
+        _, delta_of = self.row_stats(tScS, places, sm, stage)
+        for i in cutlass.range_constexpr(cute.size(acc_dP)):
+            acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - delta_of(i))
 
     def row_stats(self, tScS, places, sm, stage):
         """(lse_of, delta_of): value i's row statistic. Read per value from its row, or with

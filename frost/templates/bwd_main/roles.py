@@ -89,8 +89,8 @@ class RolesMixin:
         if cutlass.const_expr(len(tail) > 0):
             _, _, n_whole, parts, _, _ = tail
             part, n_parts = split_part
-        m_min, m_max = masks.q_block_range(self.align, n_block, tl["tile_m"], tl["tile_n"],
-                                           s_q, s_kv)
+        m_min, m_max = masks.q_block_range(self.vm, n_block, tl["tile_m"], tl["tile_n"],
+                                           s_q, s_kv, b)
         if cutlass.const_expr("diag_trips" in self.skip and self.align != masks.CausalAlign.NONE):
             m_min = cutlass.min(m_min + tl["tile_n"] // tl["tile_m"], m_max)  # ablation only
         n_m = m_max - m_min
