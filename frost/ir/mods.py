@@ -13,7 +13,7 @@ expressions over the pair's indices, so one template serves every variant:
 
 :class:`AttentionMods` is the pair a kernel is specialised on (hashable, printable, JSON-able);
 :func:`mods_of` reads it from a program. The built-in variants are constructors here:
-:func:`causal`, :func:`sliding_window`, :func:`alibi`.
+:func:`causal`, :func:`sliding_window`, :func:`softcap`, :func:`alibi`.
 
 The template lowers these expressions at trace time through one hook
 (:mod:`frost.tile_dsl.lower`, called from ``frost/templates/bwd_main/pointwise.py``); nothing in
@@ -23,6 +23,7 @@ the template branches on which variant it builds.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import ClassVar
 
 import sympy
@@ -196,6 +197,15 @@ def sliding_window(left: int | None, right: int | None = 0,
     return sympy.And(*parts)
 
 
+def softcap(cap: float) -> sympy.Expr:
+    """``cap·tanh(score / cap)`` (Gemma 2, Grok): scores squashed into (-cap, cap)."""
+    cap = float(cap)
+    if not (cap > 0 and math.isfinite(cap)):
+        raise ValueError(f"softcap must be a finite number > 0, got {cap}")
+    c = sympy.Float(cap)
+    return c * sympy.tanh(score / c)
+
+
 def alibi(slope: float | sympy.Expr) -> sympy.Expr:
     """``score + slope·(kv_idx - q_idx)``: a linear bias by distance (ALiBi; a per-head slope
     is an expression in ``h_idx``)."""
@@ -280,5 +290,5 @@ def q_bounds(mask, col0, tile_n) -> tuple[list[sympy.Expr], list[sympy.Expr]]:
 
 
 __all__ = ["ScoreMod", "Mask", "AttentionMods", "NO_MODS", "mods_of", "causal", "sliding_window",
-           "alibi", "tile_full", "tile_empty", "q_bounds", "linear_conjuncts",
+           "softcap", "alibi", "tile_full", "tile_empty", "q_bounds", "linear_conjuncts",
            "q_idx", "kv_idx", "b_idx", "h_idx", "score", "INDEX_SYMBOLS"]

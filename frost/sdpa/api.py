@@ -152,21 +152,30 @@ def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, determin
 
 
 @functools.lru_cache(maxsize=256)
-def variant_mods(mods=None) -> str:
+def variant_mods(mods=None, softcap: float | None = None) -> str:
     """:attr:`VariantKey.mods` of a call's ``mods`` argument: an
     :class:`frost.ir.mods.AttentionMods`, or a :class:`frost.ir.Program` whose ScoreMod and Mask
-    stages are read (:func:`frost.ir.mods.mods_of`); "" for None or the identity. TypeError or
-    ValueError naming ``mods`` for anything else."""
-    if mods is None:
+    stages are read (:func:`frost.ir.mods.mods_of`); "" for None or the identity. ``softcap``
+    adds the score map ``softcap·tanh(score / softcap)`` (:func:`frost.ir.mods.softcap`).
+    TypeError or ValueError naming the argument for anything else."""
+    if mods is None and softcap is None:
         return ""
     from frost.ir import Program
     from frost.ir import mods as ir
 
     if isinstance(mods, Program):
         mods = ir.mods_of(mods)
+    if mods is None:
+        mods = ir.NO_MODS
     if not isinstance(mods, ir.AttentionMods):
         raise TypeError(f"mods must be a frost.ir.mods.AttentionMods or a frost.ir.Program, "
                         f"got {type(mods).__name__}")
+    if softcap is not None:
+        if isinstance(softcap, bool) or not isinstance(softcap, (int, float)):
+            raise TypeError(f"softcap must be a number, got {type(softcap).__name__}")
+        if mods.score_mod != ir.score:
+            raise ValueError("softcap with a mods score map: put the cap into the map instead")
+        mods = dataclasses.replace(mods, score_mod=ir.softcap(softcap))
     if mods.identity:
         return ""
     return json.dumps(mods.to_dict(), sort_keys=True)
@@ -495,22 +504,23 @@ _SIGS: dict = {}
 _MAX_SIGS = 1024
 
 
-def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods):
-    return (mods, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
+def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods, softcap):
+    return (mods, softcap, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
             do.shape, do.stride(), lse.shape, lse.stride(), q.dtype, k.dtype, v.dtype, o.dtype,
             do.dtype, lse.dtype, q.device, k.device, v.device, o.device, do.device, lse.device,
             causal, type(causal), causal_align, scale, type(scale), deterministic, type(deterministic),
             q.layout, k.layout, v.layout, o.layout, do.layout, lse.layout)
 
 
-def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods) -> _Prepared:
+def _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods,
+             softcap) -> _Prepared:
     p = validate(q, k, v, o, do, lse, causal=causal, causal_align=causal_align, scale=scale,
                  deterministic=deterministic)
     strides = _io_strides(q, k, v, o, do, lse)
     # deterministic: dK/dV are reproducible in the KV-stationary chain; dQ uses bwd_main's
     # per-KV-tile split mode, summed in a fixed order by dq_convert
     return _Prepared(p, 1.0 / math.sqrt(p.d) if scale is None else float(scale), deterministic, causal,
-                     causal_align, strides, variant_mods(mods))
+                     causal_align, strides, variant_mods(mods, softcap))
 
 
 def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
@@ -518,7 +528,7 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
              causal_align: str = "bottom_right", scale: float | None = None,
              deterministic: bool = False, check_finite: bool = False,
              out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-             workspace: torch.Tensor | None = None, mods=None,
+             workspace: torch.Tensor | None = None, mods=None, softcap: float | None = None,
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The gradients (dq, dk, dv) of ``o = softmax(q·kᵀ·scale)·v`` given ``do = ∂L/∂o``.
 
@@ -548,6 +558,9 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
             (a score map over ``score`` = scale·q·k and the pair's indices, and a mask), or a
             ``frost.ir.Program`` whose ``ScoreMod`` / ``Mask`` stages are read. ``lse`` and ``o``
             must come from a forward with the same variant. Each distinct variant compiles once.
+        softcap: scores become ``softcap·tanh(score / softcap)`` before the softmax (Gemma 2;
+            a number > 0), the gradient through it taken by sympy; ``lse`` and ``o`` from a
+            forward with the same cap.
         check_finite: first check that every ``lse`` entry is finite or -inf, and raise
             ValueError naming the first bad row otherwise (a device-to-host sync; off by
             default).
@@ -580,13 +593,15 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     """
     torch = _torch()  # first: without torch, say how to install it
     try:
-        sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods)
+        sig = _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods,
+                         softcap)
         prep = _SIGS.get(sig)
     except (AttributeError, TypeError, RuntimeError):  # not tensors, unhashable option, sparse
         # tensors without strides: the slow path names the argument
         sig, prep = None, None
     if prep is None:
-        prep = _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods)
+        prep = _prepare(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods,
+                        softcap)
         if sig is not None:
             if len(_SIGS) >= _MAX_SIGS:
                 _SIGS.clear()

@@ -55,3 +55,23 @@ def test_masks_that_classify_no_tile():
     element by element on every tile."""
     _check(M.AttentionMods(mask=sympy.Or(M.kv_idx < 8, M.kv_idx <= M.q_idx)), s_q=200, s_kv=200)
     _check(M.AttentionMods(mask=M.kv_idx <= M.q_idx + 64 * M.h_idx), s_q=190, s_kv=260)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,causal,dtype", [(64, False, torch.bfloat16),
+                                            (128, True, torch.bfloat16),
+                                            (96, False, torch.float16)])
+def test_softcap(d, causal, dtype):
+    """``softcap=`` on the call: scores ``c·tanh(score / c)``, with c small enough that the cap
+    bites (scores of random unit inputs reach a few units)."""
+    cap = 2.0
+    mods = M.AttentionMods(M.softcap(cap))
+    q, k, v, o, do, lse = R.make_inputs(2, 257, 300, 4, 4, d, dtype=dtype, causal=causal,
+                                        mods=mods)
+    out = tuple(torch.full_like(x, float("nan")) for x in (q, k, v))
+    got = sdpa.backward(q, k, v, o, do, lse, causal=causal, softcap=cap, out=out)
+    want = R.backward(q, k, v, do, causal=causal, mods=mods)
+    plain = R.backward(q, k, v, do, causal=causal)
+    errs = [R.rel_err(g, w) for g, w in zip(got, want)]
+    assert max(errs) <= TOL[dtype], errs
+    assert R.rel_err(plain[0], want[0]) > 10 * TOL[dtype]  # the cap changes the answer

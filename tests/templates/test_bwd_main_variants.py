@@ -88,3 +88,25 @@ def test_serial_sdp_refuses_a_score_map_with_a_gradient():
 
     with pytest.raises(BwdMainError, match="serial_sdp"):
         _variant_ptx(M.AttentionMods(3.0 * sympy.tanh(M.score / 3.0)), serial_sdp=1)
+
+
+def test_softcap_argument_checks():
+    from frost.sdpa import api
+
+    assert api.variant_mods(None, None) == "" and api.variant_mods(M.NO_MODS) == ""
+    with pytest.raises(ValueError, match="softcap"):
+        api.variant_mods(None, -1.0)
+    with pytest.raises(TypeError, match="softcap"):
+        api.variant_mods(None, "30")
+    with pytest.raises(ValueError, match="softcap"):
+        api.variant_mods(M.AttentionMods(M.alibi(0.5)), 30.0)
+    with pytest.raises(TypeError, match="mods"):
+        api.variant_mods(42)
+    key_mods = M.AttentionMods.from_dict(__import__("json").loads(api.variant_mods(None, 30.0)))
+    assert key_mods.score_mod == M.softcap(30.0) and key_mods.grad() != 1
+
+
+@pytest.mark.compile
+def test_softcap_lowers_to_one_tanh_per_score():
+    ptx = _variant_ptx(M.AttentionMods(M.softcap(30.0)))
+    assert _count(ptx, "tanh.approx.f32") == _count(ptx, "ex2.approx.ftz.f32") > 0
