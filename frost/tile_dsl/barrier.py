@@ -103,6 +103,12 @@ class PipelineState:
         self.count += 1
         return self
 
+    @classmethod
+    def at(cls, count: int, stages: int, role: Role) -> "PipelineState":
+        """The state ``count`` :meth:`advance` calls after :meth:`start`, computed directly
+        (the model of :meth:`DevicePipelineState.at`)."""
+        return cls(stages, count % stages, _initial_phase(role) ^ ((count // stages) % 2), count)
+
 
 class DevicePipelineState:
     """:class:`PipelineState` on cutlass ``Int32`` values; loop-carried through ``scf`` loops.
@@ -127,6 +133,21 @@ class DevicePipelineState:
         self.index = nxt % self.stages
         self.phase = self.phase ^ (nxt // self.stages)
         self.count = self.count + 1
+
+    @classmethod
+    def at(cls, count, stages: int, role: Role) -> "DevicePipelineState":
+        """The state after ``count`` advances (an Int32, e.g. a trip index counted from the
+        ring's first use), computed instead of carried through the loop: a loop whose trips
+        each take one stage needs no loop-carried state, and every wait and arrive still reads
+        its stage and parity from the state object (:meth:`PipelineState.at` is the model)."""
+        fills = count // stages
+        if role == Role.CONSUMER:
+            phase = fills % 2
+        elif role == Role.PRODUCER:
+            phase = (fills + 1) % 2
+        else:
+            raise ValueError(f"role must be PRODUCER or CONSUMER, got {role!r}")
+        return cls(stages, count % stages, phase, count)
 
     # loop-carry protocol of the CuTe DSL AST rewriter
     def __extract_mlir_values__(self):

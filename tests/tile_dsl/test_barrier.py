@@ -31,6 +31,20 @@ def test_producer_starts_one_phase_ahead():
         assert prod.index == cons.index and prod.phase == cons.phase ^ 1
 
 
+@pytest.mark.parametrize("role", [B.Role.CONSUMER, B.Role.PRODUCER])
+@pytest.mark.parametrize("stages", [1, 2, 3, 5])
+def test_pipeline_state_at_is_the_walked_state(role, stages):
+    """``at(count)`` (what a template computes from a trip index) equals ``count`` advances,
+    and the device form's arithmetic, run on Python ints, equals both."""
+    st = B.PipelineState.start(stages, role)
+    for n in range(0, 100):
+        at = B.PipelineState.at(n, stages, role)
+        dev = B.DevicePipelineState.at(n, stages, role)
+        assert (at.index, at.phase, at.count) == (st.index, st.phase, st.count)
+        assert (dev.index, dev.phase, dev.count) == (st.index, st.phase, st.count)
+        st.advance()
+
+
 def test_pipeline_state_rejects_bad_args():
     with pytest.raises(ValueError):
         B.PipelineState(0)
