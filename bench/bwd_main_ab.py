@@ -9,12 +9,11 @@ says how far to trust the ratio.
 
 Usage (GPU host, repo root)::
 
-    python3 bench/bwd_main_ab.py --dims 64,128 --variants "default;interleave=0;dq_vec=4"
+    python3 bench/bwd_main_ab.py --dims 64,128 --variants "default;interleave=0;trip_step=0"
 
-A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywords
-(``interleave``, ``dq_vec``, ``dq_chunks``, ``lookahead``: ints; ``p_store``: stmatrix or
-st32), ``skip=<stage>[+<stage>]``: a timing-only ablation (``BwdMainKernel(skip=...)``, the
-results are wrong), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
+A variant is ``default`` or ``key=value[,key=value]`` of ``BwdMainKernel`` keywords (the code
+choices, ``frost.templates.bwd_main.code``: ``interleave``, ``dq_chunks``, ...: ints;
+``dq_guard``: pad or rows), or ``tile.<key>=int``: the default plan's tile knobs with that one forced (e.g.
 ``tile.exchange_stages=2``), which makes the A/B plan against plan (add ``code=default`` to keep
 the default's code choices, which a forced plan may resolve otherwise). Every variant is timed as
 ``frost.sdpa`` builds and launches bwd_main (``frost.sdpa.main_only``, precomputed
@@ -60,7 +59,7 @@ CODE = "code"  # not a keyword: "code=default" gives a tile.* variant the defaul
 
 
 def parse_variant(text: str) -> dict:
-    """"default" -> {}; "interleave=0,dq_vec=4" -> {"interleave": 0, "dq_vec": 4}."""
+    """"default" -> {}; "interleave=0,dq_accs=2" -> {"interleave": 0, "dq_accs": 2}."""
     text = text.strip()
     if text == "default":
         return {}
@@ -70,9 +69,6 @@ def parse_variant(text: str) -> dict:
         key, val = key.strip(), val.strip()
         if key.startswith("tile.") and val.lstrip("-").isdigit():
             out[key] = int(val)
-            continue
-        if key == "skip" and val:  # timing-only ablation: stages compiled out (wrong results)
-            out[key] = "+".join(sorted(val.split("+")))
             continue
         if key == SPLIT_SMS and val.isdigit():
             out[key] = int(val)
@@ -98,8 +94,7 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = True):
     that is not the measured default resolves the measured-only code choices
     (``measured.MEASURED_CHOICES``, e.g. d=128's ``reg_usage``) to their first forms unless the
     variant names them (each result records its resolved choices; v78b), or says ``code=default``
-    (every choice as the default plan resolves it). ``skip`` becomes the timing-only ablation
-    set; the rest are code choices. ``use_pdl``: build with PDL's ``griddepcontrol``, as
+    (every choice as the default plan resolves it); the rest are code choices. ``use_pdl``: build with PDL's ``griddepcontrol``, as
     ``frost.sdpa`` does (the default since v127; :func:`main`'s ``--no-pdl`` turns it off)."""
     from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
     from frost.templates.bwd_main.code import CodeChoices
@@ -113,8 +108,6 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = True):
         kp = variant_plan(ARCH, d, causal=causal, tile=forced,
                           tail_split=bool(kw.get("tail_split"))).kernel("bwd_main")
     kp = kp or default_plan(ARCH, d, causal=causal)
-    if "skip" in kw:
-        kw["skip"] = frozenset(kw["skip"].split("+"))
     kern = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=use_pdl, **kw)
     kern.ab_split_sms = v.get(SPLIT_SMS)
     kern.ab_build = v.get(BUILD, "chain")
@@ -238,7 +231,7 @@ def replot(paths: list[str], out: str) -> int:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dims", default="64,128")
-    ap.add_argument("--variants", default="default;interleave=0;dq_vec=4")
+    ap.add_argument("--variants", default="default;interleave=0;trip_step=0")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--shape", default="4,16,4096", help="B,H,S")

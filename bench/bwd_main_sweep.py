@@ -1,4 +1,4 @@
-"""Benchmark: where ``bwd_main``'s time goes — the kernel ALONE, its stage ablations, other tiles.
+"""Benchmark: where ``bwd_main``'s time goes — the kernel ALONE, other code, other tiles.
 
 For each shape (B, H, S, D, causal) in ``SHAPES`` it times ``BwdMainKernel.launch`` on torch
 tensors (q, k, v, dO bf16 in (B, S, H, D); lse_log2 and delta fp32 from torch's flash forward,
@@ -9,9 +9,8 @@ least useful ones:
 
 1. ``default``: the plan ``frost.templates.bwd_main.default_plan`` picks;
 2. ``VARIANTS``: the default plan with other code for an A/B on one host (``interleave:0`` is
-   v2's one-GEMM-at-a-time order, ``dq-v4`` the 16-byte dQ atomics), then ``skip:<stage>``:
-   the default plan with one stage compiled out (``BwdMainKernel(skip=...)``,
-   TIMING ONLY, the results are wrong; see ``frost/templates/bwd_main/kernel.py``);
+   v2's one-GEMM-at-a-time order). The stage ablations (``skip:<stage>``) left with the kernel's
+   timing-only ablations on 2026-12-07 (lab/LOG.md);
 3. ``tile:<m>x<n>/q<stages>/w<warps>``: other legal plans from
    ``frost.sched.plan_sdpa_bwd(tile=...)`` that ``BwdMainKernel.can_implement`` accepts.
 
@@ -19,8 +18,7 @@ least useful ones:
 plans (``frost.sched.rank_sdpa_bwd``), no ablations, and records each plan's model cost: the
 data the chooser is calibrated on (tests/sched/test_cost_calibration.py).
 
-TFLOP/s always uses the full backward's FLOPs = 10·B·H·S·S·D (halved for causal), also for the
-ablations, so every number compares as time. Every config runs in its own try/except (the error
+TFLOP/s always uses the full backward's FLOPs = 10·B·H·S·S·D (halved for causal). Every config runs in its own try/except (the error
 is recorded); configs not started before the ``--budget-s`` wall-clock cap (measured from the
 start of the script) are recorded as skipped; a slow kernel gets fewer timed calls. The JSON is
 rewritten after every config, so a killed run still leaves what it measured, and a watchdog
@@ -54,10 +52,6 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 SHAPES = [(4, 16, 4096, 128, False), (4, 16, 4096, 64, False)]  # (B, H, S, D, causal)
-# (mma_sync, the per-trip barrier, is not there to skip on the exchange_sync defaults of d=64/128:
-# lab/ab/ab_v47.sh measures it on the barrier plans)
-SKIPS = ("dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads", "softmax", "q_loads",
-         "kv_load", "dkdv_store", "dq_atomic2", "x_waits", "dq_half")
 # Candidate tile plans per head dim (forced scheduler keys); illegal ones are dropped with a reason,
 # one equal to the default plan is dropped as a duplicate.
 TILES = {
@@ -74,7 +68,7 @@ TILES = {
 }
 # same plan, other code: (name, BwdMainKernel keyword) A/B pairs measured on one host
 VARIANTS = [dict(name="interleave:0", interleave=0), dict(name="interleave:1", interleave=1),
-            dict(name="dq-v4", dq_vec=4), dict(name="default:again")]  # the last: drift check
+            dict(name="default:again")]  # the last: drift check
 TILE_KEYS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs", "s_wm", "s_wn",
              "dkv_wm", "dkv_wn", "dq_wm", "dq_wn")
 DEV = "cuda"  # a CPU smoke harness may swap this
@@ -117,7 +111,7 @@ def rank_configs(n: int, dims, causal=False, b=4, h=16, s=4096):
                 rejected.append(dict(shape=list(shape), tile=tile_summary(kp), error=str(e)[:300]))
                 continue
             name = "default" if tile_summary(kp) == default else tile_name(kp.tile)
-            configs.append(dict(name=name, shape=shape, skip=(), kplan=kp, model_cost=cost))
+            configs.append(dict(name=name, shape=shape, kplan=kp, model_cost=cost))
             kept += 1
             if kept == n:
                 break
@@ -125,7 +119,7 @@ def rank_configs(n: int, dims, causal=False, b=4, h=16, s=4096):
 
 
 def build_configs():
-    """(configs, rejected): configs in run order, each a dict with name, shape, skip, kplan;
+    """(configs, rejected): configs in run order, each a dict with name, shape, kplan;
     rejected lists the candidate tiles the scheduler or the template refused. CPU only."""
     from frost.sched import plan_sdpa_bwd
     from frost.templates.bwd_main import BwdMainKernel, default_plan
@@ -149,12 +143,10 @@ def build_configs():
                 rejected.append(dict(shape=list(shape), tile=force, error="duplicate plan"))
                 continue
             seen.add(key)
-            tiles.append(dict(name=tile_name(cand.tile), shape=shape, skip=(), kplan=cand))
-    configs = [dict(name="default", shape=s, skip=(), kplan=kp) for s, kp in defaults]
+            tiles.append(dict(name=tile_name(cand.tile), shape=shape, kplan=cand))
+    configs = [dict(name="default", shape=s, kplan=kp) for s, kp in defaults]
     for variant in VARIANTS:
-        configs += [dict(shape=s, skip=(), kplan=kp, **variant) for s, kp in defaults]
-    configs += [dict(name=f"skip:{sk}", shape=s, skip=(sk,), kplan=kp)
-                for s, kp in defaults for sk in SKIPS]
+        configs += [dict(shape=s, kplan=kp, **variant) for s, kp in defaults]
     # interleave the shapes' tile plans so a budget cut hits both shapes alike
     by_shape = [[c for c in tiles if c["shape"] == s] for s in SHAPES]
     for i in range(max((len(x) for x in by_shape), default=0)):
@@ -202,8 +194,7 @@ def time_config(torch, cfg, t, iters, warmup, deadline):
     from frost.templates.bwd_main import BwdMainKernel
 
     b, h, s, d, causal = cfg["shape"]
-    kern = BwdMainKernel(cfg["kplan"], "bf16", causal=causal, skip=frozenset(cfg["skip"]),
-                         interleave=cfg.get("interleave"), dq_vec=cfg.get("dq_vec"))
+    kern = BwdMainKernel(cfg["kplan"], "bf16", causal=causal, interleave=cfg.get("interleave"))
 
     def call():
         kern.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],
@@ -317,9 +308,8 @@ def main(argv=None):
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 gpu=torch.cuda.get_device_name(), torch=torch.__version__, iters=args.iters,
                 warmup=args.warmup, budget_s=args.budget_s, plan_arch=ARCH,
-                flops="10*B*H*S*S*D (full backward, also for ablations)",
-                note="skip:* configs compute WRONG results on purpose (timing ablations)")
-    results = [dict(name=c["name"], shape=list(c["shape"]), skip=list(c["skip"]),
+                flops="10*B*H*S*S*D (full backward)")
+    results = [dict(name=c["name"], shape=list(c["shape"]),
                     tile=tile_summary(c["kplan"]), model_cost=c.get("model_cost"),
                     status="pending") for c in configs]
     doc = dict(meta=meta, results=results, rejected_tiles=rejected)

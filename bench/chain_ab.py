@@ -15,11 +15,11 @@ first variant's.
 Each variant's dQ, dK, dV are checked against the first's (relative error <= 1e-2).
 
     python3 bench/chain_ab.py --shapes 4,16,4096,128 16,16,1024,128 4,16,4096,128,c \\
-        --variants "default;reduce_block=-1;trip_step=0,kv_prefetch=16" --commit SHA --out $OUT
+        --variants "default;reduce_block=-1;trip_step=0,reg_usage=5" --commit SHA --out $OUT
 
 A shape is ``B,H,S,D`` (``,c``: causal); a variant ``default`` or ``key=value[,key=value]``: a
 plan key (``value`` an int, or ``none`` to drop the row's option) or a code choice (an int, or
-the word a word-valued choice takes, e.g. ``p_store=st32``). A ``code=default`` item (how
+the word a word-valued choice takes, e.g. ``dq_guard=rows``). A ``code=default`` item (how
 ``lab/variant_grid.py --top`` writes a code-only variant) pins the choices the variant does
 not name to the default build's values, as bench/bwd_main_ab.py does; without it they resolve
 again around the named ones. A call that cuts its grid (a tail-split build) is refused when a
@@ -46,7 +46,7 @@ from bwd_main_ab import plot, round_robin, write_report  # noqa: E402
 from sdpa_bwd import commit_id, flops, make_set, rel_err  # noqa: E402
 
 PLAN_ARCH = "sm_120a"  # the plans every supported device runs (frost.sched.arch.plan_arch)
-from frost.templates.bwd_main.code import CALL_DECIDES  # noqa: E402  (tail_split, persistent)
+from frost.templates.bwd_main.code import CALL_DECIDES  # noqa: E402  (tail_split)
 
 
 def code_choices() -> dict:
@@ -78,8 +78,7 @@ def parse_variant(text: str) -> dict:
             continue
         if key in CALL_DECIDES:
             raise ValueError(f"bad variant item {item!r}: {key} is not a variant's to set "
-                             f"(tail_split: frost.sdpa decides it per call; persistent: a launch "
-                             f"frost.sdpa does not run)")
+                             f"(tail_split: frost.sdpa decides it per call)")
         if key in code:
             out[key] = val if code[key] is str else _int(item, val)
             continue

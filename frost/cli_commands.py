@@ -344,7 +344,7 @@ def register_compile(sub) -> None:
     _model_arg(p, user=False)
     p.add_argument("--code", action="append", default=[], metavar="KEY=VALUE",
                    help="a bwd_main code choice on top of the measured defaults, e.g. "
-                        "reg_usage=7 or p_store=st32 (repeatable; names and meanings: "
+                        "reg_usage=7 or dq_guard=rows (repeatable; names and meanings: "
                         "frost.templates.bwd_main.code)")
     p.add_argument("--standalone", action="store_true",
                    help="compile each kernel in a module of its own (bwd_main as "
@@ -388,8 +388,8 @@ def run_compile(args: argparse.Namespace) -> int:
     code = CodeChoices.parse(args.code)
     if CALL_DECIDES & code.keys():
         raise ValueError(f"--code {sorted(CALL_DECIDES & code.keys())}: not a variant's choice "
-                         f"(frost.sdpa builds tail_split for the calls it cuts; persistent is a "
-                         f"launch it does not run); frost compile builds the whole-tile chain")
+                         f"(frost.sdpa builds tail_split for the calls it cuts); frost compile "
+                         f"builds the whole-tile chain")
     tile = _tile_arg(args.tile)
     rows = chain_resources(args.arch, args.head_dim, args.causal, args.causal_align, args.dtype,
                            tile, use_pdl=not args.no_pdl,

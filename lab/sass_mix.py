@@ -3,8 +3,7 @@ PTX instruction -- both without a GPU.
 
     python3 lab/sass_mix.py --dims 64,128 --arch sm_120a       # loop mix per head dim
     python3 lab/sass_mix.py --probe "ex2.approx.f16x2 h1, h0;"  # one instruction's SASS
-    python3 lab/sass_mix.py --dims 64 --arch sm_90a --same-loop dkdv_store  # ablation check
-    python3 lab/sass_mix.py --dims 64 --arch sm_90a --same-loop l2_hints=1   # a code choice
+    python3 lab/sass_mix.py --dims 64 --arch sm_90a --same-loop trip_step=0  # a code choice
     python3 lab/sass_mix.py --dims 64 --arch sm_90a --same-loop tile.reduce_block=-1,code=default
     python3 lab/sass_mix.py --dims 64,128 --arch sm_90a --schedules reg_usage=0-10  # v80
     python3 lab/sass_mix.py --dims 64,128,256 --arch sm_90a --operand-distance   # v101a
@@ -17,6 +16,8 @@ The loop is the longest backward branch whose body holds HMMA instructions. The 
 static count over its body: where the loop branches (masked and unmasked softmax), both paths
 are counted, and ``--skip A-B`` (hex addresses, repeatable) leaves one out. lab/LOG.md
 v27 used ``--probe`` to see that ``ex2.approx.f16x2`` is two MUFU ops on sm_120a and sm_90a.
+(``--same-loop`` also took the kernel's timing-only ``skip`` ablations until they left it on
+2026-12-07: lab/LOG.md.)
 """
 
 from __future__ import annotations
@@ -164,9 +165,9 @@ def loop_mix(d: int, arch: str, causal: bool, skip) -> dict:
             "nop_runs": [[*k, v] for k, v in nops.most_common()]}
 
 
-def product_insns(d: int, arch: str, causal: bool, skip_stages=(), **choices):
+def product_insns(d: int, arch: str, causal: bool, **choices):
     """(SASS instructions, spill bytes) of the build ``frost.sdpa`` runs on ``arch`` (PDL on),
-    or of it with a ``skip`` ablation or other code ``choices``. Choices that name a forced
+    or of it with other code ``choices``. Choices that name a forced
     plan key (``tile.reduce_block=-1``) or ``code="default"`` build as bench/bwd_main_ab.py's
     variant of that name does (:func:`bwd_main_ab.build_kernel`: sm_120a plans, the ones every
     supported device runs), so a loop read here is the one an A/B of that variant timed."""
@@ -177,11 +178,10 @@ def product_insns(d: int, arch: str, causal: bool, skip_stages=(), **choices):
             sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
         from bwd_main_ab import build_kernel
 
-        v = dict(choices, **({"skip": "+".join(skip_stages)} if skip_stages else {}))
-        kern = build_kernel(d, causal, v, use_pdl=True)
+        kern = build_kernel(d, causal, dict(choices), use_pdl=True)
     else:
         kern = BwdMainKernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
-                             skip=frozenset(skip_stages), **choices)
+                             **choices)
     rep = kern.compile(arch)
     return instructions(sass_of(rep.cubin)), rep.total_spill_bytes
 
@@ -201,18 +201,16 @@ def distance_line(d: int, arch: str, causal: bool, **choices) -> str:
             f"{med}, {c[None]} on held or earlier-loaded operands, {spilled} B spilled")
 
 
-def loop_ops(d: int, arch: str, causal: bool, skip_stages=(), operands: bool = False,
-             **choices) -> list[str]:
+def loop_ops(d: int, arch: str, causal: bool, operands: bool = False, **choices) -> list[str]:
     """The opcodes (with ``operands``: whole instructions) from the first HMMA to the last of
-    the default kernel, or of its ``skip`` ablation build, or of a build with other code
-    ``choices``: the trip loop's body, which holds every GEMM. (:func:`main_loop`'s longest
+    the default kernel, or of a build with other code ``choices``: the trip loop's body, which holds every GEMM. (:func:`main_loop`'s longest
     backward branch is no stable landmark across two builds: a rescheduled kernel can put a
     longer one around the prologue or epilogue.)"""
-    return _loop(d, arch, causal, skip_stages, operands, **choices)[0]
+    return _loop(d, arch, causal, operands, **choices)[0]
 
 
-def _loop(d, arch, causal, skip_stages=(), operands=False, **choices):
-    insns, spilled = product_insns(d, arch, causal, skip_stages, **choices)  # as frost.sdpa
+def _loop(d, arch, causal, operands=False, **choices):
+    insns, spilled = product_insns(d, arch, causal, **choices)  # as frost.sdpa
     ops = [op + args if operands else op for _, op, args in insns]
     hmma = [i for i, (_, op, _) in enumerate(insns) if op.startswith("HMMA")]
     return (ops[hmma[0]:hmma[-1] + 1] if hmma else []), spilled
@@ -246,10 +244,9 @@ def knob_values(text: str) -> tuple[str, list[int]]:
 
 
 def compare_loops(default: list[str], ablated: list[str]) -> dict:
-    """Whether an ablation left the trip loop's code alone: same opcode sequence, and the
-    opcode counts that moved. For an ablation of work outside the loop (``kv_load``,
-    ``dkdv_store``), a different loop means ptxas rescheduled it, so the ablation's time also
-    prices that schedule (lab/LOG.md v76)."""
+    """Whether a variant left the trip loop's code alone: same opcode sequence, and the
+    opcode counts that moved. For a change of work outside the loop, a different loop means
+    ptxas rescheduled it, so the variant's time also prices that schedule (lab/LOG.md v76)."""
     ca, cb = collections.Counter(default), collections.Counter(ablated)
     moved = {k: cb[k] - ca[k] for k in sorted(set(ca) | set(cb)) if ca[k] != cb[k]}
     return {"default": len(default), "ablated": len(ablated), "same": default == ablated,
@@ -257,11 +254,11 @@ def compare_loops(default: list[str], ablated: list[str]) -> dict:
 
 
 def variant_kwargs(text: str) -> dict:
-    """--same-loop's VARIANT as :func:`loop_ops` keywords: "a+b" -> skip stages a and b;
-    "k=v[,k=v]" -> code choices (ints where the value is one), or bench/bwd_main_ab.py's
-    ``tile.<key>=int`` and ``code=default`` (a forced plan, :func:`product_insns`)."""
+    """--same-loop's VARIANT as :func:`loop_ops` keywords: "k=v[,k=v]" -> code choices (ints
+    where the value is one), or bench/bwd_main_ab.py's ``tile.<key>=int`` and ``code=default``
+    (a forced plan, :func:`product_insns`)."""
     if "=" not in text:
-        return {"skip_stages": text.split("+")}
+        raise SystemExit(f"sass_mix: --same-loop wants key=value[,key=value], got {text!r}")
     out = {}
     for part in text.split(","):
         key, _, val = (x.strip() for x in part.partition("="))
@@ -309,9 +306,8 @@ def main(argv=None) -> None:
     ap.add_argument("--probe", metavar="PTX", help="show the SASS of these PTX lines instead")
     ap.add_argument("--json", metavar="FILE", help="also write the loop mixes here")
     ap.add_argument("--same-loop", metavar="VARIANT",
-                    help="instead: does the skip ablation VARIANT (e.g. dkdv_store, or a+b), or "
-                    "the code choices key=value[,key=value] (e.g. l2_hints=1), leave the trip "
-                    "loop's SASS as the default's? (v76: not always)")
+                    help="instead: do the code choices VARIANT, key=value[,key=value] (e.g. "
+                    "trip_step=0), leave the trip loop's SASS as the default's? (v76: not always)")
     ap.add_argument("--operand-distance", nargs="?", const="default", metavar="CHOICES",
                     help="instead: for each HMMA of the trip loop, how many instructions after "
                     "the LDSM of its operands it issues (v101a: d=256's loop is register-starved); "

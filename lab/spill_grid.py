@@ -33,13 +33,13 @@ def variant_build(d: int, causal: bool, v: dict, arch: str = "sm_120a") -> tuple
     """(forced plan keys, code choices) that ``chain_resources`` takes for variant ``v`` (a
     ``bench/bwd_main_ab.py`` variant) on ``arch``: ``tile.<knob>`` keys force the plan;
     ``code=default`` pins every choice the variant does not name to the default build's
-    (``CodeChoices.pinned``, as bwd_main_ab builds it); ``skip``, ``build`` and ``split_sms``
-    (timing-only) and ``CALL_DECIDES`` (tail_split, persistent) are refused."""
+    (``CodeChoices.pinned``, as bwd_main_ab builds it); ``build`` and ``split_sms``
+    (timing-only) and ``CALL_DECIDES`` (tail_split) are refused."""
     from bench.bwd_main_ab import BUILD, CODE, SPLIT_SMS
     from frost.sched import plan_variant
     from frost.templates.bwd_main.code import CALL_DECIDES, CodeChoices
 
-    bad = [k for k in v if k in ("skip", BUILD, SPLIT_SMS) or k in CALL_DECIDES]
+    bad = [k for k in v if k in (BUILD, SPLIT_SMS) or k in CALL_DECIDES]
     if bad:
         raise ValueError(f"{bad}: not a build frost.sdpa ships (timing-only or decided per call)")
     tile = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}

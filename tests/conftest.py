@@ -24,17 +24,13 @@ HAS_CUDA = _cuda_available()
 # The exhaustive compile sweeps, run by `python3 -m pytest -q -m slow` (README): every sm_121a
 # twin of an sm_120a compile test (the two targets differ only in the .target line and ptxas'
 # schedule; the default kernels of every head dim keep their sm_121a golden-PTX check in the
-# default run) and the timing-only ablation builds.
+# default run).
 FAST_ON_SM121 = {"test_compile", "test_report_is_read_under_pytest_capture"}
-SLOW_TESTS = {"test_compile_skip_ablations", "test_compile_exchange_sync_ablations",
-              "test_compile_causal_ablations", "test_dq_spread_adds_survive_the_ablations"}
 
 
 def _slow(item) -> bool:
     name = getattr(item, "originalname", item.name)
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if name in SLOW_TESTS:
-        return True
     return "compile" in item.keywords and params.get("arch") == "sm_121a" \
         and name not in FAST_ON_SM121
 

@@ -37,7 +37,6 @@ def test_bwd_main_sweep_help_without_gpu():
 def test_bwd_main_sweep_configs_are_legal():
     from frost.sched import plan_sdpa_bwd
     from frost.templates.bwd_main import BwdMainKernel
-    from frost.templates.bwd_main.kernel import SKIP_STAGES
 
     mod = _load(SWEEP)
     configs, _rejected = mod.build_configs()
@@ -46,11 +45,7 @@ def test_bwd_main_sweep_configs_are_legal():
     assert names[: len(mod.SHAPES)] == ["default"] * len(mod.SHAPES)  # most important first
     first_tile = min(i for i, n in enumerate(names) if n.startswith("tile:"))
     assert all(not n.startswith("tile:") for n in names[:first_tile])
-    # every ablation but mma_sync, which the exchange_sync defaults have no barrier for, the
-    # causal ones (the sweep's shapes are not causal; lab/ab/ab_v74.sh runs those) and pair_x,
-    # which needs a plan with a pair exchange (lab/ab/ab_v138.sh)
-    assert {c["skip"][0] for c in configs if c["skip"]} == SKIP_STAGES - {
-        "mma_sync", "diag_trips", "mask", "pair_x"}
+    assert not any(n.startswith("skip:") for n in names)  # no timing-only ablation ships
     for shape in mod.SHAPES:
         tiles = [c for c in configs if c["shape"] == shape and c["name"].startswith("tile:")]
         assert len(tiles) >= 3, (shape, [c["name"] for c in tiles])
@@ -58,7 +53,7 @@ def test_bwd_main_sweep_configs_are_legal():
     for c in configs:
         kp = c["kplan"]
         BwdMainKernel.can_implement(kp)
-        BwdMainKernel(kp, "bf16", causal=c["shape"][4], skip=frozenset(c["skip"]))
+        BwdMainKernel(kp, "bf16", causal=c["shape"][4], interleave=c.get("interleave"))
         if c["name"].startswith("tile:"):
             t = kp.tile
             force = {k: t[k] for k in ("tile_m", "tile_n", "q_stages", "num_mma_warps")}
@@ -79,9 +74,9 @@ def test_bwd_main_ab_help_and_variants():
 
     mod = _load(AB)
     assert mod.parse_variant("default") == {}
-    assert mod.parse_variant("interleave=0,p_store=st32") == {"interleave": 0, "p_store": "st32"}
+    assert mod.parse_variant("interleave=0,dq_guard=rows") == {"interleave": 0, "dq_guard": "rows"}
     assert mod.parse_variant("tile.exchange_stages=2") == {"tile.exchange_stages": 2}
-    for bad in ("foo=1", "interleave=", "tile.q_stages=two"):
+    for bad in ("foo=1", "interleave=", "tile.q_stages=two", "skip=softmax", "p_store=st32"):
         with pytest.raises(ValueError):
             mod.parse_variant(bad)
 
@@ -98,8 +93,8 @@ def test_chain_ab_help_variants_and_the_option_patch():
     assert mod.parse_variant("reduce_block=-1, dq_rows=none") == {"reduce_block": -1, "dq_rows": None}
     assert mod.parse_shape("4,16,4096,128,c") == (4, 16, 4096, 128, True)
     assert mod.parse_shape("2,8,4096,256") == (2, 8, 4096, 256, False)
-    assert mod.parse_variant("trip_step=0,kv_prefetch=16,p_store=st32,reduce_block=-1") == \
-        {"trip_step": 0, "kv_prefetch": 16, "p_store": "st32", "reduce_block": -1}
+    assert mod.parse_variant("trip_step=0,reg_usage=5,dq_guard=rows,reduce_block=-1") == \
+        {"trip_step": 0, "reg_usage": 5, "dq_guard": "rows", "reduce_block": -1}
     assert mod.parse_variant("trip_step=0,reg_usage=3,code=default") == \
         {"trip_step": 0, "reg_usage": 3, "code": "default"}
     with pytest.raises(ValueError, match="code=default with plan keys"):
@@ -109,7 +104,7 @@ def test_chain_ab_help_variants_and_the_option_patch():
     for bad, why in (("reduce_block", "key=int"), ("no_such_key=1", "unknown tile key"),
                      ("reduce_block=x", "not an int"), ("q_stages=9", "not allowed"),
                      ("trip_step=x", "not an int"), ("tail_split=1", "not a variant's"),
-                     ("persistent=132", "not a variant's")):
+                     ("persistent=132", "unknown tile key")):
         with pytest.raises(ValueError, match=why):
             mod.parse_variant(bad)
     from frost.sched import tuned
@@ -154,27 +149,26 @@ def test_chain_ab_code_patch_reaches_the_calls_main_kernel():
 
     mine, causal, other = key(128, "none"), key(128, "bottom_right"), key(64, "none")
     before = [code(k) for k in (mine, causal, other)]
-    assert before[0].trip_step == 1 and before[0].kv_prefetch == 0  # v121's defaults
-    patch = mod.OptionPatch(128, False, {"trip_step": 0, "kv_prefetch": 16})
+    assert before[0].trip_step == 1 and before[0].reg_usage == 3  # v121's / v80's defaults
+    patch = mod.OptionPatch(128, False, {"trip_step": 0, "reg_usage": 5})
     try:
-        assert patch.code == {"trip_step": 0, "kv_prefetch": 16} and patch.change == {}
+        assert patch.code == {"trip_step": 0, "reg_usage": 5} and patch.change == {}
         got = code(mine)
-        assert (got.trip_step, got.kv_prefetch) == (0, 16)
+        assert (got.trip_step, got.reg_usage) == (0, 5)
         assert got.dq_chunks == before[0].dq_chunks and got.interleave == before[0].interleave
         assert code(causal) == before[1] and code(other) == before[2]
         assert isinstance(api._main_kernel(mine, api.make_plan(mine)), BwdMainKernel)
     finally:
         patch.restore()
     assert api.main_choices(mine) == {} and code(mine) == before[0]
-    # code=default pins what the variant does not name (as bench/bwd_main_ab.py): trip_step=0
-    # alone re-resolves d=128's K/V prefetch (16 on the division walk), pinned it stays 0
+    # code=default pins what the variant does not name (as bench/bwd_main_ab.py)
     patch = mod.OptionPatch(128, False, mod.parse_variant("trip_step=0,code=default"))
     try:
         got = code(mine)
-        assert (got.trip_step, got.kv_prefetch, got.reg_usage) == (0, 0, before[0].reg_usage)
+        assert (got.trip_step, got.reg_usage) == (0, before[0].reg_usage)
         split = dataclasses.replace(mine, tail_split=True)  # split builds are left alone
         assert patch.main_choices(split) == {} and patch.main_choices(causal) == {}
-        assert len(patch.main_choices(mine)) == len(CodeChoices.names()) - 2
+        assert len(patch.main_choices(mine)) == len(CodeChoices.names()) - 1
     finally:
         patch.restore()
 
@@ -263,7 +257,7 @@ def test_bwd_main_ab_replot_names_each_shape_when_they_differ(tmp_path):
     files = []
     for i, shape in enumerate(([4, 16, 4096], [16, 16, 1024])):
         res = [dict(d=128, variant=v, ratio=r + i / 100, round_ratio_min=r, round_ratio_max=r,
-                    ms=1.0, tflops=300.0) for v, r in (("default", 1.0), ("skip=softmax", 0.9))]
+                    ms=1.0, tflops=300.0) for v, r in (("default", 1.0), ("interleave=0", 0.9))]
         path = tmp_path / f"run{i}.json"
         path.write_text(json.dumps(dict(meta=dict(gpu="card", date="2026-12-07", shape=shape),
                                         results=res)))
@@ -274,7 +268,7 @@ def test_bwd_main_ab_replot_names_each_shape_when_they_differ(tmp_path):
     lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("plot:")]
     assert len(lines) == 4
     assert all("4,16,4096" in ln for ln in lines[:2]) and all("16,16,1024" in ln for ln in lines[2:])
-    assert "0.910" in lines[3] and "skip=softmax" in lines[3]
+    assert "0.910" in lines[3] and "interleave=0" in lines[3]
     assert (tmp_path / "bwd_main_ab.png").stat().st_size > 10_000
 
 
@@ -304,15 +298,15 @@ def test_ncu_stalls_summarises_a_source_page(tmp_path):
 
 
 def test_bwd_main_ab_build_kernel_applies_each_kind_of_key():
-    """A variant's tile.* keys re-plan on top of the default's knobs and options, skip= becomes
-    the ablation set and the rest are code choices (shared by bwd_main_ab and profile_bwd_main)."""
+    """A variant's tile.* keys re-plan on top of the default's knobs and options and the rest
+    are code choices (shared by bwd_main_ab and profile_bwd_main)."""
     mod = _load(AB)
     base = mod.build_kernel(128, False, mod.parse_variant("default"))
-    assert base.kp.tile["exchange_stages"] == 2 and base.skip == frozenset()
+    assert base.kp.tile["exchange_stages"] == 2
     k = mod.build_kernel(128, False, mod.parse_variant(
-        "tile.exchange_stages=1,interleave=1,skip=softmax+dq_atomic"))
-    assert k.kp.tile.get("exchange_stages", 1) == 1 and k.interleave == 1
-    assert k.skip == {"softmax", "dq_atomic"}
+        "tile.exchange_stages=1,interleave=0,trip_step=0"))
+    assert k.kp.tile.get("exchange_stages", 1) == 1 and k.interleave == 0
+    assert k.code.trip_step == 0
     knobs = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs", "dq_rows", "s_rows")
     assert {x: k.kp.tile.get(x) for x in knobs} == {x: base.kp.tile.get(x) for x in knobs}
 
@@ -625,8 +619,8 @@ def test_sass_mix_groups_values_by_schedule():
 
 def test_sass_mix_reads_a_forced_plan_as_the_ab_builds_it(monkeypatch):
     """lab/sass_mix.py: a variant naming a forced plan key or code=default parses, and its
-    loop comes from bench/bwd_main_ab.py's build of that variant (PDL on, the skip stages
-    passed along), so the SASS read is the build an A/B timed (no compile here)."""
+    loop comes from bench/bwd_main_ab.py's build of that variant (PDL on), so the SASS read is
+    the build an A/B timed (no compile here)."""
     import types
 
     mod = _load(os.path.join(ROOT, "lab", "sass_mix.py"))
@@ -648,9 +642,11 @@ def test_sass_mix_reads_a_forced_plan_as_the_ab_builds_it(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "bwd_main_ab", types.SimpleNamespace(build_kernel=build_kernel))
     monkeypatch.setattr(mod, "sass_of", lambda cubin: "")
-    assert mod.product_insns(64, "sm_90a", True, ("softmax",), **v) == ([], 0)
+    assert mod.product_insns(64, "sm_90a", True, **v) == ([], 0)
     assert seen == dict(arch="sm_90a", d=64, causal=True, use_pdl=True,
-                        variant={"tile.reduce_block": -1, "code": "default", "skip": "softmax"})
+                        variant={"tile.reduce_block": -1, "code": "default"})
+    with pytest.raises(SystemExit, match="key=value"):  # (the skip ablations left, 2026-12-07)
+        mod.variant_kwargs("dkdv_store")
 
 
 def test_round_robin_rotates_switches_and_takes_per_round_medians():
@@ -904,10 +900,10 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
     tile, code = mod.variant_build(256, False, {"reg_usage": 7, "code": "default"})
     assert tile == {} and code["reg_usage"] == 7 and base["reg_usage"] != 7
     assert {k: v for k, v in code.items() if k != "reg_usage"} == \
-        {k: v for k, v in base.items() if k not in ("reg_usage", "tail_split", "persistent")}
+        {k: v for k, v in base.items() if k not in ("reg_usage", "tail_split")}
     assert mod.variant_build(256, False, {"tile.q_stages": 1, "trip_step": 1}) == \
         ({"q_stages": 1}, {"trip_step": 1})  # unpinned: the rest resolves around it
-    for bad in ({"skip": "softmax"}, {"tail_split": 1}, {"build": "launch"}, {"split_sms": 132}):
+    for bad in ({"tail_split": 1}, {"build": "launch"}, {"split_sms": 132}):
         with pytest.raises(ValueError, match="not a build"):
             mod.variant_build(256, False, bad)
     # the same kernel bench/bwd_main_ab.py times for the variant string
@@ -917,7 +913,7 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
 
     for d, causal, text in ((256, False, "q_rotate=0,trip_step=1,code=default"),
                             (64, True, "reg_usage=5,code=default"),
-                            (128, False, "trip_step=0,p_store=st32"),
+                            (128, False, "trip_step=0,dq_guard=rows"),
                             (64, False, "tile.exchange_stages=1,code=default")):
         v = ab.parse_variant(text)
         tile, code = mod.variant_build(d, causal, v)
@@ -932,7 +928,7 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
 
     def fake(job):
         name, v, d, causal, arch = job
-        if name == "lookahead=1":
+        if name == "dq_chunks=2":
             return dict(variant=name, arch=arch, d=d, causal=causal, refused="no room")
         return dict(variant=name, arch=arch, d=d, causal=causal, registers=168,
                     spill_bytes=spills[name, arch], others_spill=0, code={})
@@ -953,12 +949,12 @@ def test_spill_grid_builds_what_ships_and_keeps_the_spill_free(monkeypatch, tmp_
             return [f(j) for j in jobs]
 
     monkeypatch.setattr(mod.concurrent.futures, "ProcessPoolExecutor", Serial)
-    assert mod.main(["--dims", "256", "--variants", "default;dq_accs=2;lookahead=1;stat_vec=1",
+    assert mod.main(["--dims", "256", "--variants", "default;dq_accs=2;dq_chunks=2;stat_vec=1",
                      "--keep", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr()
     assert out.out.strip() == "default;stat_vec=1"
     assert "168/8" in out.err  # the table names dq_accs=2's sm_120a spill
-    assert "refused: lookahead=1: no room" in out.err
+    assert "refused: dq_chunks=2: no room" in out.err
     saved = json.load(open(tmp_path / "spill_grid.json"))
     assert saved["meta"]["archs"] == ["sm_90a", "sm_120a"] and len(saved["results"]) == 8
 

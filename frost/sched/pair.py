@@ -1,18 +1,16 @@
 """The plan of a 2-CTA pair exchange (:mod:`frost.tile_dsl.cluster`): its receive buffer and
 its two mbarriers placed in shared memory, for the probe kernel
-(:mod:`frost.templates.pair_exchange`, :func:`plan_pair_exchange`) and inside another kernel's
-plan (:func:`add_pair_exchange`: bwd_main's ``pair_words`` option, the in-loop timing of v138
-and, later, a head-dim-split attention backward)."""
+(:mod:`frost.templates.pair_exchange`, :func:`plan_pair_exchange`). Placing one inside another
+kernel's plan (bwd_main's timing-only ``pair_words`` option of v138) left on 2026-12-07
+(lab/LOG.md)."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import sympy
 
 from frost.sched.arch import get_arch
 from frost.sched.plan import Infeasible, KernelPlan, Plan, WarpGroupPlan, WarpRole
-from frost.sched.smem import BufferRequest, align_up, allocate, place_mbarriers, reuse_spot
+from frost.sched.smem import BufferRequest, allocate, place_mbarriers
 from frost.tile_dsl.barrier import WARP_SIZE
 from frost.tile_dsl.cluster import VEC, PairExchange
 
@@ -68,44 +66,3 @@ def plan_pair_exchange(threads: int = 256, words: int = 16, smem_bytes: int = 0,
         params={"cluster": CLUSTER})
     return Plan("pair_exchange", arch, {"threads": threads, "words": words}, (kernel,),
                 smem_budget=budget)
-
-
-def add_pair_exchange(kp: KernelPlan, threads: int, words: int, like: str,
-                      budget: int) -> KernelPlan:
-    """``kp`` with a pair exchange of ``threads`` x ``words`` fp32 words a round added: its
-    receive buffer live while ``like`` is (e.g. bwd_main's ``sP``: the trip loop), placed
-    where no buffer live then has bytes (the allocator's reuse rule: a dead buffer's bytes, such
-    as a held V's) or else above every buffer; its two mbarriers above everything; the cluster
-    shape in ``params`` and ``pair_words`` / ``pair_guard`` in ``tile``. ``pair_guard`` = 1
-    when the buffer reuses bytes of a buffer live earlier: the kernel must then release its
-    buffer to the peer once before round 0 (:class:`frost.tile_dsl.cluster.PairExchange`'s
-    ``guarded``). :class:`Infeasible` when it does not fit ``budget`` bytes."""
-    if kp.params.get("cluster") not in (None, CLUSTER):
-        raise Infeasible(f"{kp.name} already launches clusters of {kp.params['cluster']}")
-    if any(b.name == RECV for b in kp.buffers):
-        raise Infeasible(f"{kp.name} already has a pair exchange")
-    nbytes = threads * words * 4
-    req = BufferRequest(RECV, 1, threads * words, "fp32", 4, 1, kp.buffer(like).live,
-                        sympy.Integer(nbytes))
-    spot = reuse_spot(req, list(kp.buffers))
-    top = max([b.end for b in kp.buffers] + [m.offset + 8 * m.stages for m in kp.mbarriers])
-    if spot is not None:
-        offset, root = spot
-    else:
-        offset, root = align_up(top, req.align), None
-    recv = dataclasses.replace(
-        allocate([req])[0][0], offset=offset, alias_of=None if root is None else root.name)
-    mbars, end = place_mbarriers(max(top, recv.end), [(FULL, 1, 1, nbytes),
-                                                      (EMPTY, 1, threads // WARP_SIZE, 0)])
-    if end > budget:
-        raise Infeasible(f"{kp.name} with a {nbytes:,} B pair exchange needs {end:,} B of "
-                         f"shared memory, over {budget:,} B")
-    guard = int(root is not None)
-    params = {**kp.params, "cluster": CLUSTER}
-    if "smem_expr" in params:  # the scheduler's symbolic bytes: the mbarriers, a new region
-        params["smem_expr"] = str(sympy.sympify(params["smem_expr"]) + 8 * len(mbars)
-                                  + (0 if guard else nbytes))
-    return dataclasses.replace(
-        kp, buffers=kp.buffers + (recv,), mbarriers=kp.mbarriers + tuple(mbars),
-        smem_bytes=max(kp.smem_bytes, end),
-        tile={**kp.tile, "pair_words": words, GUARD: guard}, params=params)

@@ -84,8 +84,7 @@ from frost.ir.attention import sdpa_bwd_program
 from frost.ir.symbols import DType, d_qk, d_v, tile_m, tile_n
 from frost.sched.arch import get_arch, plan_arch
 from frost.sched.partition import partition
-from frost.sched.pair import add_pair_exchange
-from frost.sched.plan import Plan, WarpRole, with_tile_source
+from frost.sched.plan import Plan, with_tile_source
 from frost.sched.residency import holdable
 from frost.sched.scheduler import Infeasible, TileChoice, schedule
 from frost.sched.tiles import CostModel, TripWork, candidates, iteration_cost, trip_work
@@ -127,9 +126,6 @@ SDPA_BWD_SPACE: dict[str, tuple[int, ...]] = {
     "s_order": (-1,),
     "dkv_order": (-1,),
     "dq_order": (-1,),
-    # n > 0: a 2-CTA cluster pair exchange of n fp32 words a MMA thread a round placed in
-    # bwd_main's plan (frost.sched.pair.add_pair_exchange; v138's in-loop timing), forced
-    "pair_words": (0,),
 }
 ORDER_KEYS = ("s_order", "dkv_order", "dq_order")  # results of a plan's search, not its inputs
 # the keys that shape the warp grids a warp order is read on
@@ -156,7 +152,6 @@ FORCEABLE: dict[str, tuple[int, ...]] = {
     "head_pad": (0, 32, 64, 96, 128, 160, 192, 224, 256),
     # (-1 .. 24: a 16-warp grid has up to 25 orders; the scheduler refuses one its grid lacks)
     **{k: tuple(range(-1, 25)) for k in ORDER_KEYS},
-    "pair_words": (0, 4, 8, 16, 32),
 }
 
 
@@ -264,12 +259,6 @@ def rank_sdpa_bwd(arch="sm_120a", head_dim=128, head_dim_v=None, causal=False, d
         except Infeasible as e:
             rejected.append((c, e.reason))
             continue
-        if c["pair_words"]:
-            try:
-                plan = _with_pair(plan, prog.kernel_names["main"], c["pair_words"], arch)
-            except Infeasible as e:
-                rejected.append((c, e.reason))
-                continue
         plan = _with_aliases(plan, d, dv, bool(held), c["head_pad"])
         main = plan.kernel(prog.kernel_names["main"])
         ranked.append((iteration_cost(main_prog.subs(sizes), main, model), plan))
@@ -398,15 +387,6 @@ def plan_variant(arch: str = "sm_120a", head_dim: int = 128, head_dim_v: int | N
         raise ValueError(f"forcing {forced} on top of the default plan ({others}) leaves no "
                          f"legal plan; force some of those keys too. {e}") from None
     return with_tile_source(out, f"{main.params.get('tile_source', 'default')}; forced {forced}")
-
-
-def _with_pair(plan: Plan, main: str, words: int, arch) -> Plan:
-    """``plan`` with a pair exchange of ``words`` words a MMA thread in its main kernel, live
-    over the trip loop (sP's stages), within ``arch``'s budget."""
-    kp = plan.kernel(main)
-    kp = add_pair_exchange(kp, kp.role(WarpRole.MMA).threads, words, "sP", arch.smem_budget)
-    return dataclasses.replace(plan, kernels=tuple(kp if k.name == main else k
-                                                   for k in plan.kernels))
 
 
 def _with_aliases(plan: Plan, d: int, dv: int, v_held: bool, head_pad: int = 0) -> Plan:

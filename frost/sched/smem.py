@@ -90,14 +90,6 @@ def allocate(reqs: list[BufferRequest]) -> tuple[list[BufferPlan], int, sympy.Ex
     return placed, end, expr
 
 
-def reuse_spot(r: BufferRequest, placed: list[BufferPlan]):
-    """(offset, region) where ``r`` can take bytes of the buffers already ``placed`` (a plan's,
-    with their aliases) that are dead while ``r`` is live, by :func:`allocate`'s reuse rule; or
-    None."""
-    regions = sorted((b for b in placed if b.alias_of is None), key=lambda b: b.offset)
-    return _reuse(r, regions, placed)
-
-
 def _reuse(r: BufferRequest, regions, placed):
     """(offset, region) where ``r`` can reuse bytes, or None: one region first (its own shape
     preferred, then the smallest), else the shortest run of adjacent regions."""

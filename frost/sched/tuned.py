@@ -106,7 +106,7 @@ AB_PICK_SOURCES = {160: "lab/results/v32/t32/bwd_main_ab.json",
 # (dq_order=0). The exchange split is then dV/dK first in groups {0,1,4,5} / {2,3,6,7}, where
 # the searched default ran dQ first in groups warp % 2 (causal: rule 2's dV/dK first in [0..3]
 # / [4..7]). bwd_main / default at (4,16,4096): 0.977x [0.971, 0.979] (without dq_spread, which
-# needs dQ first), causal 0.981x [0.977, 0.992] and 0.983x [0.980, 0.986] (lab/results/v116,
+# needs dQ first; a code choice since removed), causal 0.981x [0.977, 0.992] and 0.983x [0.980, 0.986] (lab/results/v116,
 # v116b). The same split in groups warp % 2 (S order 4) timed 0.977x non-causal but 1.022x
 # causal; the other placements tried at d=64 and d=128 were 0.997x-1.067x.
 OPTIONS_SOURCES = ("lab/results/v7/ab/bwd_main_ab.json",

@@ -15,7 +15,7 @@ pointwise stage) become kernel code without a per-variant branch in the template
 * Numbers: integers stay Python ints (the DSL folds them into the instruction), others become
   ``Float32`` constants. An ``Int32`` meets a ``Float32`` as a ``Float32``.
 
-A :class:`Memo` shared across calls emits each subexpression once: one whose symbols are all in
+An ``env`` value may be :class:`Lazy`: emitted at its first use. A :class:`Memo` shared across calls emits each subexpression once: one whose symbols are all in
 ``invariant`` (per-tile values such as the scale, per-CTA ones such as the head) is kept for the
 whole trace, the rest for one element. Inside an unrolled loop (``range_constexpr``) the first
 element's code then dominates the later ones.
@@ -110,6 +110,14 @@ RELATIONS = {
 }
 
 
+class Lazy:
+    """An ``env`` value emitted only when (and where) an expression first reads it, e.g. a
+    shared-memory load that should follow the arithmetic before it."""
+
+    def __init__(self, make: Callable[[], Any]):
+        self.make = make
+
+
 class Memo:
     """Emitted subexpressions: ``invariant`` ones for the whole trace, the others until
     :meth:`next_element`."""
@@ -149,7 +157,10 @@ def _emit(e, env, memo):
     if e.is_Symbol:
         if e.name not in env:
             raise KeyError(f"no value for {e.name} (known: {sorted(env)})")
-        return env[e.name]
+        v = env[e.name]
+        if isinstance(v, Lazy):  # emitted where the expression first reads it
+            v = env[e.name] = v.make()
+        return v
     hit = memo.get(e)
     if hit is not None:
         return hit

@@ -22,7 +22,7 @@ DIMS = (32, 64, 96, 128, 160, 192)
 def measured(d):
     rows = json.loads(SWEEP.read_text())["results"]
     return [(dict((k, r["tile"][k]) for k in KNOBS), r["ms"]) for r in rows
-            if r["shape"][3] == d and not r["skip"] and r["status"] == "ok"]
+            if r["shape"][3] == d and not r.get("skip") and r["status"] == "ok"]
 
 
 def _ranks(xs):
@@ -94,7 +94,7 @@ def v11_default(d, causal):
         return {k: base[k] for k in PLAN_KEYS if k in base}
     keys = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
     sweep = [r for r in json.loads(SWEEP.read_text())["results"]  # == tuned.SOURCE
-             if r["shape"][3] == row and not r["skip"] and r["status"] == "ok"]
+             if r["shape"][3] == row and not r.get("skip") and r["status"] == "ok"]
     pick = {k: min(sweep, key=lambda r: r["ms"])["tile"][k] for k in keys}
     for extra in (tuned_options("sm_120a", row, causal), {}):
         try:

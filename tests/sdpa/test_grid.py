@@ -31,11 +31,11 @@ def test_work_is_each_kv_tiles_visible_q_tiles(causal, align, s_q, s_kv):
                           for i in range(m * tm, min(s_q, m * tm + tm)))]
         lo = q_tiles[0] if q_tiles else 0  # the walk covers [first visible tile, end)
         want.append((-(-s_q // tm) - lo if q_tiles else 0) * 3 + OVERHEAD_TRIPS)
-    for lpt in (1, 0, 2):
+    for lpt in (1, 8, 2):
         got = bwd_main_work(kp, 2, 6, 2, s_q, s_kv, causal, align, lpt_heads=lpt)
         assert sorted(got) == sorted(want * 4), lpt
-    if causal:  # heavy first within the one group of all pairs
-        got = bwd_main_work(kp, 2, 6, 2, s_q, s_kv, causal, align, lpt_heads=0)
+    if causal:  # heavy first within one group of all (4) pairs
+        got = bwd_main_work(kp, 2, 6, 2, s_q, s_kv, causal, align, lpt_heads=8)
         assert got == sorted(got, reverse=True)
 
 

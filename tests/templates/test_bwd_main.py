@@ -15,7 +15,7 @@ import pytest
 
 from frost.templates.bwd_main.mma import make_mma, warp_cols
 from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
-from frost.templates.bwd_main.kernel import SKIP_STAGES, BwdMainError
+from frost.templates.bwd_main.kernel import BwdMainError
 from frost.templates.bwd_main import masks
 from frost.tile_dsl.gmem import ATOM, to_rows_model
 from frost.sched.plan import WarpRole
@@ -63,7 +63,7 @@ def test_q_tile_walk_visits_each_tile_once_per_head(rotate):
         assert len(firsts) == want, (m_min, n_m, firsts)
 
 
-@pytest.mark.parametrize("lpt_heads", [1, 0, 2, 4, 5, 64])
+@pytest.mark.parametrize("lpt_heads", [1, 2, 4, 5, 64])
 def test_cta_tile_is_a_bijection_heaviest_first(lpt_heads):
     """Every (KV tile, head, batch) goes to exactly one CTA for any grid (including a last,
     narrower group); with lpt_heads != 1, within each group of (batch, head) pairs the block
@@ -77,7 +77,7 @@ def test_cta_tile_is_a_bijection_heaviest_first(lpt_heads):
         if lpt_heads == 1:
             assert tiles == blocks
             continue
-        g = ny * nz if lpt_heads == 0 else min(lpt_heads, ny * nz)
+        g = min(lpt_heads, ny * nz)
         for start in range(0, len(tiles), g * nx):
             group = tiles[start:start + g * nx]
             assert [t[0] for t in group] == sorted(t[0] for t in group), (grid, lpt_heads)
@@ -172,9 +172,8 @@ def _no_file_cache():
 
 
 # d=256 as it ran before v92/v93: the one-stage Q/dO ring, one P/dS copy non-causal (two
-# causal). The variant tests below were written on it (dq_guard="tile", a row-major dQ
-# workspace); on the split ring those variants spill 56-68 B on sm_120a, which the default
-# (rows, blocked) does not.
+# causal). The variant tests below were written on it (a row-major dQ workspace); on the split
+# ring those variants spill 56-68 B on sm_120a, which the default (rows, blocked) does not.
 def pre_split_tile(causal=False):
     """d=256's default before the split ring (v92/v93/v96): one Q/dO stage; non-causal one P/dS
     copy and the 1x8 dQ grid, causal two copies and the 2x4 grid; the 8x8-block workspace
@@ -220,9 +219,8 @@ def test_compile(arch, d, causal):
     for needle in ("mma.sync.aligned.m16n8k16", "ldmatrix", "cp.async.bulk.tensor",
                    "griddepcontrol.wait", "griddepcontrol.launch_dependents",
                    "red.global.add.v4.f32" if kp.tile.get("reduce_block") == ATOM else
-                   f"red.global.add.v{kern.dq_vec}.f32", "setmaxnreg", "mbarrier"):
+                   "red.global.add.v2.f32", "setmaxnreg", "mbarrier"):
         assert rep.count(needle) > 0, needle
-    assert kern.dq_vec == 2
     assert ".trans" in rep.ptx  # transposed ldmatrix for Pᵀ, dSᵀ, Qᵀ, dOᵀ, Kᵀ
     # the dynamic smem the compiled host code launches with (a constant in its IR) fits the cap
     smem = kern.launched_smem_bytes
@@ -230,11 +228,9 @@ def test_compile(arch, d, causal):
     assert smem <= SMEM_CAP and smem >= max(b.end for b in kp.buffers)
     regs, spills = _resources(rep)
     assert spills == 0, f"{spills} spill bytes at {regs} registers"
-    # causal: the heavy-first CTA order (v41) reads the grid size; non-causal: linear order,
-    # which reads it only to find the next CTA's K/V tile (kv_prefetch, v72: d=128 on the
-    # division walk; no default prefetches since v121's stepping d=128)
-    assert ("%nctaid" in rep.ptx) == (causal or kern.code.kv_prefetch > 0)
-    assert ("%nsmid" in rep.ptx) == (kern.code.kv_prefetch > 0)
+    # causal: the heavy-first CTA order (v41) reads the grid size; non-causal: the linear order
+    assert ("%nctaid" in rep.ptx) == causal
+    assert "%nsmid" not in rep.ptx
     assert kern.code.trip_step == (d in (64, 128) and not (d == 128 and causal))
     assert kern.code.lpt_heads == ((8 if d <= 192 else 2) if causal else 1)
     assert rep.ptx_sha == DEFAULT_PTX_SHA[(arch, d, causal)], (
@@ -289,8 +285,6 @@ def test_compile_atom_dq_workspace(arch, d, causal):
     assert atoms.count("red.global.add.v2.f32") == 0
     assert atoms.count("shfl.sync") == blocked.count("shfl.sync")
     assert _resources(atoms)[1] == 0
-    with pytest.raises(BwdMainError, match="dq_vec"):
-        BwdMainKernel(ap, "bf16", causal=causal, **{**knobs, "dq_vec": 4})
 
 
 @pytest.mark.compile
@@ -311,16 +305,6 @@ def test_compile_dq_splits(arch, causal):
 
 # ----------------------------------------------------------------------------- L1 GPU numerics
 _KERNELS: dict = {}
-
-
-# d=40..64's plan before v116's measured warp orders: the exchange search's own orders, dQ first
-# (the split dq_spread rides: its adds over the same trip's dV/dK)
-DQ_FIRST = {"s_order": -1, "dkv_order": -1, "dq_order": -1}
-
-
-def dq_first_plan(d, causal=False, arch="sm_120a"):
-    """The measured d=40..64 plan with the warp orders left to the search (:data:`DQ_FIRST`)."""
-    return variant_plan(arch, d, causal=causal, tile=DQ_FIRST).kernel("bwd_main")
 
 
 def split_plan(d, causal=False, dtype="bf16", arch="sm_120a"):
@@ -409,7 +393,7 @@ def run_case(B, Sq, Skv, Hq, Hkv, D, dtype="bf16", causal=False, align="bottom_r
     lse2[..., :Sq][torch.isinf(lse.float())] = float("inf")
     dlt = torch.zeros((B, Hq, sq_pad), device=dev, dtype=torch.float32)
     dlt[..., :Sq] = delta.float()
-    checked = kern.code.dq_guard in ("rows", "tile", "row_once")
+    checked = kern.code.dq_guard == "rows"
     if checked:  # pad rows with a non-zero dQ partial (P = 1, dS = -1): unless the row check
         lse2[..., Sq:], dlt[..., Sq:] = 0.0, 1.0  # skips them, they land in the pad
     n_splits = -(-Skv // kern.kp.tile["tile_n"]) if splits else 0
@@ -537,15 +521,11 @@ def test_gpu_main_only_chain(d, splits):
         assert (a.double() - b.double()).norm() <= 1e-3 * b.double().norm()
 
 
-KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_vec", 4),),
-              (("p_store", "st32"),), (("lookahead", 1),), (("dq_chunks", 2),),
-              (("exp2_poly", 1),), (("q_rotate", 1),), (("q_rotate", 0),),
-              (("serial_sdp", 1),),
-              (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_guard", "tile"),),
-              (("dq_guard", "row_once"),), (("dq_accs", 2),),
+KNOB_CASES = [(("interleave", 0),), (("interleave", 1),), (("dq_chunks", 2),),
+              (("q_rotate", 1),), (("q_rotate", 0),),
+              (("dq_guard", "rows"),), (("dq_guard", "pad"),), (("dq_accs", 2),),
               (("trip_step", 1),), (("trip_step", 0),),  # both values: defaults differ by d
-              (("sdp_accs", 2),), (("interleave", 0), ("sdp_accs", 2)), (("stat_vec", 1),),
-              (("stat_vec", 1), ("serial_sdp", 1))]
+              (("stat_vec", 1),)]
 
 
 @pytest.mark.gpu
@@ -558,41 +538,14 @@ def test_gpu_code_knobs(d, knobs):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("knobs", [(("dq_spread", 1),), (("dq_spread", 0),),
-                                   (("dq_spread", 1), ("dq_guard", "rows"))],
-                         ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
-@pytest.mark.parametrize("d", [64, 48])
-def test_gpu_dq_spread_non_causal(d, knobs):
-    """The dQ-first plans (non-causal d=40..64 with the searched warp orders, the default until
-    v116) with dQ's adds spread over dV/dK or in one burst, and spread under row checks: many
-    trips a CTA, GQA 2:1, ragged tails, S_q != S_kv (a 48-wide head in the 64-wide plan too)."""
-    run_case(1, 700, 650, 4, 2, d, causal=False, knobs=knobs, seed=47,
-             tile=tuple(sorted(DQ_FIRST.items())), variant=True)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("d,causal,knobs", [
-    (128, False, (("dq_chunks", 2), ("dq_ds_held", 1), ("dq_spread", 1))),
-    (128, True, (("dq_chunks", 2), ("dq_ds_held", 1), ("dq_spread", 1))),
-    (256, False, (("dq_spread", 1),)), (256, True, (("dq_spread", 1),))],
-    ids=["d128-chunks", "d128-chunks-causal", "d256", "d256-causal"])
-def test_gpu_dq_spread_chunks(d, causal, knobs):
-    """dq_spread with dQ in chunks: each chunk's adds ride the next chunk's GEMM (d=256's ATOM
-    adds under its row checks when causal); many trips, GQA 2:1, ragged tails."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, knobs=knobs, seed=53)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("knobs", [(("dq_chunks", 1), ("interleave", 1)),
                                    (("dq_chunks", 1), ("interleave", 0)),
                                    (("dq_chunks", 4), ("interleave", 0)),
-                                   (("dq_accs", 2),), (("dq_guard", "pad"),),
-                                   (("dq_guard", "tile"),), (("dq_guard", "row_once"),)],
+                                   (("dq_accs", 2),), (("dq_guard", "pad"),)],
                          ids=lambda k: ",".join(f"{a}={b}" for a, b in k))
 def test_gpu_d256_dq_chunks(knobs):
     """d=256 (32x64 tile, one Q stage, V held): dQ = dS·K whole or in 64-column chunks; the
-    default 4 chunks with two accumulators, and without the row check (v54/v56 alternatives)
-    or with it on the edge q tile only (v65)."""
+    default 4 chunks with two accumulators, and without the row check (v54/v56 alternatives)."""
     run_case(1, 333, 300, 4, 2, 256, causal=True, knobs=knobs, seed=23)
 
 
@@ -667,9 +620,9 @@ def test_gpu_blocked_dq_workspace(d, causal, tile):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,guard,splits,sq,unit", [
-    (128, "rows", False, 700, None), (64, "tile", False, 700, None), (128, "pad", True, 700, None),
-    (128, "rows", False, 650, 16), (128, "row_once", False, 650, 16)],
-    ids=["rows", "tile", "splits", "rows-tight-pad", "row-once-tight-pad"])
+    (128, "rows", False, 700, None), (128, "pad", True, 700, None),
+    (128, "rows", False, 650, 16)],
+    ids=["rows", "splits", "rows-tight-pad"])
 def test_gpu_atom_workspace_guards_and_splits(d, guard, splits, sq, unit):
     """The ATOM workspace under the row-checked guards (only rows past S_q rounded up to 16
     may be touched, checked by run_case) and in deterministic split mode; with a tight pad
@@ -679,6 +632,10 @@ def test_gpu_atom_workspace_guards_and_splits(d, guard, splits, sq, unit):
 
 
 D256 = (("tile_m", 32), ("tile_n", 64), ("q_stages", 1), ("v_in_regs", 1), ("exchange_stages", 2))
+# d=128 (and 96) on a 64x128 tile with one Q/dO stage, V held and a 1x8 S/dP grid (the tall
+# tile of v19; with S and dP interleaved it spills 24-140 B on sm_120a)
+TALL = (("tile_m", 64), ("tile_n", 128), ("q_stages", 1), ("v_in_regs", 1), ("s_rows", 1),
+        ("exchange_stages", 1))
 
 
 @pytest.mark.gpu
@@ -690,47 +647,6 @@ def test_gpu_forced_warp_grids_d256(tile, causal):
     """Forced warp-grid rows at d=256 (S/dP 2x4 with V held: 64 registers of V a thread, past
     the model's estimate; dQ 2x4 in 4 chunks): the same numerics, many trips, GQA 2:1, tails."""
     run_case(1, 700, 650, 4, 2, 256, causal=causal, tile=tile, seed=37)
-
-
-# d=128 (and 96) on a 64x128 tile with one Q/dO stage, V held and a 1x8 S/dP grid: with S and
-# dP interleaved it spills 24-140 B on sm_120a; with serial_sdp=1 it compiles spill-free
-TALL = (("tile_m", 64), ("tile_n", 128), ("q_stages", 1), ("v_in_regs", 1), ("s_rows", 1),
-        ("exchange_stages", 1))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("d,causal", [(128, False), (128, True), (96, True)])
-def test_gpu_serial_sdp(d, causal):
-    """serial_sdp=1 on the tall tile: P kept in io-dtype registers between S and dP; many
-    trips, GQA 2:1, a ragged tail."""
-    run_case(1, 700, 650, 4, 2, d, causal=causal, tile=TALL, knobs=(("serial_sdp", 1),),
-             seed=41)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("causal", [False, True])
-def test_gpu_serial_sdp_d256(causal):
-    """serial_sdp=1 on d=256's default plan (v140's A/B): S, then P in io-dtype registers, then
-    dP; many trips, GQA 2:1, a ragged tail."""
-    run_case(1, 700, 650, 4, 2, 256, causal=causal, knobs=(("serial_sdp", 1),), seed=43)
-
-
-@pytest.mark.compile
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("causal", [False, True])
-def test_compile_serial_sdp_tall_tile(arch, causal):
-    """serial_sdp=1: the same MMAs and exponentials as the interleaved form of the same plan,
-    in another order, and spill-free on the tall d=128 tile."""
-    kp = default_plan(arch, 128, causal=causal, tile=dict(TALL))
-    assert (kp.tile["tile_m"], kp.tile["s_wm"], kp.tile["s_wn"]) == (64, 1, 8)
-    serial = BwdMainKernel(kp, causal=causal, serial_sdp=1)
-    assert serial.serial_sdp == 1 and BwdMainKernel(kp).serial_sdp == 0
-    rep = serial.compile(arch)
-    base = BwdMainKernel(kp, causal=causal).compile(arch)
-    for needle in ("mma.sync.aligned.m16n8k16", "ex2.approx", "red.global.add.v2.f32"):
-        assert rep.count(needle) == base.count(needle) > 0, needle
-    assert rep.ptx != base.ptx
-    assert _resources(rep)[1] == 0
 
 
 D64_DQ24 = (("tile_m", 64), ("tile_n", 128), ("q_stages", 2), ("v_in_regs", 1), ("dq_rows", 2))
@@ -782,45 +698,6 @@ def test_compile_dq_k_held_reads_less(arch, d, tile):
 
     assert before_first_mma(rep.ptx) > before_first_mma(base.ptx)
     assert _resources(rep)[1] == 0
-
-
-@pytest.mark.compile
-@pytest.mark.parametrize("arch", ARCHS)
-def test_compile_sdp_accs_splits_the_s_dp_chains(arch):
-    """sdp_accs=2 (v59): the same MMAs, the odd k-blocks of S and dP into second accumulators
-    that are added back before the pointwise (one f32 add per S and dP value a thread: 2 x 16
-    at d=128); the default is one (measured slower, v59). The product build (v67) of two
-    spills at non-causal d=128 where the default does not: a reason more to keep it opt-in."""
-    kp = default_plan(arch, 128)
-    base, two = BwdMainKernel(kp), BwdMainKernel(kp, sdp_accs=2)
-    assert base.code.sdp_accs == 1 and two.code.sdp_accs == 2
-    r1, r2 = base.compile(arch), two.compile(arch)
-    mma = "mma.sync.aligned.m16n8k16"
-    assert r2.count(mma) == r1.count(mma)
-    adds = [len(re.findall(r"\badd(\.rn)?\.f32\b", r.ptx)) for r in (r1, r2)]
-    per_thread = 2 * (kp.tile["tile_m"] * kp.tile["tile_n"]) // (32 * kp.tile["num_mma_warps"])
-    assert adds[1] - adds[0] == per_thread, adds
-    # v59 measured two chains 1.3 % slower at d=256 while they spilled; since v141's per-thread
-    # releases they compile spill-free there too (not re-timed: the option stays opt-in)
-    assert _resources(r1)[1] == 0 and _resources(r2)[1] <= 64
-    with pytest.raises(BwdMainError, match="sdp_accs"):
-        BwdMainKernel(kp, sdp_accs=3)
-    with pytest.raises(BwdMainError, match="serial_sdp"):
-        BwdMainKernel(kp, sdp_accs=2, serial_sdp=1)
-
-
-def test_pick_sdp_accs_reads_the_table_on_measured_plans_only(monkeypatch):
-    """An entry of SDP_ACCS_MEASURED applies to its row's default plan, not to its causal twin,
-    other head dims, or a forced plan the A/B did not run (here: a one-stage Q/dO ring)."""
-    from frost.templates.bwd_main import measured as code_mod
-
-    monkeypatch.setitem(code_mod.SDP_ACCS_MEASURED, (128, False), 2)
-    assert BwdMainKernel(default_plan("sm_120a", 128)).code.sdp_accs == 2
-    assert BwdMainKernel(default_plan("sm_120a", 128, causal=True), causal=True).code.sdp_accs == 1
-    assert BwdMainKernel(default_plan("sm_120a", 64)).code.sdp_accs == 1
-    assert BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1})).code.sdp_accs == 1
-    assert BwdMainKernel(default_plan("sm_120a", 128), sdp_accs=1).code.sdp_accs == 1
-
 
 @pytest.mark.parametrize("d", range(32, 257, 8))
 @pytest.mark.parametrize("causal", [False, True])
@@ -889,16 +766,6 @@ def test_dq_k_held_needs_one_dq_chunk():
     with pytest.raises(ValueError, match="dq_k_held"):
         BwdMainKernel(default_plan("sm_120a", 64), dq_k_held=2)
 
-
-def test_serial_sdp_refuses_what_it_does_not_implement():
-    kp = default_plan("sm_120a", 128)
-    for bad in (dict(serial_sdp=2), dict(serial_sdp=1, exp2_poly=1)):
-        with pytest.raises(ValueError, match="serial_sdp"):
-            BwdMainKernel(kp, **bad)
-    with pytest.raises(ValueError, match="dp_gemm"):
-        BwdMainKernel(kp, serial_sdp=1, skip={"dp_gemm"})
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,tile,seed", [(128, (), 5), (64, BLOCKED, 31), (128, STAGED_DQ, 19)],
                          ids=["default", "d64-blocked", "staged"])
@@ -911,157 +778,6 @@ def test_gpu_dq_splits_deterministic(d, tile, seed):
     _, b = run_case(2, 300, 333, 4, 2, d, causal=True, splits=True, tile=tile, seed=seed)
     for x, y in zip(a, b):
         assert torch.equal(x, y)
-
-
-# ----------------------------------------------------------------------------- ablation knob (timing only)
-def test_skip_rejects_unknown_stage():
-    with pytest.raises(ValueError, match="unknown bwd_main skip"):
-        BwdMainKernel(default_plan("sm_120a", 64), "bf16", skip={"dq_atomics"})
-    # dq_atomic2 doubles red.global.add; a staged dQ goes by TMA reduce instead
-    staged = default_plan("sm_120a", 128, tile=dict(STAGED_DQ))
-    with pytest.raises(BwdMainError, match="dq_atomic2"):
-        BwdMainKernel(staged, "bf16", skip={"dq_atomic2"})
-    assert BwdMainKernel(staged, "bf16", skip={"dq_atomic"}).skip == {"dq_atomic"}
-    # dq_half: refused where its split cannot hold (staged dQ, the lagged dQ, an odd dQ grid)
-    with pytest.raises(BwdMainError, match="dq_half"):
-        BwdMainKernel(staged, "bf16", skip={"dq_half"})
-    with pytest.raises(BwdMainError, match="dq_half"):
-        BwdMainKernel(default_plan("sm_120a", 128), "bf16", skip={"dq_half"}, dq_lag=1)
-    with pytest.raises(BwdMainError, match="dq_wm=1"):
-        BwdMainKernel(default_plan("sm_120a", 128, tile={"dq_rows": 1}), "bf16", skip={"dq_half"})
-
-
-@pytest.mark.parametrize("wm", [2, 4])
-def test_dq_half_model_splits_every_warp_row_pair(wm):
-    """dq_half's pick: over the warp rows of a dQ grid (first row 16 m, warp_grid.rows_of), each
-    half takes wm / 2 of them and the two halves' rows partition the tile, so a kv-tile pair adds
-    each dQ row once and each CTA half its atomics (a pick by the first row's place in the tile
-    would give one CTA every row: rows_of interleaves 16-row runs)."""
-    from frost.templates.bwd_main.dq_add import dq_half_of
-    from frost.tile_dsl.warp_grid import rows_of
-
-    rows = 64
-    halves = {0: set(), 1: set()}
-    for m in range(wm):
-        own = rows_of(m, wm, rows)
-        assert min(own) == 16 * m
-        halves[dq_half_of(min(own), wm)] |= own
-    assert halves[0] and halves[1] and not halves[0] & halves[1]
-    assert halves[0] | halves[1] == set(range(rows)) and len(halves[0]) == rows // 2
-
-
-@pytest.mark.compile
-@pytest.mark.parametrize("arch", ARCHS)
-def test_compile_skip_ablations(arch):
-    """skip=frozenset() compiles to the same PTX as no knob; each ablation removes exactly its
-    stage: dq_atomic keeps every mma.sync (the dQ GEMM is not dead code) but no red.global.add,
-    dq_gemm drops mma.sync and red, dkdv_gemm / dp_gemm drop mma.sync but keep the atomics,
-    operand_loads keeps every mma.sync with a fraction of the ldmatrix, softmax drops ex2,
-    q_loads keeps every MMA, atomic and TMA load instruction (now behind a branch) and arrives
-    on q_full with 0 bytes expected on the refills; mma_sync keeps all of those and drops the
-    per-trip barrier (the epilogue's remain); diag_trips is the same PTX (a causal-only
-    ablation), mask drops the masked softmax copy (half the ex2), kv_load the K/V TMA loads
-    and dkdv_store the dK/dV TMA stores; dq_atomic2 doubles the atomics and keeps the rest;
-    dq_half keeps every instruction, the atomics behind a warp-row test;
-    x_waits is the same PTX here (an exchange_sync ablation). On d=128's tile with the
-    per-trip barrier (the default now runs exchange_sync, which has none to drop)."""
-    kp = default_plan(arch, 128, tile=dict(EXCHANGE2))
-    base = BwdMainKernel(kp, "bf16").compile(arch)
-    empty = BwdMainKernel(kp, "bf16", skip=frozenset()).compile(arch)
-    assert empty.ptx == base.ptx
-    mma, red = base.count("mma.sync.aligned.m16n8k16"), base.count("red.global.add")
-    ldm, ex2 = base.count("ldmatrix"), base.count("ex2.approx")
-    assert mma > 0 and red > 0 and ldm > 0 and ex2 > 0
-    got, other, ptx = {}, {}, {}
-    for name in sorted(SKIP_STAGES - {"pair_x"}):  # (pair_x adds code on its own plan:
-        rep = BwdMainKernel(kp, "bf16", skip={name}).compile(arch)  # test_bwd_main_pair.py)
-        got[name] = (rep.count("mma.sync.aligned.m16n8k16"), rep.count("red.global.add"))
-        other[name] = (rep.count("ldmatrix"), rep.count("ex2.approx"))
-        ptx[name] = rep.ptx
-        assert _resources(rep)[1] == 0, (name, "spills")
-    assert ptx["diag_trips"] == base.ptx  # a causal-only ablation
-    assert ptx["x_waits"] == base.ptx  # an exchange_sync-only ablation
-    assert got["dq_atomic2"] == (mma, 2 * red) and other["dq_atomic2"] == (ldm, ex2)
-    # dq_half: the same instructions, every atomic behind its warp row's kv-parity test
-    assert got["dq_half"] == (mma, red) and other["dq_half"] == (ldm, ex2)
-    assert ptx["dq_half"] != base.ptx
-    # kv_load: no K/V TMA loads (half the boxes here: 2 of K, 2 of V; the Q/dO ones stay);
-    # dkdv_store: no TMA store; both keep every MMA, atomic, ldmatrix and exponential
-    tma_ld = re.compile(r"cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global")
-    tma_st = re.compile(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta")
-    n_ld, n_st = len(tma_ld.findall(base.ptx)), len(tma_st.findall(base.ptx))
-    assert n_ld > 0 and n_st > 0
-    assert len(tma_ld.findall(ptx["kv_load"])) == n_ld // 2 and len(tma_st.findall(ptx["kv_load"])) == n_st
-    assert len(tma_st.findall(ptx["dkdv_store"])) == 0 and len(tma_ld.findall(ptx["dkdv_store"])) == n_ld
-    for name in ("kv_load", "dkdv_store"):
-        assert got[name] == (mma, red) and other[name] == (ldm, ex2), name
-    # mask: the masked copy of the softmax is gone (the unmasked one holds the other half)
-    assert got["mask"] == (mma, red) and other["mask"] == (ldm, ex2 // 2)
-    assert got["operand_loads"] == (mma, red) and other["operand_loads"][0] < ldm / 2
-    assert got["softmax"] == (mma, red) and other["softmax"] == (ldm, 0)
-    assert got["dq_atomic"] == (mma, 0)
-    assert got["dq_gemm"][0] < mma and got["dq_gemm"][1] == 0
-    for name in ("dkdv_gemm", "dp_gemm"):
-        assert got[name][0] < mma and got[name][1] == red, (name, got[name])
-    assert got["q_loads"] == (mma, red) and other["q_loads"] == (ldm, ex2)
-    assert got["mma_sync"] == (mma, red) and other["mma_sync"] == (ldm, ex2)
-    bar = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
-    sync = BwdMainKernel(kp, "bf16", skip={"mma_sync"}).compile(arch)
-    assert 0 < len(bar.findall(sync.ptx)) < len(bar.findall(base.ptx))
-    q_loads = BwdMainKernel(kp, "bf16", skip={"q_loads"}).compile(arch)
-    tma = "cp.async.bulk.tensor"
-    assert q_loads.count(tma) == base.count(tma) > 0 and q_loads.ptx != base.ptx
-
-
-@pytest.mark.compile
-@pytest.mark.parametrize("d", [64, 128])
-def test_compile_exchange_sync_ablations(d):
-    """v101's ablations on the exchange_sync defaults: x_waits drops the MMA warps' x_full /
-    x_empty waits (two a trip: the copy's x_empty before the stores, x_full before the late
-    GEMM) and keeps every MMA, atomic, ldmatrix, exponential, group barrier and arrival;
-    dq_atomic2 doubles the atomics only, spill-free; dq_half keeps them all, behind the kv-parity
-    test of the warp's dQ grid row (dq_add.dq_half_of), spill-free. x_waits is spill-free at
-    d=64; at d=128 ptxas, free of the waits, keeps more values live across the trip and spills
-    32–44 B (sm_120a 40 B, 32 with PDL; sm_90a 44 B), which v101's reading of that build counts
-    in."""
-    kp = default_plan("sm_120a", d)
-    assert kp.tile.get("exchange_sync")
-    counts = lambda r: tuple(r.count(x) for x in (  # noqa: E731
-        "mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix", "ex2.approx", "bar.sync",
-        "mbarrier.arrive"))
-    base = BwdMainKernel(kp, "bf16").compile("sm_120a")
-    xw = BwdMainKernel(kp, "bf16", skip={"x_waits"}).compile("sm_120a")
-    a2 = BwdMainKernel(kp, "bf16", skip={"dq_atomic2"}).compile("sm_120a")
-    waits = lambda r: r.count("mbarrier.try_wait")  # noqa: E731
-    assert counts(xw) == counts(base) and 0 < waits(xw) < waits(base)
-    assert waits(base) - waits(xw) >= 2
-    c = counts(base)
-    assert counts(a2) == (c[0], 2 * c[1]) + c[2:] and waits(a2) == waits(base)
-    # (x_waits at d=128: 32–44 B before v141b, 64 B since; a timing-only build)
-    assert _resources(a2)[1] == 0 and _resources(xw)[1] <= (0 if d == 64 else 64)
-    # dq_half (the 2-CTA cluster's atomics): same counts, the adds behind one warp-row test
-    hf = BwdMainKernel(kp, "bf16", skip={"dq_half"}).compile("sm_120a")
-    assert counts(hf) == c and waits(hf) == waits(base) and hf.ptx != base.ptx
-    assert _resources(hf)[1] == 0
-
-
-@pytest.mark.compile
-@pytest.mark.parametrize("d", [64, 128])
-def test_compile_causal_ablations(d):
-    """The causal ablations of v74 on the causal defaults: diag_trips keeps the trip's code (only
-    where each CTA's walk starts moves), mask drops the masked copy of the softmax (half the
-    exponentials, most selects) and keeps every MMA, atomic and ldmatrix; both spill-free."""
-    kp = default_plan("sm_120a", d, causal=True)
-    base = BwdMainKernel(kp, "bf16", causal=True).compile("sm_120a")
-    counts = lambda r: tuple(r.count(x) for x in (  # noqa: E731
-        "mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix", "ex2.approx"))
-    diag = BwdMainKernel(kp, "bf16", causal=True, skip={"diag_trips"}).compile("sm_120a")
-    mask = BwdMainKernel(kp, "bf16", causal=True, skip={"mask"}).compile("sm_120a")
-    assert counts(diag) == counts(base)
-    assert counts(mask) == counts(base)[:3] + (counts(base)[3] // 2,)
-    assert diag.ptx != base.ptx and diag.count("selp") == base.count("selp")
-    assert mask.count("selp") < base.count("selp") / 2
-    assert _resources(diag)[1] == 0 and _resources(mask)[1] == 0
 
 
 def test_can_implement_rechecks_mbarrier_counts():
@@ -1164,16 +880,17 @@ def test_pick_lpt_heads(d, want):
 
 @pytest.mark.compile
 def test_lpt_heads_changes_only_the_cta_order():
-    """lpt_heads=0 reads the grid size (``%nctaid``) once per CTA and keeps every MMA, atomic
-    and ldmatrix; 1 (the linear order) is the block index itself; bad values are refused."""
+    """lpt_heads=G >= 2 reads the grid size (``%nctaid``) once per CTA and keeps every MMA,
+    atomic and ldmatrix; 1 (the linear order) is the block index itself; bad values (0, the
+    one group of all pairs, left with the forms no default picks) are refused."""
     kp = default_plan("sm_120a", 128, causal=True)
     base = BwdMainKernel(kp, causal=True, lpt_heads=1)
-    r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, causal=True, lpt_heads=0).compile("sm_120a")
+    r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, causal=True, lpt_heads=4).compile("sm_120a")
     assert "%nctaid" not in r0.ptx and "%nctaid" in r1.ptx
     for needle in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix"):
         assert r1.count(needle) == r0.count(needle) > 0, needle
     assert r1.total_spill_bytes == 0
-    for bad in (-1, 1.5, True, "all"):
+    for bad in (0, -1, 1.5, True, "all"):
         with pytest.raises(ValueError, match="lpt_heads"):
             BwdMainKernel(kp, causal=True, lpt_heads=bad)
 
@@ -1210,7 +927,7 @@ def run_grid_probe(probe, grid, fields, lpt_heads):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("lpt_heads", [1, 0, 3, 8])
+@pytest.mark.parametrize("lpt_heads", [1, 3, 8])
 def test_gpu_cta_tile_matches_the_model(lpt_heads):
     """The device order (what bwd_main calls) is the model's, block by block, on a grid whose
     last group is narrower (7 pairs in groups of 3): a one-to-one but wrong order would keep
@@ -1221,7 +938,7 @@ def test_gpu_cta_tile_matches_the_model(lpt_heads):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("lpt_heads", [0, 4])
+@pytest.mark.parametrize("lpt_heads", [3, 4])
 def test_gpu_lpt_cta_order(lpt_heads):
     """The heavy-first CTA orders stay correct: causal GQA 2:1 over 2 batches x 3 KV heads (6
     pairs: with G=4 the last group is narrower), S_q != S_kv with ragged tails."""
@@ -1231,48 +948,21 @@ def test_gpu_lpt_cta_order(lpt_heads):
 
 
 @pytest.mark.compile
-def test_dq_vec_four_issues_16_byte_atomics():
-    """The opt-in 16-byte form: one red.v4 per m16n8 atom after the lane-pair shuffles."""
-    kp = default_plan("sm_120a", 128)
-    rep = BwdMainKernel(kp, dq_vec=4).compile("sm_120a")
-    assert rep.count("red.global.add.v4.f32") > 0 and rep.count("red.global.add.v2.f32") == 0
-    assert rep.count("shfl.sync.bfly") >= 2 * rep.count("red.global.add.v4.f32")
-    assert rep.total_spill_bytes == 0
-    with pytest.raises(ValueError, match="dq_vec"):
-        BwdMainKernel(kp, dq_vec=3)
-
-
-@pytest.mark.compile
-def test_p_store_stmatrix_replaces_the_32_bit_stores():
-    """P and dS leave registers by stmatrix.x4 where warp tiles are whole 16x16 blocks."""
+def test_p_store_follows_the_warp_tiles():
+    """P and dS leave registers by stmatrix.x4 where warp tiles are whole 16x16 blocks, by
+    32-bit st.shared where they are 8 columns wide: the plan decides (no code choice since
+    2026-12-07: no default plan has 8-column tiles)."""
     kp = default_plan("sm_120a", 64)
     on = BwdMainKernel(kp)
     assert on.p_store == "stmatrix"
-    r_on, r_off = on.compile("sm_120a"), BwdMainKernel(kp, p_store="st32").compile("sm_120a")
-    assert r_on.count("stmatrix.sync.aligned") > 0 and r_off.count("stmatrix") == 0
-    b32 = [len(re.findall(r"st\.shared\.b32", r.ptx)) for r in (r_on, r_off)]
-    assert b32[0] < b32[1]
-    assert r_on.total_spill_bytes == 0
+    assert on.compile("sm_120a").count("stmatrix.sync.aligned") > 0
     with pytest.raises(ValueError, match="p_store"):
-        BwdMainKernel(kp, p_store="st64")
+        BwdMainKernel(kp, p_store="st32")
     # 8-column warp tiles: d=256's S grid as the model picks it (1x8; the default forces 2x4)
     narrow = default_plan("sm_120a", 256, tile={**dict(D256), "s_rows": 1})
     assert (narrow.tile["s_wm"], narrow.tile["s_wn"]) == (1, 8)
     assert BwdMainKernel(narrow).p_store == "st32"
     assert BwdMainKernel(default_plan("sm_120a", 256)).p_store == "stmatrix"
-
-
-@pytest.mark.compile
-def test_lookahead_reorders_the_loads():
-    kp = default_plan("sm_120a", 128)
-    base = BwdMainKernel(kp).compile("sm_120a")
-    ahead = BwdMainKernel(kp, lookahead=1).compile("sm_120a")
-    assert ahead.ptx != base.ptx
-    for needle in ("mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned"):
-        assert ahead.count(needle) == base.count(needle) > 0
-    assert ahead.total_spill_bytes == 0
-    with pytest.raises(ValueError, match="lookahead"):
-        BwdMainKernel(kp, lookahead=2)
 
 
 def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
@@ -1282,17 +972,15 @@ def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
     kp256 = default_plan("sm_120a", 256, tile={**dict(D256), "s_rows": 1})  # 1x8: 8-col tiles
     c = CodeChoices.resolve(kp128)
     # interleave 1: the default runs exchange_sync (dQ after x_full, v48)
-    assert (c.dq_chunks, c.interleave, c.dq_vec, c.p_store, c.lookahead) == (1, 1, 2, "stmatrix", 0)
+    assert (c.dq_chunks, c.interleave) == (1, 1)
     assert CodeChoices.resolve(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).interleave == 2
     c = CodeChoices.resolve(kp256)
-    assert (c.dq_chunks, c.interleave, c.p_store) == (4, 1, "st32")  # 8-column S warp tiles
-    assert CodeChoices.resolve(kp128, interleave=0, dq_vec=4).interleave == 0
-    for bad in (dict(interleave=3), dict(dq_vec=8), dict(p_store="st64"), dict(lookahead=2),
+    assert (c.dq_chunks, c.interleave) == (4, 1)
+    assert CodeChoices.resolve(kp128, interleave=0).interleave == 0
+    for bad in (dict(interleave=3), dict(dq_guard="tile"), dict(do_early=2),
                 dict(dq_chunks=3), dict(dq_chunks=0)):
         with pytest.raises(CodeChoiceError):
             CodeChoices.resolve(kp128, **bad)
-    with pytest.raises(CodeChoiceError, match="stmatrix"):
-        CodeChoices.resolve(kp256, p_store="stmatrix")
     # d=160: 80-column chunks are whole MMA steps but not whole 32-column sK swizzle atoms (the
     # DSL failed deep in local_tile on the H200 before this check)
     kp160 = default_plan("sm_120a", 160)
@@ -1387,143 +1075,6 @@ def test_launch_check_refuses_a_misaligned_workspace():
         kern._check(*args)
 
 
-def _atomic_runs(ptx):
-    """Lengths of the runs of dQ atomics with no branch between them, in PTX order."""
-    body = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith("//")]
-    out, cur = [], 0
-    for ln in body:
-        if "red.global.add" in ln:
-            cur += 1
-        elif re.search(r"\bbra(\.uni)?\b", ln):
-            out, cur = out + [cur] * (cur > 0), 0
-    return out + [cur] * (cur > 0)
-
-
-@pytest.mark.parametrize("d", [64, 128])
-def test_dq_guard_pad_drops_the_branch_around_each_atomic(d):
-    """dq_guard="pad" (default): the dQ atomics of a trip run back to back, no branch between
-    them; "rows" puts a row check, a branch, before each (v54: in SASS each became a BSSY /
-    BRA / BSYNC triple)."""
-    pad = BwdMainKernel(default_plan("sm_120a", d)).compile("sm_120a")
-    rows = BwdMainKernel(default_plan("sm_120a", d), dq_guard="rows").compile("sm_120a")
-    n_red = pad.ptx.count("red.global.add")
-    assert n_red >= 4, "expected the trip's dQ atomics"
-    assert _atomic_runs(pad.ptx) == [n_red]
-    assert _atomic_runs(rows.ptx) == [1] * n_red
-    assert pad.total_spill_bytes == 0 and rows.total_spill_bytes == 0
-
-
-@pytest.mark.parametrize("d", [64, 256])
-def test_dq_guard_tile_checks_rows_on_the_edge_tile_only(d):
-    """dq_guard="tile": each dQ chunk's atomics come twice, once back to back (the q tile lies
-    wholly inside S_q: one warp-uniform test a trip) and once each behind its own row check
-    (the edge tile), where "rows" has only the checked copy; spill-free on sm_120a, where the
-    d=256 pad build spills."""
-    kp = pre_split_plan("sm_120a", d)
-    rows = BwdMainKernel(kp, dq_guard="rows").compile("sm_120a")
-    kern = BwdMainKernel(kp, dq_guard="tile")
-    tile = kern.compile("sm_120a")
-    n = rows.ptx.count("red.global.add")
-    chunks = kern.code.dq_chunks
-    assert _atomic_runs(rows.ptx) == [1] * n
-    got = _atomic_runs(tile.ptx)
-    assert tile.ptx.count("red.global.add") == 2 * n
-    assert sorted(got) == [1] * n + [n // chunks] * chunks, got
-    assert tile.total_spill_bytes == 0
-
-
-def test_dq_guard_row_once_checks_each_row_once():
-    """dq_guard="row_once" (causal d=128, 8x8 blocks): the same atomics as "rows", but each
-    row a lane adds is tested once, with all of that row's atomics behind the one branch;
-    spill-free. (Under "rows" the compiler already merges the checks of adjacent adds of one
-    row: ATOM's atoms of a row at d=256. The 8x8 blocks alternate rows r and r + 8.)"""
-    d, causal = 128, True
-    kp = default_plan("sm_120a", d, causal=causal)
-    rows = BwdMainKernel(kp, causal=causal, dq_guard="rows").compile("sm_120a")
-    once = BwdMainKernel(kp, causal=causal, dq_guard="row_once").compile("sm_120a")
-    n = rows.ptx.count("red.global.add")
-    assert _atomic_runs(rows.ptx) == [1] * n and once.ptx.count("red.global.add") == n
-    assert _atomic_runs(once.ptx) == [n // 2] * 2  # a lane's rows r and r + 8
-    assert once.total_spill_bytes == 0
-    # where it would only mean "rows" it is refused: the lane-pair shuffle's .v4 adds, and the
-    # row-major workspace (each add its own row)
-    with pytest.raises(BwdMainError, match="row_once"):
-        BwdMainKernel(kp, causal=causal, dq_guard="row_once", dq_vec=4)
-    rows_major = variant_plan("sm_120a", d, causal=causal, tile={"reduce_block": 0})
-    with pytest.raises(BwdMainError, match="row_once"):
-        BwdMainKernel(rows_major.kernel("bwd_main"), causal=causal, dq_guard="row_once")
-
-
-def _atomic_spread(ptx):
-    """Lengths of the runs of dQ atomics with no mma.sync between them, in PTX order."""
-    out, cur = [], 0
-    for ln in (ln.strip() for ln in ptx.splitlines()):
-        if ln.startswith("//"):
-            continue
-        if "red.global.add" in ln:
-            cur += 1
-        elif "mma.sync" in ln and cur:
-            out, cur = out + [cur], 0
-    return out + [cur] * (cur > 0)
-
-
-@pytest.mark.parametrize("d", [64, 48])
-def test_dq_spread_puts_the_atomics_between_dkdv_mmas(d):
-    """dq_spread=1 (the non-causal d=40..64 default v111-v115): under the dQ-first exchange split
-    the dQ adds ride the same trip's dV/dK k-steps (tile_m / 16 of them, a few adds after each
-    step's MMAs) instead of one burst after dQ's GEMM (dq_spread=0). Spill-free on sm_120a."""
-    kp = dq_first_plan(d)
-    spread = BwdMainKernel(kp, dq_spread=1).compile("sm_120a")
-    burst = BwdMainKernel(kp, dq_spread=0).compile("sm_120a")
-    n = burst.ptx.count("red.global.add")
-    steps = kp.tile["tile_m"] // 16
-    assert n >= steps and spread.ptx.count("red.global.add") == n
-    assert _atomic_spread(burst.ptx) == [n]
-    assert _atomic_spread(spread.ptx) == [n // steps] * steps
-    assert spread.total_spill_bytes == 0
-
-
-@pytest.mark.parametrize("d,causal,kw", [(128, False, {"dq_chunks": 2, "dq_ds_held": 1}),
-                                         (256, False, {}), (256, True, {})])
-def test_dq_spread_lets_a_chunk_ride_the_next(d, causal, kw):
-    """dq_spread=1 with dQ in chunks (d=256's 4, d=128 forced to 2): each chunk's adds ride the
-    next chunk's k-steps, one per step from its first, and only the last chunk's go in one burst
-    after its GEMM (dq_spread=0: every chunk's in a burst). Spill-free on sm_120a."""
-    kp = default_plan("sm_120a", d, causal=causal)
-    burst = BwdMainKernel(kp, causal=causal, dq_spread=0, **kw)
-    spread = BwdMainKernel(kp, causal=causal, dq_spread=1, **kw).compile("sm_120a")
-    chunks = burst.code.dq_chunks
-    ptx = burst.compile("sm_120a").ptx
-    per = ptx.count("red.global.add") // chunks
-    assert chunks >= 2 and _atomic_spread(ptx) == [per] * chunks
-    assert _atomic_spread(spread.ptx) == [1] * (per * (chunks - 1)) + [per]
-    assert spread.total_spill_bytes == 0
-
-
-def test_dq_spread_adds_survive_the_ablations():
-    """On d=64's dQ-first plan (spread over dV/dK) the skip ablations keep their adds: none under
-    dq_atomic, twice under dq_atomic2, and all of them (at once) when dkdv_gemm leaves no GEMM
-    to ride, one GEMM at a time included (the review's find: interleave=0 lost them)."""
-    kp = dq_first_plan(64)
-    n = BwdMainKernel(kp, dq_spread=0).compile("sm_120a").ptx.count("red.global.add")
-    for skip, kw, want in [("dq_atomic", {}, 0), ("dq_atomic2", {}, 2 * n),
-                           ("dkdv_gemm", {"interleave": 0}, n), ("dkdv_gemm", {}, n)]:
-        kern = BwdMainKernel(kp, skip=frozenset({skip}), dq_spread=1, **kw)
-        assert kern.code.dq_spread == 1
-        assert kern.compile("sm_120a").ptx.count("red.global.add") == want, (skip, kw)
-
-
-def test_dq_spread_refused_where_no_gemm_follows_the_adds():
-    """dq_spread needs a GEMM after a chunk's adds (dQ in chunks, or the plan's dQ-first
-    exchange split) and per-lane atomics."""
-    for d, causal, kw in [(128, False, {}), (64, True, {}), (96, False, {}),
-                          (256, False, {"dq_chunks": 1}), (64, False, {"dq_guard": "tile"}),
-                          (64, False, {"dq_spread": 2}), (256, True, {"dq_guard": "tile"})]:
-        with pytest.raises(BwdMainError, match="dq_spread"):
-            BwdMainKernel(default_plan("sm_120a", d, causal=causal), causal=causal,
-                          **{"dq_spread": 1, **kw})
-
-
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     """v54: the row check stays where the pad build spills (d=256: sm_120a) or measured slower
     (causal d=128); two dQ accumulators only on the measured rows. v58: trip_step likewise."""
@@ -1539,10 +1090,9 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
             assert code(d, causal).dq_accs == DQ_ACCS_MEASURED.get((d, causal), 1)
     assert code(128, False).dq_accs == 2 and code(64, False).dq_accs == 1
     # plans the measurement did not cover keep one: d=128 with the per-trip barrier, with a
-    # one-stage Q/dO ring (two spill 28 B there), and the default plan with dq_lag (104 B)
+    # one-stage Q/dO ring (two spill 28 B there)
     for tile in (dict(EXCHANGE2), {"q_stages": 1}):
         assert BwdMainKernel(default_plan("sm_120a", 128, tile=tile)).code.dq_accs == 1
-    assert BwdMainKernel(default_plan("sm_120a", 128), dq_lag=1).code.dq_accs == 1
     # forcing what the default already has keeps the measured choices
     from frost.sched.sdpa import SDPA_BWD_SPACE
 
@@ -1563,17 +1113,6 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     assert STAT_VEC_MEASURED == {(64, False): 1} and code(64, False).stat_vec == 1
     assert all(code(d, c).stat_vec == 0 for d in (32, 128, 256) for c in (False, True))
     assert code(64, True).stat_vec == 0
-    # v111: dQ's adds spread over dV/dK on the one dQ-first default plan (non-causal d=64);
-    # v116's warp orders run dV/dK first there, so no default spreads
-    from frost.templates.bwd_main.measured import DQ_SPREAD_MEASURED
-
-    assert DQ_SPREAD_MEASURED == {} and code(64, False).dq_spread == 0
-    assert all(code(d, c).dq_spread == 0 for d in (32, 128, 256) for c in (False, True))
-    assert code(64, True).dq_spread == 0
-    # the measured pick yields to a choice that leaves it no meaning
-    assert BwdMainKernel(default_plan("sm_120a", 64), dq_guard="tile").code.dq_spread == 0
-    # v59: one S/dP accumulator each everywhere (two measured 1.01-1.22x slower)
-    assert all(code(d, c).sdp_accs == 1 for d in (32, 64, 128, 256) for c in (False, True))
     spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
     assert spilled.total_spill_bytes > 0, "the pad build at d=256 fits now: re-measure v54"
 

@@ -149,7 +149,7 @@ def test_template_refuses_a_split_it_does_not_run():
     with pytest.raises(BwdMainError, match="local"):
         BwdMainKernel(bad)
     with pytest.raises(ValueError, match="interleave=2"):
-        BwdMainKernel(kp, interleave=2, dq_lag=0)
+        BwdMainKernel(kp, interleave=2)
     gap = tuple(dataclasses.replace(b, id=b.id + 1) if b.name == "x_group3" else b
                 for b in kp.barriers)
     with pytest.raises(BwdMainError, match="consecutive"):
@@ -171,40 +171,8 @@ def test_compile_exchange_sync(arch, d, causal):
     sync = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
     assert len(sync.findall(rep.ptx)) < len(sync.findall(base.ptx))
     assert re.search(r"bar\.sync\s+%r\d+,\s*\d+;", rep.ptx)
-    waits = 3 if kern.code.dq_lag else 2  # dq_lag: and one before the last trip's dQ
-    assert rep.ptx.count("mbarrier.try_wait") == base.ptx.count("mbarrier.try_wait") + waits
+    assert rep.ptx.count("mbarrier.try_wait") == base.ptx.count("mbarrier.try_wait") + 2
     assert _resources(rep)[1] == 0
-
-
-def test_dq_lag_choices():
-    """dq_lag fits where dV/dK are local with two P/dS copies (d=128; dQ then joins dV/dK
-    again, interleave 2) and is refused elsewhere; it is off by default (measured slower, v49),
-    and without it interleave stays <= 1."""
-    kp = x_plan(128)
-    k = BwdMainKernel(kp, dq_lag=1)
-    assert (k.code.dq_lag, k.interleave) == (1, 2)
-    assert (BwdMainKernel(kp).interleave, BwdMainKernel(kp).code.dq_lag) == (1, 0)
-    off = plan_variant("sm_120a", 128, tile={"exchange_sync": 0}).kernel("bwd_main")
-    for bad in (x_plan(64), off):
-        with pytest.raises(ValueError, match="dq_lag"):
-            BwdMainKernel(bad, dq_lag=1)
-        assert BwdMainKernel(bad).code.dq_lag == 0
-    with pytest.raises(ValueError, match="dq_lag"):
-        BwdMainKernel(kp, dq_lag=1, skip={"dq_atomic"})
-
-
-@pytest.mark.compile
-@pytest.mark.parametrize("arch", ARCHS)
-def test_compile_dq_lag(arch):
-    """The lagged build runs one more dQ GEMM and its atomics after the loop (the last trip's),
-    and stays spill-free."""
-    kp = x_plan(128, arch=arch)
-    lag, no = (BwdMainKernel(kp, "bf16", dq_lag=v).compile(arch) for v in (1, 0))
-    mma = "mma.sync.aligned.m16n8k16"
-    # one dQ GEMM: (32 x 128 output / 8 warps) / (16 x 8 atoms) x (128 / 16 k-blocks) = 32
-    assert lag.count(mma) == no.count(mma) + 32
-    assert lag.count("red.global.add") == 2 * no.count("red.global.add")
-    assert _resources(lag)[1] == 0
 
 
 def test_plan_forced_warp_orders():
@@ -277,8 +245,7 @@ def test_gpu_forced_warp_orders(d, causal, orders):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,causal,knobs", [
-    (128, False, ()), (128, True, ()), (128, False, (("dq_lag", 1),)),
-    (128, True, (("dq_lag", 1),)), (64, False, ()), (64, True, ()), (32, False, ()),
+    (128, False, ()), (128, True, ()), (64, False, ()), (64, True, ()), (32, False, ()),
     (96, True, ()), (160, False, ()), (256, False, ()),
     (64, False, "rule2"), (64, True, "rule2"), (32, False, "rule2"), (96, True, "rule2"),
     (64, False, "rule3"), (64, True, "rule3"), (96, False, "rule3"),
@@ -337,12 +304,11 @@ def test_gpu_trip_step_parts_start_inside_a_later_head():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("knobs", [(), (("dq_lag", 1),)], ids=["plain", "dq_lag"])
-def test_gpu_exchange_sync_tail_split_odd_ring(knobs):
+def test_gpu_exchange_sync_tail_split_odd_ring():
     """A one-stage Q/dO ring with two P/dS copies: a part's first trip t0 is a multiple of 2,
     not of 4, so the mbarrier parities must count from t0 (counted from 0 the parts of this
-    cut deadlock). Also with dq_lag, whose waits count the same way."""
+    cut deadlock)."""
     tile = dict(x_tile(128))
     tile["q_stages"] = 1
     run_case(1, 1000, 1024, 2, 2, 128, tile=tuple(sorted(tile.items())),
-             knobs=(("tail_split", 1),) + knobs, tail=(4, 3), seed=53)
+             knobs=(("tail_split", 1),), tail=(4, 3), seed=53)

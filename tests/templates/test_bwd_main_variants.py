@@ -82,14 +82,6 @@ def test_user_program_variants_compile_without_template_edits():
     assert _count(ptx, "ex2.approx.ftz.f32") >= 32 and _count(ptx, "cvt.rn.f32.s32") > 0
 
 
-@pytest.mark.compile
-def test_serial_sdp_refuses_a_score_map_with_a_gradient():
-    from frost.templates.bwd_main.rules import BwdMainError
-
-    with pytest.raises(BwdMainError, match="serial_sdp"):
-        _variant_ptx(M.AttentionMods(3.0 * sympy.tanh(M.score / 3.0)), serial_sdp=1)
-
-
 def test_softcap_argument_checks():
     from frost.sdpa import api
 

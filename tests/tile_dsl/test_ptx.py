@@ -1,7 +1,6 @@
 """frost.tile_dsl.ptx: the FMA-pipe exp2's model (error bound, special values, the bit trick)."""
 
 import numpy as np
-import pytest
 
 from frost.tile_dsl.ptx import EX2_POLY, EX2_POLY_MIN, ex2_poly_model
 
@@ -21,17 +20,3 @@ def test_ex2_poly_integers_and_underflow():
     # at or below the clamp (and -inf, as for rows past S_q): exactly +0, like ex2.approx.ftz
     under = ex2_poly_model(np.array([EX2_POLY_MIN, -200.0, -np.inf], np.float32))
     assert np.array_equal(under, np.zeros(3, np.float32)) and not np.signbit(under).any()
-
-
-@pytest.mark.compile
-def test_bwd_main_exp2_poly_moves_half_the_exponentials():
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
-
-    kp = default_plan("sm_120a", 64)
-    base = BwdMainKernel(kp).compile("sm_120a")
-    poly = BwdMainKernel(kp, exp2_poly=1).compile("sm_120a")
-    assert poly.count("ex2.approx") * 2 == base.count("ex2.approx") > 0
-    assert poly.count("cvt.rmi.f32.f32") == base.count("ex2.approx") // 2
-    assert base.total_spill_bytes == 0 and poly.total_spill_bytes <= 8  # opt-in: 8 B (v67)
-    with pytest.raises(ValueError, match="exp2_poly"):
-        BwdMainKernel(kp, exp2_poly=2)

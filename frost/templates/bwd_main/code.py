@@ -1,56 +1,40 @@
 """How ``bwd_main`` emits a plan: code choices that keep the plan (tiles, smem, roles) and change
 only the instructions. Each default was measured on the H200 (lab/LOG.md, round-robin
-A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-tested.
+A/B with ``bench/bwd_main_ab.py``); each choice has at least two values that some default
+picks (``lab/default_picks.py`` lists them). The forms no default picks (among them
+``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``serial_sdp``, ``dq_lag``,
+``sdp_accs``, ``kv_prefetch``, ``l2_hints``, ``dq_spread``, ``persistent``, and
+``dq_guard="tile"`` / ``"row_once"``, ``do_early=2``, ``lpt_heads=0``) left on 2026-12-07:
+lab/LOG.md says where each was measured and how to get it back.
 
 ================  =========================================================================
 ``dq_chunks``     dQ = dS·K in this many d-column chunks (fewer live fp32 accumulators)
 ``interleave``    0: one GEMM at a time; 1: S with dP, dV with dK; 2: also dQ with dV/dK
                   (:func:`.rules.pick_interleave`: 2 where dQ's accumulator is small, else 1; 0 for
                   staged or chunked dQ below d=192; v4, v28; at most 1 under the plan's
-                  ``exchange_sync`` without ``dq_lag``, where dQ waits for all of dS)
-``dq_lag``        1 (plan's ``exchange_sync`` with dV/dK local and two P/dS copies): trip t
-                  runs dQ of trip t-1, whose dS every warp stored a trip ago, interleaved
-                  with its own dV/dK (opt-in: measured slower, :func:`.rules.pick_dq_lag`; v49)
+                  ``exchange_sync``, where dQ waits for all of dS)
 ``dq_guard``      rows past S_q: ``rows`` skips their dQ atomics (ptxas puts each atomic in a
                   branch and a convergence barrier), ``pad`` adds them into the workspace's
                   padding (S_q_pad a multiple of tile_m, checked at launch; v54,
-                  :func:`.rules.pick_dq_guard`), ``tile`` checks rows only on the edge q tile (v65),
-                  ``row_once`` each row a lane adds once, around all its atomics (v109)
+                  :func:`.rules.pick_dq_guard`)
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
                   :data:`.measured.DQ_ACCS_MEASURED`)
-``sdp_accs``      1 or 2 fp32 accumulators each for S = Q·Kᵀ and dP = dO·Vᵀ: with 2 the odd
-                  k-blocks go to the second (twice the independent MMA chains of the S/dP
-                  phase, 2 × the S tile's accumulator registers more while it runs; 1.01-1.22x
-                  slower on the H200, v59: opt-in)
 ``stat_vec``      1: each MMA thread's lse_log2 / delta rows sit in consecutive smem slots
                   (the producer permutes them, ``pointwise.stat_slot``): two vector loads a
                   trip instead of 2 V scalar ones (V = rows a thread owns, 4 at d=128);
                   on for the non-causal d=64 default only (v63, :data:`.measured.STAT_VEC_MEASURED`)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
-                  :data:`.measured.TRIP_STEP_MEASURED`; non-causal d=128 since v121, with
-                  ``kv_prefetch`` off); 0: divide
-``dq_vec``        fp32 columns per dQ atomic: 2 (``red.global.add.v2``) or 4 (``.v4`` after a
-                  lane-pair shuffle; 2–9 % slower on the H200); 2 on the plan's ATOM
-                  workspace (``reduce_block=-1``: one ``.v4`` a lane's atom, no shuffle)
-``p_store``       P/dS registers → smem: ``stmatrix`` (x4) or ``st32`` (32-bit st.shared)
-``lookahead``     1: ldmatrix of k-step s+1 before the MMAs of step s (1.5–7 % slower)
-``exp2_poly``     1: half of P's exponentials by an FMA-pipe polynomial (``ptx.ex2_poly``)
-                  instead of MUFU ``ex2.approx`` (2–3 % slower at d=96/128)
+                  :data:`.measured.TRIP_STEP_MEASURED`; non-causal d=128 since v121); 0: divide
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
                   concurrent CTAs of a head add dQ into different rows (default at non-causal
                   d > 192; on causal d=128's default plan, v105; on d=64's default plans with
                   ptxas level 7, v124)
 ``lpt_heads``     which CTA takes which KV tile (``masks.cta_tile``): 1 the linear block order
-                  (a head's KV tiles together); 0 heaviest KV tiles first over all (batch,
-                  head) pairs; G >= 2 the same in groups of G pairs. Non-causal tiles all
-                  carry the same work: causal plans only (G=8, G=2 at d > 192; v41)
-``serial_sdp``    1: S, then P (kept in io-dtype registers), then dP, instead of S and dP
-                  interleaved: one fp32 S/dP accumulator live at a time. It makes the d=128
-                  64x128 one-stage tile with a 1x8 S grid spill-free, but measured 1.19-1.32x
-                  there and 1.03-1.04x on the default tiles (v19): opt-in only.
-                  dS uses the io-dtype P (the value dV's GEMM reads), not the fp32 one
+                  (a head's KV tiles together); G >= 2 heaviest KV tiles first, in groups of G
+                  (batch, head) pairs. Non-causal tiles all carry the same work: causal plans
+                  only (G=8, G=2 at d > 192; v41)
 ``dq_k_held``     1: K's B fragments of dQ = dS·K stay in registers for the whole pass (one dQ
                   chunk; K's smem is still read by S): the dQ GEMM then reads only dS.
                   Default where the plan holds them (``dq_b_in_regs``, the scheduler's
@@ -61,12 +45,6 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   ``frost.sdpa.grid.pick_tail_split``); the last part to finish sums the
                   parts' dK/dV (``epilogue.gather_parts``). Where it fits
                   (:func:`.rules.tail_split_fits`); built only for the calls that cut (v44)
-``kv_prefetch``   L: L trips before its last, the producer prefetches the next CTA's K/V into
-                  L2 (``masks.next_cta_tile``); 0 off, and with ``tail_split`` (v72; on
-                  d=128's division walk only since v121)
-``l2_hints``      L2 eviction priority of the bulk copies (``tile_dsl.ptx.L2_POLICY``): 0 none;
-                  1 the dK/dV stores evict-first; 2 also the K/V loads (read once a CTA);
-                  3 also the Q/dO loads evict-last (re-read by every KV tile of a head; v77)
 ``reg_usage``     ptxas ``--register-usage-level`` (0..10; 5, ptxas' default, adds no flag) for
                   the module the kernel is compiled in (:attr:`CodeChoices.compile_options`):
                   the same PTX, allocated and scheduled otherwise (v80,
@@ -79,26 +57,12 @@ A/B with ``bench/bwd_main_ab.py``); each alternative stays selectable and GPU-te
                   (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at d=256, causal v95, v96)
 ``do_early``      1 (the plan's split ring, ``do_stages``): dV = Pᵀ dO runs alone first and
                   releases dO's stage, then dK runs with dQ's first chunk and releases Q's;
-                  2 (dQ in chunks): dV with dQ's chunk 0, then dK with chunk 1; either way
                   interleave 1 and 2 build the same trip. 0: both stages released together
                   after dV/dK (after dQ too at interleave 2 with one chunk). The refill starts
                   early only where do_stages < q_stages (the producer waits on Q's stage
                   first). :data:`.measured.DO_EARLY_MEASURED`: 1 at non-causal d=256 with
-                  ptxas level 3 (0.98x, v102/v103); causal 1.015x / 1.018x; 2 at d=256
-                  1.001x, causal 1.116x; 1.04-1.09x on d=160/192 split rings (v98-v100)
-``dq_spread``     1 (dQ in 2 or more chunks, or the plan's ``exchange_sync`` with dQ first;
-                  atomics): a dQ chunk's adds ride the next chunk's k-steps, the last one's
-                  the same trip's dV/dK (dQ first) or go at once (``gemm_interleaved``'s side
-                  work, spread evenly over its steps), instead of each chunk's in one burst
-                  after its GEMM (0.988x at non-causal d=64 on its dQ-first split, v111, the
-                  default there until v116's warp orders ran dV/dK first;
-                  :data:`.measured.DQ_SPREAD_MEASURED` is empty since). Carried into the
-                  next trip's S/dP instead they measured 1.07-1.18x (v111, as dq_lag's carry
-                  in v49): not built
-``persistent``    P > 0 (the card's CTA slots): a 1-D grid of min(P, KV tiles) CTAs, each
-                  running every P-th KV tile (``roles.py``; non-causal, the plan's
-                  ``store_warp``; ``kv_prefetch`` then prefetches the CTA's own next tile);
-                  0: a CTA a KV tile. Opt-in: slower on the H200 (v89)
+                  ptxas level 3 (0.98x, v102/v103); causal 1.015x / 1.018x; 1.04-1.09x on
+                  d=160/192 split rings (v98-v100)
 ================  =========================================================================
 """
 
@@ -109,85 +73,39 @@ import dataclasses
 from frost.sched.plan import KernelPlan
 from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE,
                                    ptxas_options)
-from frost.tile_dsl.gmem import ATOM
 
-from .measured import (MAX_KV_PREFETCH, pick_do_early, pick_dq_accs, pick_dq_ds_held,
-                       pick_dq_spread, pick_kv_prefetch, pick_ptxas_opt, pick_reg_usage, pick_sdp_accs,
-                       pick_stat_vec, pick_trip_step, stat_vec_fits)
-from .rules import (default_tail_split, dq_chunks_fit, dq_lag_fits, exchange_split,
-                    pick_dq_chunks, pick_dq_guard, pick_dq_k_held, pick_dq_lag, pick_interleave, pick_lpt_heads,
-                    pick_q_rotate, stmatrix_fits, tail_split_fits)
+from .measured import (pick_do_early, pick_dq_accs, pick_dq_ds_held, pick_ptxas_opt,
+                       pick_reg_usage, pick_stat_vec, pick_trip_step, stat_vec_fits)
+from .rules import (default_tail_split, dq_chunks_fit, pick_dq_chunks, pick_dq_guard,
+                    pick_dq_k_held, pick_interleave, pick_lpt_heads, pick_q_rotate,
+                    tail_split_fits)
 
 
 class CodeChoiceError(ValueError):
     """A code choice that this plan cannot take."""
 
 
-def check_persistent(kp, persistent, causal: bool, tail_split: int,
-                     dq_lag: int) -> None:
-    """CodeChoiceError unless ``persistent`` is an int >= 0 that the plan can take: a persistent
-    CTA (:mod:`.roles`) needs the plan's ``store_warp`` (the producer stores a tile's dK/dV, then
-    loads the next tile's K/V into the same smem: sdK/sdV on sK/sV, clear of the Q/dO ring's
-    buffers, which it fills meanwhile), a non-causal grid (every tile runs the same trips, so
-    each counts them from 0), and neither tail splits, a lagged dQ (it reaches a trip back)
-    nor dQ staged in smem."""
-    if isinstance(persistent, bool) or not isinstance(persistent, int) or persistent < 0:
-        raise CodeChoiceError(f"persistent must be an int >= 0 (the grid's CTA count; 0: a CTA "
-                              f"a KV tile), got {persistent!r}")
-    if not persistent:
-        return
-    if not kp.tile.get("store_warp"):
-        raise CodeChoiceError("persistent > 0 needs the plan's store_warp=1 (force it: tile "
-                              "store_warp=1)")
-    if causal:
-        raise CodeChoiceError("persistent > 0 runs non-causal kernels only (its tiles all "
-                              "count the same trips)")
-    for name, on in (("tail_split", tail_split), ("dq_lag", dq_lag),
-                     ("stage_reductions", kp.tile.get("stage_reductions")),
-                     ("do_stages", kp.tile.get("do_stages"))):
-        if on:
-            raise CodeChoiceError(f"persistent > 0 does not run with {name}")
-    ring = ("sQ", "sdO", "sLSE", "sDelta")
-    for out, src in (("sdK", "sK"), ("sdV", "sV")):
-        o = kp.buffer(out)
-        if o.offset != kp.buffer(src).offset or any(
-                o.offset < kp.buffer(r).end and kp.buffer(r).offset < o.end for r in ring):
-            raise CodeChoiceError(f"persistent > 0 needs {out} on {src}, clear of the Q/dO "
-                                  f"ring's buffers")
-
-
 # choices that are not a variant's to set: ``tail_split`` (frost.sdpa builds it for the calls
-# whose grid the model cuts) and ``persistent`` (a launch frost.sdpa does not run)
-CALL_DECIDES = frozenset({"tail_split", "persistent"})
+# whose grid the model cuts)
+CALL_DECIDES = frozenset({"tail_split"})
 
 
 @dataclasses.dataclass(frozen=True)
 class CodeChoices:
     dq_chunks: int
     interleave: int
-    dq_vec: int
-    p_store: str
-    lookahead: int
-    exp2_poly: int = 0
     q_rotate: int = 0
-    serial_sdp: int = 0
     dq_k_held: int = 0
     lpt_heads: int = 1
     tail_split: int = 0
-    dq_lag: int = 0
     dq_guard: str = "pad"
     dq_accs: int = 1
     trip_step: int = 0
-    sdp_accs: int = 1
     stat_vec: int = 0
-    kv_prefetch: int = 0
-    l2_hints: int = 0
     reg_usage: int = PTXAS_DEFAULT_REG_USAGE
     ptxas_opt: int = PTXAS_DEFAULT_OPT_LEVEL
     dq_ds_held: int = 0
-    persistent: int = 0
     do_early: int = 0
-    dq_spread: int = 0
 
     @property
     def compile_options(self) -> str:
@@ -203,8 +121,8 @@ class CodeChoices:
 
     @classmethod
     def types(cls) -> dict:
-        """{name: int or str}: the type each choice's value takes (``p_store`` and ``dq_guard``
-        are words, the others ints)."""
+        """{name: int or str}: the type each choice's value takes (``dq_guard`` is a word, the
+        others ints)."""
         return {f.name: (str if f.type in (str, "str") else int) for f in dataclasses.fields(cls)}
 
     @classmethod
@@ -218,7 +136,7 @@ class CodeChoices:
 
     @classmethod
     def parse(cls, items) -> dict:
-        """``["reg_usage=7", "p_store=st32"]`` -> ``{"reg_usage": 7, "p_store": "st32"}``: the
+        """``["reg_usage=7", "dq_guard=rows"]`` -> ``{"reg_usage": 7, "dq_guard": "rows"}``: the
         command line's ``KEY=VALUE`` form, each value typed by :meth:`types`. ValueError naming
         the item for a malformed one, an unknown name (listing the known ones), a name given
         twice or a non-int value of an int choice; whether the plan can take the value is checked when the kernel
@@ -243,18 +161,12 @@ class CodeChoices:
 
     @classmethod
     def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
-                dq_vec: int | None = None, p_store: str | None = None,
-                lookahead: int = 0, exp2_poly: int = 0, q_rotate: int | None = None,
-                causal: bool = False, serial_sdp: int = 0, dq_k_held: int | None = None,
+                q_rotate: int | None = None, causal: bool = False, dq_k_held: int | None = None,
                 lpt_heads: int | None = None, tail_split: int | None = None,
-                dq_lag: int | None = None, dq_guard: str | None = None,
-                dq_accs: int | None = None, trip_step: int | None = None,
-                sdp_accs: int | None = None, stat_vec: int | None = None,
-                kv_prefetch: int | None = None, l2_hints: int = 0,
-                reg_usage: int | None = None,
-                ptxas_opt: int | None = None, dq_ds_held: int | None = None,
-                persistent: int = 0, do_early: int | None = None,
-                dq_spread: int | None = None) -> "CodeChoices":
+                dq_guard: str | None = None, dq_accs: int | None = None,
+                trip_step: int | None = None, stat_vec: int | None = None,
+                reg_usage: int | None = None, ptxas_opt: int | None = None,
+                dq_ds_held: int | None = None, do_early: int | None = None) -> "CodeChoices":
         """The measured default for every choice left None; raises CodeChoiceError for a value
         the plan cannot take."""
         tl = kp.tile
@@ -266,36 +178,12 @@ class CodeChoices:
         level = pick_interleave(kp, chunks, causal) if interleave is None else int(interleave)
         if level not in (0, 1, 2):
             raise CodeChoiceError(f"interleave must be 0, 1 or 2, got {interleave!r}")
-        lag = pick_dq_lag(kp, chunks) if dq_lag is None else dq_lag
-        if lag not in (0, 1) or (lag and not dq_lag_fits(kp, chunks)):
-            raise CodeChoiceError(f"dq_lag must be 0 or 1, and 1 only under the plan's "
-                                  f"exchange_sync with dV/dK local, two P/dS copies and one dQ "
-                                  f"chunk, got {dq_lag!r}")
-        if tl.get("exchange_sync") and not lag:
+        if tl.get("exchange_sync"):
             if interleave is None:
                 level = min(level, 1)
             elif level == 2:
                 raise CodeChoiceError("interleave=2 runs dQ with dV/dK, but under the plan's "
-                                      "exchange_sync dQ waits for every warp's dS after them "
-                                      "(unless dq_lag=1)")
-        vec = 2 if dq_vec is None else dq_vec
-        if vec not in (2, 4) or (vec == 4 and tl.get("reduce_block") == ATOM):
-            raise CodeChoiceError(f"dq_vec must be 2 or 4 (fp32 columns per dQ atomic), and 2 on "
-                                  f"the ATOM workspace (its .v4 adds a lane's own atom), got {dq_vec!r}")
-        fits = stmatrix_fits(kp)
-        store = ("stmatrix" if fits else "st32") if p_store is None else p_store
-        if store not in ("stmatrix", "st32") or (store == "stmatrix" and not fits):
-            raise CodeChoiceError(f"p_store must be 'st32' or (16-column warp tiles) "
-                                  f"'stmatrix', got {p_store!r}")
-        if lookahead not in (0, 1):
-            raise CodeChoiceError(f"lookahead must be 0 or 1, got {lookahead!r}")
-        if exp2_poly not in (0, 1):
-            raise CodeChoiceError(f"exp2_poly must be 0 or 1, got {exp2_poly!r}")
-        if serial_sdp not in (0, 1):
-            raise CodeChoiceError(f"serial_sdp must be 0 or 1, got {serial_sdp!r}")
-        if serial_sdp and exp2_poly:
-            raise CodeChoiceError("serial_sdp=1 was measured with P from ex2 only (v19): "
-                                  "exp2_poly must be 0")
+                                      "exchange_sync dQ waits for every warp's dS after them")
         held = pick_dq_k_held(kp, chunks) if dq_k_held is None else dq_k_held
         if held not in (0, 1):
             raise CodeChoiceError(f"dq_k_held must be 0 or 1, got {dq_k_held!r}")
@@ -303,10 +191,9 @@ class CodeChoices:
             raise CodeChoiceError(f"dq_k_held=1 holds K for the whole of d: it needs dq_chunks=1, "
                                   f"got {chunks}")
         lpt = pick_lpt_heads(kp, causal) if lpt_heads is None else lpt_heads
-        if isinstance(lpt, bool) or not isinstance(lpt, int) or not 0 <= lpt < 2**31:
-            raise CodeChoiceError(f"lpt_heads must be an int in [0, 2**31) (1: linear CTA order, "
-                                  f"0: heaviest KV tiles first over all heads, G: in groups of "
-                                  f"G), got {lpt_heads!r}")
+        if isinstance(lpt, bool) or not isinstance(lpt, int) or not 1 <= lpt < 2**31:
+            raise CodeChoiceError(f"lpt_heads must be an int in [1, 2**31) (1: linear CTA order, "
+                                  f"G: heaviest KV tiles first in groups of G), got {lpt_heads!r}")
         split = default_tail_split(kp, causal) if tail_split is None else tail_split
         if isinstance(split, bool) or split not in (0, 1) or \
                 (split and not tail_split_fits(kp, causal)):
@@ -319,32 +206,18 @@ class CodeChoices:
         if split and lpt != 1:
             raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
         guard = pick_dq_guard(kp, causal) if dq_guard is None else dq_guard
-        if guard not in ("pad", "rows", "tile", "row_once") or guard == "row_once" and (
-                vec == 4 or not tl.get("reduce_block")):
-            raise CodeChoiceError(f"dq_guard must be 'pad', 'rows', 'tile' or 'row_once' (a "
-                                  f"blocked workspace with dq_vec=2), got {dq_guard!r}")
-        accs = pick_dq_accs(kp, causal, chunks, lag) if dq_accs is None else dq_accs
+        if guard not in ("pad", "rows"):
+            raise CodeChoiceError(f"dq_guard must be 'pad' or 'rows', got {dq_guard!r}")
+        accs = pick_dq_accs(kp, causal, chunks) if dq_accs is None else dq_accs
         if isinstance(accs, bool) or accs not in (1, 2):
             raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")
         step = pick_trip_step(kp, causal) if trip_step is None else trip_step
         if isinstance(step, bool) or step not in (0, 1):
             raise CodeChoiceError(f"trip_step must be 0 or 1, got {trip_step!r}")
-        s_accs = pick_sdp_accs(kp, causal) if sdp_accs is None else sdp_accs
-        if isinstance(s_accs, bool) or s_accs not in (1, 2) or (s_accs == 2 and serial_sdp):
-            raise CodeChoiceError(f"sdp_accs must be 1 or 2, and 1 with serial_sdp=1 (one S/dP "
-                                  f"accumulator live at a time), got {sdp_accs!r}")
         sv = pick_stat_vec(kp, causal) if stat_vec is None else stat_vec
         if isinstance(sv, bool) or sv not in (0, 1) or (sv and not stat_vec_fits(kp)):
             raise CodeChoiceError(f"stat_vec must be 0 or 1, and 1 only where each MMA thread "
                                   f"owns 2, 4 or 8 S rows (whole m16 atoms), got {stat_vec!r}")
-        pf = pick_kv_prefetch(kp, causal, split, step) if kv_prefetch is None else kv_prefetch
-        if isinstance(pf, bool) or not isinstance(pf, int) or \
-                not 0 <= pf <= MAX_KV_PREFETCH or (pf and split):
-            raise CodeChoiceError(f"kv_prefetch must be an int in [0, {MAX_KV_PREFETCH}] (trips "
-                                  f"before the last; 0: off), and 0 with tail_split=1 (a cut "
-                                  f"grid is 1-D), got {kv_prefetch!r}")
-        if isinstance(l2_hints, bool) or l2_hints not in (0, 1, 2, 3):
-            raise CodeChoiceError(f"l2_hints must be 0, 1, 2 or 3, got {l2_hints!r}")
         rul = pick_reg_usage(kp, causal, split) if reg_usage is None else reg_usage
         if isinstance(rul, bool) or not isinstance(rul, int) or not 0 <= rul <= 10:
             raise CodeChoiceError(f"reg_usage must be an int in [0, 10] (ptxas' "
@@ -359,28 +232,15 @@ class CodeChoices:
         dq_ds_held = pick_dq_ds_held(kp, causal, chunks) if dq_ds_held is None else dq_ds_held
         if isinstance(dq_ds_held, bool) or not isinstance(dq_ds_held, int) or \
                 dq_ds_held not in (0, 1) or (dq_ds_held and chunks < 2):
-            # (dq_lag and dq_k_held need one chunk: they never meet a held dS)
+            # (dq_k_held needs one chunk: it never meets a held dS)
             raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
                                   f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
         do_early = pick_do_early(kp, causal, level) if do_early is None else do_early
         if isinstance(do_early, bool) or not isinstance(do_early, int) or \
-                do_early not in (0, 1, 2) or (do_early and (
-                "do_stages" not in tl or tl.get("exchange_sync") or level == 0)) or \
-                (do_early == 2 and chunks < 2):
-            raise CodeChoiceError(f"do_early must be 0, 1 or 2, and not 0 only on the plan's "
-                                  f"split ring (do_stages), without exchange_sync, at interleave "
-                                  f">= 1 (2: with dQ in 2 or more chunks), got {do_early!r}")
-        rides = (exchange_split(kp) == 2 or chunks >= 2) and guard != "tile" and \
-            not tl.get("stage_reductions")  # a GEMM follows the adds; atomics one by one
-        spread = (pick_dq_spread(kp, causal) if rides and chunks == 1 else 0) \
-            if dq_spread is None else dq_spread  # (measured on one chunk only)
-        if isinstance(spread, bool) or not isinstance(spread, int) or spread not in (0, 1) or \
-                (spread and not rides):
-            raise CodeChoiceError(f"dq_spread must be 0 or 1, and 1 only with a GEMM after dQ's "
-                                  f"adds to ride (dQ in 2 or more chunks, or the plan's "
-                                  f"exchange_sync with dQ first), by atomics (not "
-                                  f"dq_guard='tile' or staged dQ), got {dq_spread!r}")
-        check_persistent(kp, persistent, causal, split, lag)
-        return cls(chunks, level, vec, store, lookahead, exp2_poly, rot, serial_sdp, held, lpt,
-                   split, lag, guard, accs, step, s_accs, sv, pf, l2_hints, rul, opt, dq_ds_held,
-                   persistent, do_early, spread)
+                do_early not in (0, 1) or (do_early and (
+                "do_stages" not in tl or tl.get("exchange_sync") or level == 0)):
+            raise CodeChoiceError(f"do_early must be 0 or 1, and 1 only on the plan's split ring "
+                                  f"(do_stages), without exchange_sync, at interleave >= 1, got "
+                                  f"{do_early!r}")
+        return cls(chunks, level, rot, held, lpt, split, guard, accs, step, sv, rul, opt,
+                   dq_ds_held, do_early)

@@ -38,7 +38,7 @@ import cutlass.cute as cute
 from frost.tile_dsl.ptx import bar_red_or, ld_cg_v4_f32, st_v4_f32
 
 from .masks import split_slot_floats
-from .load import l2_hint, tma_tile
+from .load import tma_tile
 
 VEC = 4  # fp32 values per 16-byte slot access
 GATHER_VECS = 8  # 16-byte slot vectors summed at a time by the last part (32 registers)
@@ -77,14 +77,12 @@ class EpilogueRole:
         """One thread: the TMA stores of sdK and sdV, and the wait until they have read smem."""
         tl = self.kp.tile
         t_n, d, dv = tl["tile_n"], tl["d"], tl["d_v"]
-        if cutlass.const_expr("dkdv_store" not in self.skip):  # (the ablation: no TMA store)
-            sdK_p, gdK_p = tma_tile(tmas.dk, tmas.mdK, sm.sdK, t_n, d, n_block, h_kv, b)
-            sdV_p, gdV_p = tma_tile(tmas.dv, tmas.mdV, sm.sdV, t_n, dv, n_block, h_kv, b)
-            hint = l2_hint(self.code, 1, "evict_first")  # not read again in this chain
-            cute.copy(tmas.dk, sdK_p, gdK_p, **hint)
-            cute.copy(tmas.dv, sdV_p, gdV_p, **hint)
-            cute.arch.cp_async_bulk_commit_group()
-            cute.arch.cp_async_bulk_wait_group(0, read=True)
+        sdK_p, gdK_p = tma_tile(tmas.dk, tmas.mdK, sm.sdK, t_n, d, n_block, h_kv, b)
+        sdV_p, gdV_p = tma_tile(tmas.dv, tmas.mdV, sm.sdV, t_n, dv, n_block, h_kv, b)
+        cute.copy(tmas.dk, sdK_p, gdK_p)
+        cute.copy(tmas.dv, sdV_p, gdV_p)
+        cute.arch.cp_async_bulk_commit_group()
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     @cute.jit
     def producer_stores(self, sm, tmas, b, h_kv, n_block):

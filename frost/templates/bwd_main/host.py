@@ -155,14 +155,6 @@ class HostMixin:
         tl = self.kp.tile
         if Hq % Hkv:
             raise ValueError(f"H_q={Hq} is not a multiple of H_kv={Hkv}")
-        if self.code.persistent and n_tiles(self.kp, B, Hkv, Skv) > self.code.persistent:
-            from .roles import ring_quantum  # (a CTA of more than one tile)
-
-            trips, quantum = -(-Sq // tl["tile_m"]) * (Hq // Hkv), ring_quantum(self.kp)
-            if trips % quantum:
-                raise ValueError(f"persistent: a KV tile's {trips} q-tile trips (S_q={Sq}, GQA "
-                                 f"group {Hq // Hkv}) must be a multiple of {quantum} "
-                                 f"(roles.ring_quantum) where a CTA runs more than one tile")
         if D > tl["d"] or v.shape[-1] > tl["d_v"]:
             raise ValueError(f"head dim {D} exceeds the plan's padded d={tl['d']}")
         if lse_log2.shape[:2] != (B, Hq) or lse_log2.shape[2] < Sq or delta.shape != lse_log2.shape:

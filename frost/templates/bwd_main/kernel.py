@@ -3,7 +3,7 @@
 Public interface (stable)::
 
     kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
-                         use_pdl=False, dq_splits=False, skip=frozenset(),  # skip: timing only
+                         use_pdl=False, dq_splits=False,
                          arrival_delay_ns=0,  # tests only
                          **choices)  # code choices by name (code.CodeChoices), e.g. interleave=0
     report = kern.compile("sm_120a")               # the frost.sdpa build, no GPU needed
@@ -35,14 +35,12 @@ Tensors (torch, CUDA):
 
 H_q must be a multiple of H_kv (GQA/MQA: one CTA loops over the whole q-head group). B, H, S are
 runtime values: one compile per (dtype, head dim, causal + alignment, plan, use_pdl, dq_splits,
-skip, code choices).
+code choices).
 
 How: grid (⌈S_kv/tile_n⌉, H_kv, B); per CTA one KV tile. A ``tail_split`` build (non-causal,
 d <= 160) also takes ``split`` = (slots, counters, n_whole, parts) (:mod:`.host`): with a cut it
 launches a 1-D grid whose last tiles run as ``parts`` CTAs each (``masks.split_tile``), the last
-part to finish writing the tile (``epilogue.gather_parts``); without one, the 3-D grid. A
-``persistent`` build (non-causal, opt-in) launches a 1-D grid of at most P CTAs, each running
-every P-th KV tile (``roles.py``).
+part to finish writing the tile (``epilogue.gather_parts``); without one, the 3-D grid.
 
 Warp roles from the plan: MMA warps (``mma.py``), one TMA producer warp (``load.py``) and register
 donors in its warpgroup; ``setmaxnreg`` moves registers from the producer warpgroup to the MMA
@@ -54,14 +52,13 @@ under tests/templates/ cover head dims 32..256, causal both alignments, GQA/MQA,
 PDL on/off, dq_splits, and every code knob and plan option below against a float64 reference.
 
 Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
-``dq_vec``, ``p_store``, ``lookahead``, ``exp2_poly``, ``q_rotate`` (the q-tile walk of
-``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile, ``masks.cta_tile``), ``serial_sdp``
-(opt-in), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44), ``dq_lag``
-(v49), ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``sdp_accs`` (v59, opt-in),
-``stat_vec`` (v63), ``kv_prefetch`` (v72), ``l2_hints`` (v77), the ptxas flags ``reg_usage`` /
-``ptxas_opt`` (v80-v86, v102), ``dq_ds_held`` (v88; the default at d=256 since v95/v96),
-``persistent`` (v89, opt-in) and ``do_early`` (v98-v103; 1 at non-causal d=256 since v103) to
-their measured defaults; ``self.code`` holds them.
+``q_rotate`` (the q-tile walk of ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile,
+``masks.cta_tile``), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44),
+``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``stat_vec`` (v63), the ptxas flags
+``reg_usage`` / ``ptxas_opt`` (v80-v86, v102), ``dq_ds_held`` (v88; the default at d=256 since
+v95/v96) and ``do_early`` (v98-v103; 1 at non-causal d=256 since v103) to their measured
+defaults; ``self.code`` holds them. Choices no default picks (timing-only ablations, ``pair_x``,
+``persistent``, and the forms measured slower) left the kernel on 2026-12-07 (lab/LOG.md).
 
 Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_sync``,
 ``reduce_block``, ``s_rows``/``dq_rows``, ``v_in_regs``, ``stage_reductions``, ``ctas_per_sm``,
@@ -69,37 +66,9 @@ Plan options (keys the cost model never ranks: ``exchange_stages``, ``exchange_s
 :mod:`frost.sched.sdpa` and :mod:`frost.sched.tuned`;
 this template reads them from ``kplan.tile``. ``stage_reductions: 1`` runs ``kernel_staged_dq``.
 
-Ablation (``skip``, TIMING ONLY — THE RESULTS ARE WRONG): a compile-time frozenset of stage names
-from :data:`SKIP_STAGES`; each drops that stage's code via a ``cutlass.const_expr`` branch so a
-benchmark can see what the stage costs (``bench/bwd_main_sweep.py``); never set by ``frost.sdpa``,
-and the default (empty) compiles to the same PTX as without the knob. It is part of the kernel's
-identity (read at trace time: the traced IR, so CuTe DSL's JIT-cache key). ``arrival_delay_ns``
-(tests, ``tail_split`` builds): part p of a split tile waits p·ns (> 0) or (parts − 1 − p)·|ns|
-(< 0) before it arrives on its tile's counter, so a test picks the last part (``gather_parts``)::
-
-    dq_atomic   keep dQ = dS·K but issue no red.global.add (the partials are folded into one dK
-                accumulator so the GEMM is not dead-code eliminated)
-    dq_gemm     no dQ = dS·K and no dQ atomics
-    dkdv_gemm   no dV += Pᵀ dO and no dK += dSᵀ Q (dK, dV come out as zeros)
-    dp_gemm     no dP = dO Vᵀ (dS = P ∘ (0 − delta))
-    operand_loads  every GEMM loads only its first k-block from smem and reuses it for the others
-                (``interleave.Job(reuse_k0=True)``): MMAs stay, other k-blocks' ldmatrix go
-    softmax     P = S and dS = dP: no exponentials, no LSE/delta reads, no causal mask
-    q_loads     each Q/dO ring stage is loaded by TMA once; later fills only arrive on q_full
-    mma_sync    no per-trip mma_sync barrier around the P/dS stores (warps read P/dS that other
-                warps may not have written yet): what keeping the MMA warps in step costs
-    diag_trips  causal: each CTA starts tile_n // tile_m q tiles later (none if tile_n < tile_m),
-                past the trips that cut the diagonal if tiles align: what those trips cost
-    mask        no element mask on any tile (the diagonal and edge trips run the unmasked path)
-    kv_load     no K/V TMA (kv_full completes on a plain arrive): the CTA's K/V wait
-    dkdv_store  dK/dV staged in smem as usual, but no TMA store of them (nor its wait)
-    dq_atomic2  every dQ red.global.add issued twice (dQ doubled): what two dQ partials a trip
-                would cost in atomics (v101; it and dq_half are refused with stage_reductions)
-    dq_half     dQ atomics only from the dQ grid's warp rows that kv-tile parity picks (half of
-                them, ``dq_add.dq_half_of``): what a 2-CTA cluster would issue, less its exchange
-    x_waits     exchange_sync: no x_full / x_empty waits (group barriers and arrivals stay; warps
-                read P/dS other groups may not have written): what the cross-group sync costs
-    pair_x      ADDS two DSMEM pair-exchange rounds a trip in 2-CTA clusters (``pair.py``, v138)
+``arrival_delay_ns`` (tests, ``tail_split`` builds): part p of a split tile waits p·ns (> 0) or
+(parts − 1 − p)·|ns| (< 0) before it arrives on its tile's counter, so a GPU test picks the last
+part (``gather_parts``) and checks that the sum does not depend on it.
 
 PDL (``use_pdl``): every thread executes ``griddepcontrol.wait`` right after the barrier init,
 before any global read (Q, K, V, dO, lse_log2, delta may all come from upstream kernels, and
@@ -124,22 +93,17 @@ from frost.ir.mods import NO_MODS, AttentionMods
 
 from . import masks
 from .code import CodeChoiceError, CodeChoices
-from .rules import BwdMainError, exchange_mode, pick_dq_chunks, pick_interleave
+from .rules import BwdMainError, exchange_mode, pick_dq_chunks, pick_interleave, stmatrix_fits
 from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole, split_ring_problem
 from .mma import MmaRole
-from .pair import PairRole, pair_problem
 from .pointwise import VariantMath
 from .roles import RolesMixin
 
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 
 
-SKIP_STAGES = frozenset({"dq_atomic", "dq_gemm", "dkdv_gemm", "dp_gemm", "operand_loads",
-                         "softmax", "q_loads", "mma_sync", "diag_trips", "mask", "kv_load",
-                         "dkdv_store", "dq_atomic2", "x_waits", "dq_half", "pair_x"})
-"""Stage names ``BwdMainKernel(skip=...)`` accepts (timing ablations; results are then wrong)."""
 LOG2E = math.log2(math.e)
 
 
@@ -148,27 +112,23 @@ def _seq_major(t):
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 3, 2, 0]))
 
 
-class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, HostMixin):
+class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
     """KV-stationary attention backward main kernel; see the module docstring."""
 
     MMA = WarpRole.MMA
     PRODUCER = WarpRole.PRODUCER
     SUPPORTS_DQ_SPLITS = True
+    skip = frozenset()  # removed: pointwise.py drops this (the timing-only ablations left)
 
     def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
                  causal_align: str | masks.CausalAlign | None = "bottom_right",
-                 use_pdl: bool = False, dq_splits: bool = False,
-                 skip: frozenset[str] = frozenset(), arrival_delay_ns: int = 0,
+                 use_pdl: bool = False, dq_splits: bool = False, arrival_delay_ns: int = 0,
                  mods: AttentionMods = NO_MODS, **choices):
         """``choices``: code choices by name (the fields of :class:`.code.CodeChoices`, e.g.
         ``interleave=0``); each one left out takes its measured default. ``mods``: the
         variant's score map and mask (:mod:`frost.ir.mods`), on top of ``causal``; lowered by
         the pointwise hook (:class:`.pointwise.VariantMath`)."""
         self.kp = kplan
-        self.skip = frozenset(skip)
-        if not self.skip <= SKIP_STAGES:
-            raise BwdMainError(f"unknown bwd_main skip stage(s) {sorted(self.skip - SKIP_STAGES)}; "
-                             f"known: {sorted(SKIP_STAGES)}")
         unknown = set(choices) - CodeChoices.names()
         if unknown:
             raise BwdMainError(f"unknown bwd_main option(s) {sorted(unknown)}; code choices: "
@@ -195,17 +155,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
             raise BwdMainError(f"arrival_delay_ns must be an int, nonzero only with tail_split=1, "
                                f"got {arrival_delay_ns!r}")
         self.arrival_delay_ns = arrival_delay_ns
-        self.dq_chunks, self.interleave, self.dq_vec = code.dq_chunks, code.interleave, code.dq_vec
-        self.p_store, self.lookahead, self.exp2_poly = code.p_store, code.lookahead, code.exp2_poly
-        self.q_rotate, self.serial_sdp, self.dq_k_held = code.q_rotate, code.serial_sdp, code.dq_k_held
-        if code.dq_lag and self.skip & {"dq_gemm", "dq_atomic", "dq_half"}:
-            raise BwdMainError("the dq_gemm / dq_atomic / dq_half ablations are not wired into "
-                               "dq_lag=1")
-        if self.serial_sdp and self.vm.grad is not None:
-            raise BwdMainError(f"serial_sdp=1 keeps no fp32 score for the score map's gradient "
-                               f"({self.vm.grad}): build this variant with serial_sdp=0")
-        if self.serial_sdp and "dp_gemm" in self.skip:
-            raise BwdMainError("the dp_gemm ablation is not wired into serial_sdp=1")
+        self.dq_chunks, self.interleave = code.dq_chunks, code.interleave
+        self.q_rotate, self.dq_k_held = code.q_rotate, code.dq_k_held
+        # P/dS registers -> smem: stmatrix.x4 where every warp's S tile is whole 16x16 blocks,
+        # else 32-bit st.shared (the plan decides: no default plan needs st32)
+        self.p_store = "stmatrix" if stmatrix_fits(kplan) else "st32"
         # the plan stages dQ partials in smem: one TMA reduce-add per trip (mma.py)
         self.stage_dq = bool(kplan.tile.get("stage_reductions", 0))
         # the plan's exchange_sync: 1 dV/dK read their group's P/dS and dQ all of dS, 2 the
@@ -213,22 +167,8 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
         self.x_mode = exchange_mode(kplan)
         # the plan's do_stages: dO and the row statistics on a ring of their own (load.py)
         self.split_ring = "do_stages" in kplan.tile
-        if self.split_ring and "q_loads" in self.skip:
-            raise BwdMainError("the q_loads ablation is not wired into a split ring (do_stages)")
-        if self.x_mode and "mma_sync" in self.skip:
-            raise BwdMainError("the mma_sync ablation drops the per-trip barrier: the plan's "
-                               "exchange_sync has none (force tile exchange_sync=0)")
-        if "dq_half" in self.skip and kplan.tile["dq_wm"] % 2:
-            raise BwdMainError("the dq_half ablation splits the dQ grid's warp rows in two "
-                               f"halves: dq_wm={kplan.tile['dq_wm']} is odd")
-        if self.stage_dq and self.skip & {"dq_atomic2", "dq_half"}:
-            raise BwdMainError("the dq_atomic2 / dq_half ablations change the red.global.add "
-                               "atomics: the plan's stage_reductions adds dQ by a TMA reduce")
         if self.stage_dq and (code.dq_chunks != 1 or kplan.buffer("sP").stages != 1):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
-        if why := pair_problem(kplan, self.skip, code, self.align != masks.CausalAlign.NONE,
-                               self.stage_dq):
-            raise BwdMainError(why)
         self._compiled = None
 
     pick_dq_chunks = staticmethod(pick_dq_chunks)
@@ -350,15 +290,11 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
                                                   grid[0])),
                     cutlass.Int32(cutlass.select_(cut, 1, grid[1])),
                     cutlass.Int32(cutlass.select_(cut, 1, grid[2]))]
-        if cutlass.const_expr(self.code.persistent):  # roles.py: a 1-D grid of at most P
-            tiles = grid[0] * grid[1] * grid[2]
-            grid = [cutlass.min(tiles, cutlass.Int32(self.code.persistent)), 1, 1]
         ctas = kp.tile.get("ctas_per_sm", 1)  # > 1: ask for all of the SM's smem as shared
-        extra = self.pair_launch(grid)  # pair_x (timing only): 2-CTA clusters
         self.kernel(*args, staged, tail).launch(
             grid=grid, block=[kp.threads, 1, 1], smem=kp.smem_bytes, stream=stream,
             use_pdl=self.use_pdl, min_blocks_per_mp=ctas,
-            preferred_smem_carveout=100 if ctas > 1 else None, **extra)
+            preferred_smem_carveout=100 if ctas > 1 else None)
 
     # ------------------------------------------------------------------ device
     @cute.kernel
@@ -387,7 +323,7 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
         if cutlass.const_expr(len(tail) > 0):
             _, _, n_whole, parts, n_x, n_heads = tail
             n_block, h_kv, b, part, n_parts = masks.split_tile(n_x, n_heads, n_whole, parts)
-        elif cutlass.const_expr(not self.code.persistent):  # (persistent: roles.py's tiles)
+        else:
             n_block, h_kv, b = masks.cta_tile(self.code.lpt_heads)
 
         raw = cutlass.memory.SmemAllocator().allocate(kp.smem_bytes, byte_alignment=1024)
@@ -412,19 +348,13 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
             for name in self.extra_mbarriers():  # the split ring's, then exchange_sync's
                 for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
                     cute.arch.mbarrier_init(getattr(sm, name) + s, kp.mbarrier(name).arrive_count)
-            self.pair_init(sm)
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
-        self.pair_sync()
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_wait()
-        if cutlass.const_expr(self.code.persistent):
-            self.persistent_roles(raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
-                                  scale_log2, warp_idx)
-        else:
-            self.one_tile_roles(raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
-                                scale_log2, warp_idx, n_block, h_kv, b, tail,
-                                (part, n_parts) if len(tail) > 0 else ())
+        self.one_tile_roles(raw, tmas, mLSE2, mDelta, mdQacc, s_q, s_kv, group, scale,
+                            scale_log2, warp_idx, n_block, h_kv, b, tail,
+                            (part, n_parts) if len(tail) > 0 else ())
 
     @cute.jit
     def smem_views(self, raw):
@@ -451,7 +381,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, PairRole, RolesMixin, H
             q_full=smem.mbar_ptr(raw, kp.mbarrier("q_full").offset),
             q_empty=smem.mbar_ptr(raw, kp.mbarrier("q_empty").offset),
             **{k: smem.mbar_ptr(raw, kp.mbarrier(k).offset) for k in self.extra_mbarriers()},
-            **self.pair_views(raw),
         )
 
     def extra_mbarriers(self) -> tuple[str, ...]:

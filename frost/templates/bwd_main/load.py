@@ -1,6 +1,5 @@
 """Producer warp of ``bwd_main``: TMA for K, V (once a KV tile) and for Q, dO (one ring stage per
-q tile). A persistent CTA (``roles.py``) runs :meth:`ProducerRole.load_kv` and
-:meth:`ProducerRole.produce_trips` once a tile.
+q tile).
 
 Protocol (per ring stage s, fill number k = t // q_stages of iteration t):
 
@@ -18,9 +17,6 @@ fills Q's stage (step 3 for Q alone), then waits on do_empty and does steps 2–
 ``do_guard`` (dO's buffer on V's bytes) every do_empty wait counts one more completion: the MMA
 warps' release once V is in their registers.
 
-With ``kv_prefetch`` = L, the trip L before the last (or the first) also prefetches the next
-CTA's K/V tile into L2 between steps 1 and 2 (:meth:`ProducerRole.prefetch_next_kv`).
-
 Iteration t maps to (q head h_kv * G + t // n_m, q tile ``masks.q_tile``), the same order the
 MMA warps walk.
 """
@@ -31,7 +27,6 @@ import cutlass
 import cutlass.cute as cute
 
 from frost.tile_dsl.copy import tma_box
-from frost.tile_dsl.ptx import L2_POLICY
 
 from . import masks
 from .pointwise import stat_slot
@@ -41,14 +36,6 @@ def tma_tile(atom, m_t, s_tile, rows: int, cols: int, blk, h, b):
     """(smem, gmem) TMA partitions of row block ``blk`` of head ``h``, batch ``b`` of the
     (S, D, H, B) tensor ``m_t`` (:func:`frost.tile_dsl.copy.tma_box`)."""
     return tma_box(atom, m_t[None, None, h, b], s_tile, (rows, cols), (blk, 0))
-
-
-def l2_hint(code, level: int, priority: str) -> dict:
-    """``cute.copy`` keywords of a bulk copy that the code choice ``l2_hints`` gives an L2
-    priority from ``level`` on (below it none: CuTe DSL then passes the copy a policy of 0)."""
-    if code.l2_hints < level:
-        return {}
-    return {"cache_policy": cutlass.Int64(L2_POLICY[priority])}
 
 
 def split_ring_problem(kp) -> str | None:
@@ -74,60 +61,40 @@ class ProducerRole:
         """K/V once, then trips [t0, t1) of the ring: the CTA's one KV tile."""
         self.load_kv(sm, tmas, b, h_kv, n_block)
         self.produce_trips(sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
-                           group, t0)
+                           group)
 
     @cute.jit
     def load_kv(self, sm, tmas, b, h_kv, n_block):
-        """TMA K and V of KV tile ``n_block`` into sK/sV, completing ``kv_full``'s next phase."""
+        """TMA K and V of KV tile ``n_block`` into sK/sV, completing ``kv_full``."""
         kp = self.kp
         lane = cute.arch.lane_idx()
         t_n, d, dv = kp.tile["tile_n"], kp.tile["d"], kp.tile["d_v"]
         sK_p, gK_p = tma_tile(tmas.k, tmas.mK, sm.sK, t_n, d, n_block, h_kv, b)
         sV_p, gV_p = tma_tile(tmas.v, tmas.mV, sm.sV, t_n, dv, n_block, h_kv, b)
         # (cute.copy of a TMA atom elects one lane itself: the whole warp must call it)
-        if cutlass.const_expr("kv_load" in self.skip):  # ablation (timing only): no K/V bytes
-            if lane == 0:
-                cute.arch.mbarrier_arrive(sm.kv_full)
-        else:
-            if lane == 0:
-                cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kp.mbarrier("kv_full").tx_bytes)
-            cute.arch.sync_warp()
-            hint = l2_hint(self.code, 2, "evict_first")  # read once a CTA
-            cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full, **hint)
-            cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full, **hint)
+        if lane == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(sm.kv_full, kp.mbarrier("kv_full").tx_bytes)
+        cute.arch.sync_warp()
+        cute.copy(tmas.k, gK_p, sK_p, tma_bar_ptr=sm.kv_full)
+        cute.copy(tmas.v, gV_p, sV_p, tma_bar_ptr=sm.kv_full)
 
     @cute.jit
     def produce_trips(self, sm, tmas, mLSE2, mDelta, b, h_kv, n_block, m_min, n_m, t0, t1, s_q,
-                      group, origin, pf_at=None, pf_tile=None):
-        """Ring trips [t0, t1) of KV tile ``n_block``. ``origin``: where the count of fills
-        starts (the CTA's first trip: the first fill of each stage waits for nothing; a
-        persistent CTA's tiles: two ring cycles before trip 0, ``roles.py``); ``pf_at``: the
-        trip at which ``kv_prefetch`` prefetches the next tile: with ``pf_tile`` = (linear tile,
-        S_kv) a persistent CTA's own next one (None: the trip ``kv_prefetch`` before t1, and the
-        next CTA's tile, :meth:`prefetch_next_kv`)."""
+                      group):
+        """Ring trips [t0, t1) of KV tile ``n_block``; the fills are counted from the CTA's
+        first trip t0 (the first fill of each stage waits for nothing)."""
         kp = self.kp
         t_m = kp.tile["tile_m"]
         stages = kp.tile["q_stages"]
         lane = cute.arch.lane_idx()
-        q_full = kp.mbarrier("q_full")
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
             stage = t % stages
-            fill = (t - origin) // stages  # the stage's fills counted from origin
+            fill = (t - t0) // stages  # the stage's fills counted from t0
             h = h_kv * group + t // n_m
             m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
             if fill > 0:
                 cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
-            if cutlass.const_expr(self.code.kv_prefetch > 0):
-                at = pf_at
-                if cutlass.const_expr(pf_at is None):
-                    at = cutlass.max(t0, t1 - self.code.kv_prefetch)
-                if t == at:
-                    if cutlass.const_expr(pf_tile is None):
-                        self.prefetch_next_kv(sm, tmas)
-                    else:  # a persistent CTA's next tile (roles.py), decoded only here
-                        lin, s_kv = pf_tile
-                        self.prefetch_next_kv(sm, tmas, self.next_of(lin, mLSE2, s_kv, group))
             st = stage  # the row statistics' stage (under a split ring: dO's ring's)
             if cutlass.const_expr(self.split_ring):  # Q alone on its ring; then dO's ring
                 self.fill_arrive(sm.q_full + stage, "q_full")
@@ -136,7 +103,7 @@ class ProducerRole:
                 st = t % kp.tile["do_stages"]
                 # do_guard: each stage's first fill waits too, for the MMA warps' release once
                 # V (whose bytes dO's ring takes) is in their registers (MmaRole.consume)
-                d_fill = (t - origin) // kp.tile["do_stages"] + kp.tile.get("do_guard", 0)
+                d_fill = (t - t0) // kp.tile["do_stages"] + kp.tile.get("do_guard", 0)
                 if d_fill > 0:
                     cute.arch.mbarrier_wait(sm.do_empty + st, (d_fill - 1) % 2)
             # Row statistics through the generic proxy (all lanes), each lane ordering its own
@@ -161,46 +128,23 @@ class ProducerRole:
                                     sm.do_full + st, m_block, h, b)
             else:
                 bar = sm.q_full + stage
-                if cutlass.const_expr("q_loads" not in self.skip):
-                    self.fill_arrive(bar, "q_full")
-                    self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
-                else:  # ablation (timing only): a stage is loaded once; its refills only arrive
-                    self.fill_arrive(bar, "q_full", cutlass.select_(fill == 0, q_full.tx_bytes, 0))
-                    if fill == 0:
-                        self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
+                self.fill_arrive(bar, "q_full")
+                self.load_q_stage(sm, tmas, stage, bar, m_block, h, b)
 
     @cute.jit
-    def fill_arrive(self, bar, name: cutlass.Constexpr, tx=None):
+    def fill_arrive(self, bar, name: cutlass.Constexpr):
         """Arrive on the plan's full mbarrier ``name`` of a ring stage before its TMA loads: from
         every lane when the plan counts a warp of arrivals (the ring carries row statistics the
         lanes stored: each lane's arrive orders its own stores), else from lane 0 alone; lane 0's
-        arrive carries the expected bytes (``tx``, default the plan's). Then ``bar.warp.sync``,
-        so the expect-tx precedes the loads whichever lane issues them."""
+        arrive carries the plan's expected bytes. Then ``bar.warp.sync``, so the expect-tx
+        precedes the loads whichever lane issues them."""
         mb = self.kp.mbarrier(name)
-        n_tx = mb.tx_bytes if tx is None else tx
         lane = cute.arch.lane_idx()
         if lane == 0:
-            cute.arch.mbarrier_arrive_and_expect_tx(bar, n_tx)
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, mb.tx_bytes)
         elif cutlass.const_expr(mb.arrive_count == 32):
             cute.arch.mbarrier_arrive(bar)
         cute.arch.sync_warp()
-
-    @cute.jit
-    def prefetch_next_kv(self, sm, tmas, tile=None):
-        """``kv_prefetch``: TMA brings the K/V tile of the CTA that most likely starts next
-        (``masks.next_cta_tile``), or ``tile`` = (valid, n_block, head, batch), into L2, so that
-        its first load reads L2, not HBM. One lane issues it (a TMA prefetch elects nothing);
-        nothing waits on it."""
-        tl = self.kp.tile
-        if cutlass.const_expr(tile is None):
-            valid, n, h, b = masks.next_cta_tile(self.code.lpt_heads)
-        else:
-            valid, n, h, b = tile
-        if valid != 0 and cute.arch.lane_idx() == 0:
-            _, gK_p = tma_tile(tmas.k, tmas.mK, sm.sK, tl["tile_n"], tl["d"], n, h, b)
-            _, gV_p = tma_tile(tmas.v, tmas.mV, sm.sV, tl["tile_n"], tl["d_v"], n, h, b)
-            cute.prefetch(tmas.k, gK_p)
-            cute.prefetch(tmas.v, gV_p)
 
     @cute.jit
     def load_q_stage(self, sm, tmas, stage, bar, m_block, h, b):
@@ -211,14 +155,12 @@ class ProducerRole:
                               m_block, h, b)
         sdO_p, gdO_p = tma_tile(tmas.do, tmas.mdO, sm.sdO[None, None, stage], tl["tile_m"],
                                 tl["d_v"], m_block, h, b)
-        hint = l2_hint(self.code, 3, "evict_last")  # read again by the head's other KV tiles
-        cute.copy(tmas.q, gQ_p, sQ_p, tma_bar_ptr=bar, **hint)
-        cute.copy(tmas.do, gdO_p, sdO_p, tma_bar_ptr=bar, **hint)
+        cute.copy(tmas.q, gQ_p, sQ_p, tma_bar_ptr=bar)
+        cute.copy(tmas.do, gdO_p, sdO_p, tma_bar_ptr=bar)
 
     @cute.jit
     def load_ring_tile(self, atom, m_t, s_tile, cols: cutlass.Constexpr, bar, m_block, h, b):
         """A split ring's TMA of one tile (Q or dO, ``cols`` wide) of q tile ``m_block`` into
         the stage view ``s_tile``, completing on mbarrier ``bar``."""
         s_p, g_p = tma_tile(atom, m_t, s_tile, self.kp.tile["tile_m"], cols, m_block, h, b)
-        hint = l2_hint(self.code, 3, "evict_last")  # read again by the head's other KV tiles
-        cute.copy(atom, g_p, s_p, tma_bar_ptr=bar, **hint)
+        cute.copy(atom, g_p, s_p, tma_bar_ptr=bar)

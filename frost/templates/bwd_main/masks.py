@@ -28,7 +28,7 @@ with its index (tile 0 sees every q tile, the last sees a few), so in the linear
 heavy CTAs start late in the grid's last wave and the grid ends on a few long CTAs. With
 ``lpt_heads`` G != 1 the linear block index is re-dealt heaviest first ("longest processing time
 first"): KV tile 0 of G (batch, head) pairs, then tile 1 of the same pairs, and so on, group by
-group; G = 0 takes all pairs as one group. G = 1 is the linear order (a head's tiles together).
+group. G = 1 is the linear order (a head's tiles together).
 
 Tail splits (:func:`split_tile`, non-causal kernels built with ``tail_split``): the grid is 1-D.
 Its first ``n_whole`` blocks take the first ``n_whole`` tiles of the linear order (KV tile fastest,
@@ -39,11 +39,8 @@ The parts' dK/dV partials are summed by the last part to finish (``epilogue.py``
 cut, and into how many parts, is the grid model's choice (:func:`frost.sdpa.grid.pick_tail_split`):
 a grid whose last wave is part-empty ends sooner when its last tiles run as smaller CTAs.
 
-The next CTA (:func:`next_cta_tile`, code choice ``kv_prefetch``): the tile of the block whose
-linear index is this one's + ``%nsmid``, whose K/V the producer prefetches into L2.
-
 Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`,
-:func:`cta_tile_model`, :func:`next_cta_tile_model`, :func:`split_tile_model`,
+:func:`cta_tile_model`, :func:`split_tile_model`,
 :func:`trip_range_model`, :func:`walk_model`) sit beside the device forms and are what the tests
 compare against.
 """
@@ -129,13 +126,13 @@ def cta_tile_model(block: tuple[int, int, int], grid: tuple[int, int, int],
                    lpt_heads: int) -> tuple[int, int, int]:
     """(n_block, head, batch) that CTA ``block`` = (x, y, z) of ``grid`` = (KV tiles, heads,
     batches) works on. ``lpt_heads`` 1: the block index itself; else the linear index
-    x + nx·(y + ny·z) re-dealt KV tile by KV tile over groups of G (batch, head) pairs
-    (G = 0: all of them), so that every pair's tile 0 comes before any pair's tile 1."""
+    x + nx·(y + ny·z) re-dealt KV tile by KV tile over groups of G (batch, head) pairs, so
+    that every pair's tile 0 comes before any pair's tile 1."""
     (x, y, z), (nx, ny, nz) = block, grid
     if lpt_heads == 1:
         return x, y, z
     pairs = ny * nz
-    g_size = pairs if lpt_heads == 0 else min(lpt_heads, pairs)
+    g_size = min(lpt_heads, pairs)
     lin = x + nx * (y + ny * z)
     g = lin // (g_size * nx)
     r = lin - g * g_size * nx
@@ -284,60 +281,22 @@ def cta_tile(lpt_heads: cutlass.Constexpr):
     x, y, z = cute.arch.block_idx()
     if cutlass.const_expr(lpt_heads != 1):
         nx, ny, nz = cute.arch.grid_dim()
-        x, y, z = tile_of_block(x, y, z, nx, ny, nz, lpt_heads, None)
+        x, y, z = tile_of_block(x, y, z, nx, ny, nz, lpt_heads)
     return x, y, z
 
 
 @cute.jit
-def tile_of_block(x, y, z, nx, ny, nz, lpt_heads: cutlass.Constexpr, ahead):
-    """(n_block, head, batch) as Int32 of the CTA ``ahead`` linear block indices (x fastest;
-    None: 0) after block (x, y, z) of a (nx, ny, nz) grid: :func:`cta_tile_model`'s map."""
-    if cutlass.const_expr(lpt_heads == 1):  # the block index itself
-        lin1 = x + nx * (y + ny * z)
-        if cutlass.const_expr(ahead is not None):
-            lin1 = lin1 + ahead
-        pair1 = lin1 // nx
-        return lin1 - pair1 * nx, pair1 % ny, pair1 // ny
+def tile_of_block(x, y, z, nx, ny, nz, lpt_heads: cutlass.Constexpr):
+    """(n_block, head, batch) as Int32 of block (x, y, z) of a (nx, ny, nz) grid under
+    ``lpt_heads`` G >= 2: :func:`cta_tile_model`'s map."""
     pairs = ny * nz
-    g_size = pairs
-    if cutlass.const_expr(lpt_heads != 0):
-        g_size = cutlass.min(pairs, cutlass.Int32(lpt_heads))
+    g_size = cutlass.min(pairs, cutlass.Int32(lpt_heads))
     lin = x + nx * (y + ny * z)
-    if cutlass.const_expr(ahead is not None):
-        lin = lin + ahead
     g = lin // (g_size * nx)
     r = lin - g * g_size * nx
     width = cutlass.min(g_size, pairs - g * g_size)
     pair = g * g_size + r % width
     return r // width, pair % ny, pair // ny
-
-
-@cute.jit
-def next_cta_tile(lpt_heads: cutlass.Constexpr):
-    """(valid, n_block, head, batch) of the CTA with this one's linear block index + ``%nsmid``
-    (the SM count, an upper bound of the SM ids; a GPU test checks it is the H200's 132): where
-    every CTA of a wave takes the next wave's one, their K/V tiles are the ones the block
-    scheduler starts next (``kv_prefetch``). ``valid`` is 0 past the grid's end (the tile is
-    then not used). Model: :func:`next_cta_tile_model`."""
-    x, y, z = cute.arch.block_idx()
-    nx, ny, nz = cute.arch.grid_dim()
-    sms = nsmid()
-    valid = cutlass.Int32(x + nx * (y + ny * z) + sms < nx * ny * nz)
-    ahead = sms
-    if cutlass.const_expr(lpt_heads != 1):  # past the grid the last group's width can be 0:
-        ahead = cutlass.select_(valid != 0, sms, cutlass.Int32(0))  # map this block instead
-    n, h, b = tile_of_block(x, y, z, nx, ny, nz, lpt_heads, ahead)
-    return valid, n, h, b
-
-
-def next_cta_tile_model(block: tuple[int, int, int], grid: tuple[int, int, int], lpt_heads: int,
-                        sms: int) -> tuple[int, int, int] | None:
-    """The tile :func:`next_cta_tile` prefetches for CTA ``block``, or None past the grid."""
-    (x, y, z), (nx, ny, nz) = block, grid
-    lin = x + nx * (y + ny * z) + sms
-    if lin >= nx * ny * nz:
-        return None
-    return cta_tile_model((lin % nx, lin // nx % ny, lin // (nx * ny)), grid, lpt_heads)
 
 
 @cute.jit

@@ -7,11 +7,8 @@ from __future__ import annotations
 from frost.sched.plan import KernelPlan
 from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE
 
-MAX_KV_PREFETCH = 64
-"""The most trips before a CTA's last at which ``kv_prefetch`` may prefetch the next K/V tile."""
-
-MEASURED_CHOICES = ("do_early", "dq_accs", "dq_ds_held", "dq_spread", "kv_prefetch",
-                    "ptxas_opt", "q_rotate", "reg_usage", "sdp_accs", "stat_vec", "trip_step")
+MEASURED_CHOICES = ("do_early", "dq_accs", "dq_ds_held", "ptxas_opt", "q_rotate", "reg_usage",
+                    "stat_vec", "trip_step")
 """The code choices picked here (on :func:`measured_plan` only). An A/B variant whose plan is
 not the measured default resolves them to their first forms: where that differs from its run's
 default, the variant measured those choices too (tests/sched/test_tuned.py refuses it as
@@ -51,8 +48,8 @@ def measured_plan(kp: KernelPlan, causal: bool = False) -> bool:
 
 
 def _measured_build(kp: KernelPlan, causal: bool, tail_split: int) -> bool:
-    """The builds the kv_prefetch and ptxas tables apply to: a default plan's, without tail
-    splits (a split build runs another trip loop, and a cut grid is 1-D)."""
+    """The builds the ptxas tables apply to: a default plan's, without tail splits (a split
+    build runs another trip loop)."""
     return not tail_split and measured_plan(kp, causal)
 
 
@@ -65,11 +62,9 @@ row check), causal d=32 1.002, causal d=64 1.036, d=256 (v56) 1.027. Other plans
 they were not measured, and some spill with two (d=128 with a one-stage Q/dO ring, 28 B)."""
 
 
-def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1,
-                 dq_lag: int = 0) -> int:
-    """:data:`DQ_ACCS_MEASURED` on a default plan with dQ in one chunk and not lagged (with
-    dq_lag two spill 104 B at d=128); else 1."""
-    if dq_chunks != 1 or dq_lag or not measured_plan(kp, causal):
+def pick_dq_accs(kp: KernelPlan, causal: bool = False, dq_chunks: int = 1) -> int:
+    """:data:`DQ_ACCS_MEASURED` on a default plan with dQ in one chunk; else 1."""
+    if dq_chunks != 1 or not measured_plan(kp, causal):
         return 1
     return DQ_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1)
 
@@ -93,8 +88,8 @@ TRIP_STEP_MEASURED = {(64, False): 1, (64, True): 1, (128, False): 1}
 """(padded d, causal) -> trip_step on the default plan (:func:`measured_plan`), where stepping
 measured faster (lab/LOG.md v58, bwd_main A/B on the H200, divide / step, 8 rounds):
 d=64 1.007 (every round >= 1), causal 1.032 (every round). Non-causal d=128 steps since v121,
-paired with ``kv_prefetch`` off (:data:`KV_PREFETCH_MEASURED`; step / divide-with-prefetch, 20
-rounds):
+paired with the K/V prefetch off (a code choice since removed, lab/LOG.md; step /
+divide-with-prefetch, 20 rounds):
 (4,16,4096) 0.989 [0.975, 0.995], (16,16,1024) 0.997 [0.991, 1.003]; either alone was slower
 (step with the prefetch 1.029 / 1.010, no prefetch with the division 1.006 / 1.008, 12 rounds).
 Elsewhere the division stays: causal d=128 1.011 (v121; 0.984 in v58, before its q_rotate and
@@ -107,19 +102,6 @@ def pick_trip_step(kp: KernelPlan, causal: bool = False) -> int:
     """:data:`TRIP_STEP_MEASURED` on a default plan; else 0."""
     return TRIP_STEP_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
         if measured_plan(kp, causal) else 0
-
-
-SDP_ACCS_MEASURED: dict[tuple[int, bool], int] = {}
-"""(padded d, causal) -> S/dP accumulators each on the default plan (:func:`measured_plan`);
-1 where not listed. Empty: two measured slower on every row tried (lab/LOG.md v59,
-bwd_main A/B on the H200, two / one: d=128 1.102, (16,16,1024) 1.085, d=64 1.037, d=32 1.218,
-d=96 1.021, d=256 1.013); every causal build spills with two."""
-
-
-def pick_sdp_accs(kp: KernelPlan, causal: bool = False) -> int:
-    """:data:`SDP_ACCS_MEASURED` on a default plan; else 1."""
-    return SDP_ACCS_MEASURED.get((kp.tile["d"], bool(causal)), 1) \
-        if measured_plan(kp, causal) else 1
 
 
 STAT_VEC_MEASURED = {(64, False): 1}
@@ -142,38 +124,6 @@ def pick_stat_vec(kp: KernelPlan, causal: bool = False) -> int:
     """:data:`STAT_VEC_MEASURED` on a default plan; else 0."""
     return STAT_VEC_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
         if measured_plan(kp, causal) else 0
-
-
-DQ_SPREAD_MEASURED: dict[tuple[int, bool], int] = {}
-"""(padded d, causal) -> dq_spread on the default plan (:func:`measured_plan`), where it measured
-faster every round. Empty since v116: its one row, non-causal d=64 (v111, spread / burst 0.987
-[0.983, 0.996] and 0.988 [0.979, 0.993] on the dQ-first split), now runs dV/dK first (the
-measured warp orders, 0.977 without the spread), where dQ has no GEMM after it to ride."""
-
-
-def pick_dq_spread(kp: KernelPlan, causal: bool = False) -> int:
-    """:data:`DQ_SPREAD_MEASURED` on a default plan; else 0."""
-    return DQ_SPREAD_MEASURED.get((kp.tile["d"], bool(causal)), 0) \
-        if measured_plan(kp, causal) else 0
-
-
-KV_PREFETCH_MEASURED = {(128, False, 0): 16}
-"""(padded d, causal, trip_step) -> kv_prefetch on the default plan (:func:`measured_plan`; its
-dq_splits builds too), where it measured faster every round (lab/LOG.md v72, L=16 / off,
-on the division walk): (16,16,1024) 0.991, (4,16,4096) 0.999. Keyed by the build's trip_step
-as the pair was timed: d=128's default steps since v121 and prefetches nothing there (the pair
-:data:`TRIP_STEP_MEASURED` records); a d=128 build forced to divide keeps v72's 16. Off
-elsewhere: causal d=128 1.004, d=64 flat at 4096, causal d=64 1.080."""
-
-
-def pick_kv_prefetch(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
-                     trip_step: int | None = None) -> int:
-    """:data:`KV_PREFETCH_MEASURED` on a default plan without tail splits, for a build with
-    ``trip_step`` (None: :func:`pick_trip_step`'s); else 0."""
-    if not _measured_build(kp, causal, tail_split):
-        return 0
-    step = pick_trip_step(kp, causal) if trip_step is None else trip_step
-    return KV_PREFETCH_MEASURED.get((kp.tile["d"], bool(causal), step), 0)
 
 
 REG_USAGE_MEASURED: dict[tuple[int, bool], int] = {(128, False): 3, (128, True): 3,

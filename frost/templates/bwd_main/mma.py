@@ -7,9 +7,7 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
     S  = Q  Kᵀ          (mma_sdp: tile_m x tile_n, K-dim d)     ldmatrix      sQ[s], sK
     dP = dO Vᵀ          (mma_sdp, K-dim d_v)                    ldmatrix      sdO[o], sV
                         (S and dP k-blocks interleaved at level ≥ 1:
-                        tile_dsl.interleave.gemm_interleaved; sdp_accs=2: odd k-blocks into
-                        second accumulators, added back here; serial_sdp=1: S, P → io-dtype
-                        registers, then dP, dS = P ∘ (dP − delta))
+                        tile_dsl.interleave.gemm_interleaved)
     P  = mask ? ex2(f(S·scale)·log2e − lse_log2) : 0 ;  dS = P ∘ (dP − delta) · f'
                         (pointwise.py, the variant hook: f and the mask are IR stages; the
                         element mask only on tiles that need one, VariantMath.needs_mask)
@@ -24,14 +22,11 @@ and the row statistics on stage o = t % do_stages of dO's own ring, else o = s):
                         dV with dK, then dQ; 0: one GEMM at a time; rules.pick_interleave)
     arrive q_empty[s]   (once per warp or thread; the producer may refill stage s; split
                         ring: and do_empty[o]; do_early arrives on it right after dV, run
-                        alone (1) or with dQ's chunk 0 (2), dK then with the next chunk).
+                        alone, dK then with dQ's first chunk).
                         With do_guard (dO on V's bytes) every warp also arrives on each
                         do_empty once after loading V, before trip 0)
-    red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, all into
-                        the pad, or checked on the edge q tile only; dq_accs=2: two
-                        accumulators; dq_vec=4: 4 columns, .v4; dq_spread=1: a chunk's
-                        adds spread over the next chunk's k-steps, the last one's over
-                        dV/dK's under exchange_sync's dQ-first split)
+    red.global.add.v2.f32 dQ → dq_accum[b, h, rows, :]   (dq_guard: rows < S_q, or all into
+                        the pad; dq_accs=2: two accumulators)
 
 The first barrier keeps the previous iteration's readers of sP/sdS ahead of the new writes; the
 second publishes the new P/dS. With the plan's ``exchange_stages = 2`` (``tile={"exchange_stages":
@@ -40,11 +35,8 @@ every warp reached only after its reads of that copy two trips back, so the firs
 With the plan's ``exchange_sync`` (v47) neither barrier runs: a warp waits on ``x_empty[c]``
 before writing copy c, arrives on ``x_full[c]`` after, syncs with its group only (``x_group<k>``:
 the warps whose P/dS its local GEMMs read), runs those, waits on ``x_full[c]`` for the GEMM that
-reads every warp's part, and arrives on ``x_empty[c]`` after its last read (code choice
-``dq_lag``: trip t runs dQ of trip t-1 with its dV/dK instead; opt-in, v49). dK/dV stay in fp32
+reads every warp's part, and arrives on ``x_empty[c]`` after its last read. dK/dV stay in fp32
 registers for the whole pass.
-
-``self.skip`` (timing-only ablations, see ``kernel.py``) removes stages at compile time.
 """
 
 from __future__ import annotations
@@ -60,7 +52,7 @@ from frost.tile_dsl.smem import transpose_view
 from frost.tile_dsl.warp_grid import make_grid_mma as make_mma, warp_cols
 
 from . import masks
-from .dq_add import DqAtomics, dq_half_of
+from .dq_add import DqAtomics
 from .pointwise import SoftmaxGrad, stat_places
 from .sync import MmaSync
 
@@ -80,11 +72,9 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
 
     @cute.jit
     def consume(self, sm, tmas, mdQacc, b, h_kv, n_block, m_min, n_m, t0, t1, s_q, s_kv,
-                group, scale, scale_log2, split=(), kv_phase=0):
+                group, scale, scale_log2, split=()):
         """Trips [t0, t1) of the MMA warps, then dK/dV out: through the epilogue, or with a tail
-        split's values in ``split``, through :meth:`gather_parts` first. ``kv_phase``: the
-        kv_full phase K/V land on (the int 0, or a persistent CTA's tile's, ``roles.py``: its
-        trips counted from 0 again, ``roles.ring_quantum``)."""
+        split's values in ``split``, through :meth:`gather_parts` first."""
         kp = self.kp
         tl = kp.tile
         t_m, t_n, d, dv, stages = tl["tile_m"], tl["tile_n"], tl["d"], tl["d_v"], tl["q_stages"]
@@ -153,7 +143,8 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
         tdQsKt = c_Kt.partition_S(sKt_c)  # (CPY, N, K, chunk)
 
         # registers -> smem for P and dS: stmatrix.x4 (16 bytes per lane, one 16x16 block per
-        # warp and instruction) or, with p_store="st32", 32-bit stores in accumulator order.
+        # warp and instruction) or, where the S warp tiles are 8 columns wide (p_store="st32"),
+        # 32-bit stores in accumulator order.
         if cutlass.const_expr(self.p_store == "stmatrix"):
             st = cute.make_copy_atom(warp.StMatrix8x8x16bOp(transpose=False, num_matrices=4),
                                      dtype)
@@ -181,7 +172,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
         acc_dK.fill(0.0)
         acc_dV.fill(0.0)
 
-        cute.arch.mbarrier_wait(sm.kv_full, kv_phase)
+        cute.arch.mbarrier_wait(sm.kv_full, 0)
         v_in_regs = tl.get("v_in_regs", 0)
         if cutlass.const_expr(v_in_regs):
             # V stays in registers (B operand of dP); its smem is reused by sP/sdS (and, under
@@ -197,7 +188,6 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
             if cutlass.const_expr(tl.get("do_guard", 0)):  # V's bytes go to dO's ring now
                 for o in cutlass.range_constexpr(tl["do_stages"]):
                     self.arrive(sm.do_empty + o, "do_empty")
-        pair = self.pair_ops(sm, tidx)  # pair_x (timing only; V is in registers now)
         if cutlass.const_expr(self.dq_k_held):
             # K's B fragments of dQ = dS·K (whole d: one chunk) stay in registers for the pass;
             # K's smem is still read by S = Q·Kᵀ
@@ -221,64 +211,27 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
             if cutlass.const_expr(self.split_ring):
                 cute.arch.mbarrier_wait(sm.do_full + o_stage, (t // tl["do_stages"]) % 2)
 
-            if cutlass.const_expr(self.serial_sdp):
-                # S, then P (kept in io-dtype registers), then dP: S's fp32 accumulator dies
-                # before dP's is born, so the peak holds one of them plus P at half the width
-                row0 = m_block * t_m
-                col0 = n_block * t_n
-                acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)),
-                                              cutlass.Float32)
-                acc_S.fill(0.0)
-                gemm_interleaved(self.job(mma_sdp, acc_S, tSrQ, tSrK,
-                                          tSsQ[None, None, None, stage], c_Q, tSsK, c_K),
-                                 lookahead=self.lookahead)
-                self.pointwise(acc_S, None, tScS, places, sm, o_stage, scale_log2, row0, col0, s_q,
-                               s_kv, b, h)
-                rP = cute.make_fragment_like(acc_S, dtype)
-                rP.store(acc_S.load().to(dtype))
-                acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)),
-                                               cutlass.Float32)
-                acc_dP.fill(0.0)
-                gemm_interleaved(self.job(mma_sdp, acc_dP, tdPrdO, tdPrV,
-                                          tdPsdO[None, None, None, o_stage], c_Q,
-                                          None if v_in_regs else tdPsV, c_K),
-                                 lookahead=self.lookahead)
-                self.softmax_ds(rP, acc_dP, tScS, places, sm, o_stage)
-                rdS = cute.make_fragment_like(acc_dP, dtype)
-                rdS.store(acc_dP.load().to(dtype))
+            acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
+            acc_S.fill(0.0)
+            acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
+            acc_dP.fill(0.0)
+            job_S = Job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q, tSsK, c_K)
+            job_dP = Job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, o_stage], c_Q,
+                         None if v_in_regs else tdPsV, c_K)
+            if cutlass.const_expr(self.interleave >= 1):
+                gemm_interleaved(job_S, job_dP)
             else:
-                acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
-                acc_S.fill(0.0)
-                acc_dP = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
-                acc_dP.fill(0.0)
-                odd_S, odd_dP = None, None
-                if cutlass.const_expr(self.code.sdp_accs == 2):  # odd k-blocks: second ones
-                    odd_S, odd_dP = cute.make_fragment_like(acc_S), cute.make_fragment_like(acc_dP)
-                    odd_S.fill(0.0)
-                    odd_dP.fill(0.0)
-                job_S = self.job(mma_sdp, acc_S, tSrQ, tSrK, tSsQ[None, None, None, stage], c_Q,
-                                 tSsK, c_K, acc_odd=odd_S)
-                job_dP = self.job(mma_sdp, acc_dP, tdPrdO, tdPrV, tdPsdO[None, None, None, o_stage],
-                                  c_Q, None if v_in_regs else tdPsV, c_K, acc_odd=odd_dP)
-                if cutlass.const_expr("dp_gemm" in self.skip):
-                    gemm_interleaved(job_S, lookahead=self.lookahead)  # ablation (timing only): dP stays 0
-                elif cutlass.const_expr(self.interleave >= 1):
-                    gemm_interleaved(job_S, job_dP, lookahead=self.lookahead)
-                else:
-                    gemm_interleaved(job_S, lookahead=self.lookahead)
-                    gemm_interleaved(job_dP, lookahead=self.lookahead)
-                if cutlass.const_expr(odd_S is not None):
-                    acc_S.store(acc_S.load() + odd_S.load())
-                    acc_dP.store(acc_dP.load() + odd_dP.load())
+                gemm_interleaved(job_S)
+                gemm_interleaved(job_dP)
 
-                row0 = m_block * t_m
-                col0 = n_block * t_n
-                self.paired_pointwise(pair, t - t0, t1 - t0, acc_S, acc_dP, tScS, places, sm,
-                                      o_stage, scale_log2, row0, col0, s_q, s_kv, b, h)
-                rP = cute.make_fragment_like(acc_S, dtype)
-                rP.store(acc_S.load().to(dtype))
-                rdS = cute.make_fragment_like(acc_dP, dtype)
-                rdS.store(acc_dP.load().to(dtype))
+            row0 = m_block * t_m
+            col0 = n_block * t_n
+            self.pointwise(acc_S, acc_dP, tScS, places, sm, o_stage, scale_log2, row0, col0, s_q,
+                           s_kv, b, h)
+            rP = cute.make_fragment_like(acc_S, dtype)
+            rP.store(acc_S.load().to(dtype))
+            rdS = cute.make_fragment_like(acc_dP, dtype)
+            rdS.store(acc_dP.load().to(dtype))
 
             xs = t % x_stages
             # this trip's x_full / x_empty parity (exchange_sync), counted from the CTA's first
@@ -287,164 +240,100 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
             if cutlass.const_expr(self.stage_dq):
                 if warp0:  # last trip's TMA reduce has read sdQ (published by the barrier)
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
-            trip_sync = "mma_sync" not in self.skip and not x_mode  # the ablation: none
             if cutlass.const_expr(x_mode):  # every reader of this copy's last trip is done
                 self.x_wait(sm.x_empty + xs, 1 - xph)
-            elif cutlass.const_expr(x_stages == 1 and trip_sync):  # last trip's readers are done
+            elif cutlass.const_expr(x_stages == 1):  # last trip's readers are done
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
             cute.copy(r2s, r2s.retile(rP), _xsel(tPsP, xs, x_stages))
             cute.copy(r2s, r2s.retile(rdS), _xsel(tdSsdS, xs, x_stages))
             if cutlass.const_expr(x_mode):  # publish: to the late readers, and to the group
                 self.arrive(sm.x_full + xs, "x_full")
                 cute.arch.barrier(barrier_id=x_bar, number_of_threads=x_threads)
-            elif cutlass.const_expr(trip_sync):
+            else:
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
-            dkdv = [] if "dkdv_gemm" in self.skip else [
-                self.job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
+            dkdv = [
+                Job(mma_dkv, acc_dV, tdVrP, tdVrdO, _xsel(tdVsPt, xs, x_stages), c_Pt,
                     tdVsdOt[None, None, None, o_stage], c_dOt),
-                self.job(mma_dkv, acc_dK, tdKrdS, tdKrQ, _xsel(tdKsdSt, xs, x_stages), c_Pt,
+                Job(mma_dkv, acc_dK, tdKrdS, tdKrQ, _xsel(tdKsdSt, xs, x_stages), c_Pt,
                     tdKsQt[None, None, None, stage], c_dOt)]
-            n_chunks = 0 if "dq_gemm" in self.skip else dq_chunks
             # level 2: dV, dK and dQ interleave (dQ's long k-loop hides behind theirs); else
             # dV with dK (level 1) or one at a time (0), then dQ (chunked for d > 192)
             # (exchange_sync: x_mode 1 runs dV/dK on the group's P/dS, then dQ after x_full;
             # x_mode 2 runs dQ on the group's dS, then dV/dK after x_full)
             early = self.code.do_early  # dO's stage released after dV, its last reader:
-            if cutlass.const_expr(early == 1):  # dV alone, then dK with dQ's chunk 0
-                for job in dkdv[:1]:  # (none under the dkdv_gemm ablation)
-                    gemm_interleaved(job, lookahead=self.lookahead)
+            if cutlass.const_expr(early):  # dV alone, then dK with dQ's chunk 0
+                gemm_interleaved(dkdv[0])
                 self.arrive(sm.do_empty + o_stage, "do_empty")
                 dkdv = dkdv[1:]
             with_dq = (self.interleave >= 2 and dq_chunks == 1) or early
-            # the dV/dK jobs run with dQ chunk i (do_early=2: dV with chunk 0, dK with chunk 1)
-            rides = [[j] for j in dkdv] + [[]] * (2 - len(dkdv)) if early == 2 else [dkdv]
             if cutlass.const_expr(not with_dq and x_mode != 2):
                 self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)  # dV/dK were the last readers of stage s
-                if cutlass.const_expr(x_mode == 1 and not self.code.dq_lag):
+                if cutlass.const_expr(x_mode == 1):
                     self.x_wait(sm.x_full + xs, xph)  # every warp's dS is in
-            lag = self.code.dq_lag  # dQ of trip t-1 (its dS every warp stored a trip ago)
-            xq, hq, mq = ((t + 1) % 2, h_kv * group + (t - 1) // n_m,
-                          masks.q_tile(t - 1, m_min, n_m, start, self.q_rotate)) if lag else \
-                (xs, h, m_block)
-            if cutlass.const_expr(lag):
-                if t > t0:  # trip t0 runs a dQ of nothing (whatever copy 1 holds), unused
-                    self.x_wait(sm.x_full + xq, ((t - 1 - t0) // 2) % 2)
-            ds_src = _xsel(tdQsdS, xq, x_stages)
-            if cutlass.const_expr(self.code.dq_ds_held and n_chunks > 0):
-                # dS's A fragments once a trip, held through the chunks (only K is re-read);
-                # the operand_loads ablation loads k-block 0 only, as its streamed jobs do
+            ds_src = _xsel(tdQsdS, xs, x_stages)
+            if cutlass.const_expr(self.code.dq_ds_held):
+                # dS's A fragments once a trip, held through the chunks (only K is re-read)
                 rdS_dq = c_dS.retile(tdQrdS)
-                n_k = 1 if "operand_loads" in self.skip else cute.size(ds_src.shape[2])
-                for k in cutlass.range_constexpr(n_k):
+                for k in cutlass.range_constexpr(cute.size(ds_src.shape[2])):
                     cute.copy(c_dS, ds_src[None, None, k], rdS_dq[None, None, k])
                 ds_src = None
-            spread = ()  # dq_spread: a dQ chunk's adds, for the next GEMM's steps
-            for ch in cutlass.range_constexpr(max(n_chunks, len(rides))):
-                jobs = list(rides[ch]) if with_dq and ch < len(rides) else []
-                acc_dQ, acc_odd = None, None
-                if cutlass.const_expr(ch < n_chunks):
-                    acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
-                                                   cutlass.Float32)
-                    acc_dQ.fill(0.0)
-                    if cutlass.const_expr(self.code.dq_accs == 2):  # odd k-blocks: a second one
-                        acc_odd = cute.make_fragment_like(acc_dQ)
-                        acc_odd.fill(0.0)
-                    jobs.append(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK, ds_src, c_dS,
-                                    None if self.dq_k_held else tdQsKt[None, None, None, ch],
-                                    c_Kt, acc_odd=acc_odd))
-                side, spread = spread, ()  # the previous chunk's adds ride this one
-                gemm_interleaved(*jobs, lookahead=self.lookahead, side=side)
+            for ch in cutlass.range_constexpr(dq_chunks):
+                jobs = list(dkdv) if with_dq and ch == 0 else []
+                acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)),
+                                               cutlass.Float32)
+                acc_dQ.fill(0.0)
+                acc_odd = None
+                if cutlass.const_expr(self.code.dq_accs == 2):  # odd k-blocks: a second one
+                    acc_odd = cute.make_fragment_like(acc_dQ)
+                    acc_odd.fill(0.0)
+                jobs.append(Job(mma_dq, acc_dQ, tdQrdS, tdQrK, ds_src, c_dS,
+                                None if self.dq_k_held else tdQsKt[None, None, None, ch],
+                                c_Kt, acc_odd=acc_odd))
+                gemm_interleaved(*jobs)
                 if cutlass.const_expr(acc_odd is not None):
                     acc_dQ.store(acc_dQ.load() + acc_odd.load())
-                if cutlass.const_expr(x_mode == 1 and ch == max(n_chunks, len(rides)) - 1):
-                    if cutlass.const_expr(not lag):
-                        self.arrive(sm.x_empty + xs, "x_empty")  # its last read of this copy
-                    elif t > t0:
-                        self.arrive(sm.x_empty + xq, "x_empty")
-                if cutlass.const_expr(ch == 0 and early == 2):
-                    self.arrive(sm.do_empty + o_stage, "do_empty")
-                if cutlass.const_expr(ch == len(rides) - 1 and with_dq):
+                if cutlass.const_expr(x_mode == 1 and ch == dq_chunks - 1):
+                    self.arrive(sm.x_empty + xs, "x_empty")  # its last read of this copy
+                if cutlass.const_expr(ch == 0 and with_dq):
                     self.release_q(sm, stage, o_stage)  # last read of sQ[stage] / sdO[o_stage]
-                if cutlass.const_expr(acc_dQ is None):
-                    pass
-                elif cutlass.const_expr(self.stage_dq):
+                if cutlass.const_expr(self.stage_dq):
                     cute.copy(r2s_dq, r2s_dq.retile(acc_dQ), tQsdQ)
                     cute.arch.fence_proxy("async.shared", space="cta")
                     cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
-                    if cutlass.const_expr("dq_atomic" not in self.skip):
-                        # a TMA reduce's cute.copy elects one lane (elect.sync, full mask): the
-                        # whole of warp 0 must call it; the bulk groups are per thread, so the
-                        # waits above and below are also made by all of warp 0
-                        if warp0:
-                            s_p, g_p = tma_box(tmas.dq, tmas.mdQ[None, None, h, b], sm.sdQ,
-                                               (t_m, d), (m_block, 0))
-                            cute.copy(tmas.dq, s_p, g_p)
-                            cute.arch.cp_async_bulk_commit_group()
-                elif cutlass.const_expr("dq_atomic" in self.skip):
-                    # ablation (timing only): keep the GEMM alive without any global atomics
-                    acc_dK[0] = acc_dK[0] + acc_dQ.load().reduce(cute.ReductionOp.ADD, 0.0, 0)
-                elif cutlass.const_expr(lag):
-                    if t > t0:
-                        self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, hq, mq, s_q, 0)
-                elif cutlass.const_expr("dq_half" in self.skip):
-                    # ablation (timing only): the pair of kv tiles (n_block, n_block ^ 1) adds
-                    # each dQ row once between them, the atomics a 2-CTA cluster would issue
-                    if dq_half_of(tdQcdQ[0][0], tl["dq_wm"]) == n_block % 2:
-                        self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
-                                        ch * d_c)
-                elif cutlass.const_expr(self.code.dq_spread):  # next chunk's or dV/dK's steps
-                    spread = self.dq_add_side(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
-                                              ch * d_c)
-                    if cutlass.const_expr(ch == max(n_chunks, len(rides)) - 1 and x_mode != 2):
-                        for add in spread:  # the last chunk's, with no GEMM left to ride
-                            add()
-                        spread = ()
+                    # a TMA reduce's cute.copy elects one lane (elect.sync, full mask): the
+                    # whole of warp 0 must call it; the bulk groups are per thread, so the
+                    # waits above and below are also made by all of warp 0
+                    if warp0:
+                        s_p, g_p = tma_box(tmas.dq, tmas.mdQ[None, None, h, b], sm.sdQ,
+                                           (t_m, d), (m_block, 0))
+                        cute.copy(tmas.dq, s_p, g_p)
+                        cute.arch.cp_async_bulk_commit_group()
                 else:
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
             if cutlass.const_expr(x_mode == 2):
                 self.x_wait(sm.x_full + xs, xph)  # every warp's P/dS is in
-                self.dkdv(dkdv, spread)
+                self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)
                 self.arrive(sm.x_empty + xs, "x_empty")
             if cutlass.const_expr(self.code.trip_step):
                 w_q, w_i = masks.walk_next(w_q, w_i, n_m)
 
-        if cutlass.const_expr(self.code.dq_lag):  # the last trip's dQ
-            if t1 > t0:
-                tq = t1 - 1
-                self.x_wait(sm.x_full + tq % 2, ((tq - t0) // 2) % 2)
-                acc_dQ = cute.make_rmem_tensor(thr_dq.partition_shape_C((t_m, d_c)), cutlass.Float32)
-                acc_dQ.fill(0.0)
-                gemm_interleaved(self.job(mma_dq, acc_dQ, tdQrdS, tdQrK, _xsel(tdQsdS, tq % 2, 2),
-                                          c_dS, None if self.dq_k_held else
-                                          tdQsKt[None, None, None, 0], c_Kt))
-                self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h_kv * group + tq // n_m,
-                                masks.q_tile(tq, m_min, n_m, start, self.q_rotate), s_q, 0)
         if cutlass.const_expr(self.stage_dq):
             if warp0:  # every dQ reduce done (the epilogue reuses V's bytes, sdQ among them)
                 cute.arch.cp_async_bulk_wait_group(0, read=False)
-        self.pair_leave(True)  # pair_x: the peer has made its last remote arrive on us
-        if cutlass.const_expr(self.use_pdl and not self.code.persistent):  # (else: roles.py)
+        if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_launch_dependents()
         if cutlass.const_expr(len(split) == 0):
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
         elif self.gather_parts(acc_dK, acc_dV, tidx, split) != 0:  # the last part of the tile
             self.epilogue(sm, tmas, acc_dK, acc_dV, mma_dkv, tidx, b, h_kv, n_block, scale)
 
-    def dkdv(self, jobs, side=()):
-        """dV += Pᵀ dO and dK += dSᵀ Q: together (interleave >= 1) or one after the other;
-        ``side`` work (dq_spread's dQ adds) spread over the first GEMM run."""
+    def dkdv(self, jobs):
+        """dV += Pᵀ dO and dK += dSᵀ Q: together (interleave >= 1) or one after the other."""
         if cutlass.const_expr(self.interleave >= 1):
-            gemm_interleaved(*jobs, lookahead=self.lookahead, side=side)
+            gemm_interleaved(*jobs)
         else:
-            for i, job in enumerate(jobs):
-                gemm_interleaved(job, lookahead=self.lookahead, side=() if i else side)
-            if not jobs:  # the dkdv_gemm ablation: no GEMM to ride, the side work runs at once
-                gemm_interleaved(side=side)
-
-    def job(self, *args, acc_odd=None) -> Job:
-        """A GEMM for ``gemm_interleaved`` (with the ``operand_loads`` ablation: k-block 0's
-        operands reused for every k-block, timing only)."""
-        return Job(*args, reuse_k0="operand_loads" in self.skip, acc_odd=acc_odd)
+            for job in jobs:
+                gemm_interleaved(job)

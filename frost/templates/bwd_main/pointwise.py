@@ -122,15 +122,14 @@ def stat_places(mma_sdp, tile_m: int, tile_n: int, s_wm: int) -> tuple[int, ...]
 
 
 class SoftmaxGrad:
-    """Mixin of the MMA role: :meth:`pointwise` (P and dS, or P alone) and :meth:`softmax_ds`
-    (dS from P kept in registers, ``serial_sdp``). ``self.vm`` is the kernel's
-    :class:`VariantMath`."""
+    """Mixin of the MMA role: :meth:`pointwise`, P and dS from the S and dP accumulators.
+    ``self.vm`` is the kernel's :class:`VariantMath`."""
 
     @cute.jit
     def pointwise(self, acc_S, acc_dP, tScS, places, sm, stage, scale_log2, row0, col0, s_q,
                   s_kv, b, h):
-        """P (and dS, unless ``acc_dP`` is None: ``serial_sdp``'s first half) in place, with the
-        element mask only on a tile that needs one (:attr:`VariantMath.needs_mask`)."""
+        """P and dS in place, with the element mask only on a tile that needs one
+        (:attr:`VariantMath.needs_mask`)."""
         env = VariantMath.env(row0, col0, s_q, s_kv, b, h)
         if lower.emit(self.vm.needs_mask, env):
             self.softmax_grad(acc_S, acc_dP, tScS, places, sm, stage, scale_log2, env, True)
@@ -140,16 +139,17 @@ class SoftmaxGrad:
     @cute.jit
     def softmax_grad(self, acc_S, acc_dP, tScS, places, sm, stage, scale_log2, env,
                      masked: cutlass.Constexpr):
-        """In place: acc_S ← P = ex2(x) (0 where the mask hides the pair, if ``masked``), and
-        unless ``acc_dP`` is None, acc_dP ← dS = P ∘ (dP − delta) · ∂f/∂score; x, the mask and
-        ∂f/∂score lowered from :attr:`vm` (the module docstring's table)."""
+        """In place: acc_S ← P = ex2(x) (0 where the mask hides the pair, if ``masked``) and
+        acc_dP ← dS = P ∘ (dP − delta) · ∂f/∂score; x, the mask and ∂f/∂score lowered from
+        :attr:`vm` (the module docstring's table)."""
         vm = self.vm
         lse_of, delta_of = self.row_stats(tScS, places, sm, stage)
         memo = lower.Memo(TILE_INVARIANT)
         for i in cutlass.range_constexpr(cute.size(acc_S)):
             r, c = tScS[i]
             memo.next_element()
-            vals = {**env, "S": acc_S[i], "scale_log2": scale_log2, "lse_log2": lse_of(i)}
+            vals = {**env, "S": acc_S[i], "scale_log2": scale_log2,
+                    "lse_log2": lower.Lazy(lambda i=i: lse_of(i))}
             if cutlass.const_expr(vm.by_index):  # the pair's indices (a ScoreMod reads them)
                 vals = {**vals, "q_idx": env["row0"] + r, "kv_idx": env["col0"] + c}
             p = ex2(lower.emit(vm.x, vals, memo))
@@ -160,20 +160,10 @@ class SoftmaxGrad:
                     ok = ok & lower.emit(vm.mask, {**env, "q_idx": q, "kv_idx": k}, memo)
                 p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
             acc_S[i] = p
-            if cutlass.const_expr(acc_dP is not None):
-                ds = p * (acc_dP[i] - delta_of(i))
-                if cutlass.const_expr(vm.grad is not None):
-                    ds = ds * lower.emit(vm.grad, vals, memo)
-                acc_dP[i] = ds
-
-    @cute.jit
-    def softmax_ds(self, rP, acc_dP, tScS, places, sm, stage):
-        """In place: acc_dP ← dS = P ∘ (dP − delta), P read back from its io-dtype registers
-        (``serial_sdp``'s second half; a score map with a gradient is refused there,
-        :meth:`~.kernel.BwdMainKernel.can_implement`)."""
-        _, delta_of = self.row_stats(tScS, places, sm, stage)
-        for i in cutlass.range_constexpr(cute.size(acc_dP)):
-            acc_dP[i] = rP[i].to(cutlass.Float32) * (acc_dP[i] - delta_of(i))
+            ds = p * (acc_dP[i] - delta_of(i))
+            if cutlass.const_expr(vm.grad is not None):
+                ds = ds * lower.emit(vm.grad, vals, memo)
+            acc_dP[i] = ds
 
     def row_stats(self, tScS, places, sm, stage):
         """(lse_of, delta_of): value i's row statistic. Read per value from its row, or with

@@ -147,29 +147,12 @@ def exchange_split(kp: KernelPlan) -> int | None:
             (("dQ_part",), ("dK_part", "dV_part")): 2}.get(split)
 
 
-def dq_lag_fits(kp: KernelPlan, dq_chunks: int) -> bool:
-    """dQ can lag a trip: the plan's exchange_sync runs dV/dK on the group's P/dS and dQ late
-    (mode 1), with two P/dS copies (dS of trip t-1 stays until every warp's dQ of it arrives on
-    x_empty) and dQ in one chunk (it joins dV/dK)."""
-    return exchange_split(kp) == 1 and kp.buffer("sdS").stages == 2 and dq_chunks == 1
-
-
-def pick_dq_lag(kp: KernelPlan, dq_chunks: int) -> int:
-    """Off: where it fits (d=128 under exchange_sync) the lagged dQ measured slower than dQ after
-    the x_full wait (lab/LOG.md v49, bwd_main on the H200: 1.06x at (4,16,4096), 1.15x
-    causal, 1.05x at (16,16,1024), 1.17x causal at (2,16,8192)), though it gets the interleave
-    back; opt-in for A/Bs."""
-    del kp, dq_chunks
-    return 0
-
-
 def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
     """``"pad"`` (no row check on the dQ atomics) where it measured faster (lab/LOG.md
     v54, bwd_main A/B on the H200, row check / pad: d=32 1.037, d=64 1.015, d=96 1.052,
     d=160 1.051, d=192 1.023; d=128 0.999 and 0.991 with dq_accs=2). ``"rows"`` above d=192,
     where the pad build spills (sm_120a 160 B at d=256), and for causal d=128, where the row
-    check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192); ``"row_once"``
-    1.004 / 1.005 of it, v109). By head dim for every plan of it (forced plans were not
+    check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192)). By head dim for every plan of it (forced plans were not
     measured; the budget tests check their spills)."""
     return "rows" if kp.tile["d"] > 192 or (causal and kp.tile["d"] == 128) else "pad"
 

@@ -34,9 +34,5 @@ class MmaSync:
 
     @cute.jit
     def x_wait(self, bar, phase):
-        """Wait on an exchange_sync mbarrier (x_full / x_empty) for ``phase``; under the
-        ``x_waits`` ablation (timing only: warps then read P/dS that other groups may not have
-        written, or overwrite a copy still being read) the wait is compiled out, the group
-        barrier and every arrival stay."""
-        if cutlass.const_expr("x_waits" not in self.skip):
-            cute.arch.mbarrier_wait(bar, phase)
+        """Wait on an exchange_sync mbarrier (x_full / x_empty) for ``phase``."""
+        cute.arch.mbarrier_wait(bar, phase)
