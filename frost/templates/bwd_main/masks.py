@@ -54,7 +54,6 @@ import cutlass.cute as cute
 import sympy
 
 from frost.tile_dsl import lower
-from frost.tile_dsl.ptx import nsmid
 
 
 class CausalAlign(enum.IntEnum):
