@@ -87,7 +87,7 @@ from cutlass.cute.nvgpu import cpasync
 
 from frost.sched.plan import KernelPlan, WarpRole
 
-from frost.tile_dsl import smem
+from frost.tile_dsl import barrier, smem
 
 from frost.ir.mods import NO_MODS, AttentionMods
 
@@ -340,15 +340,12 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
                 cpasync.prefetch_descriptor(a)
             if cutlass.const_expr(tma_dq is not None):
                 cpasync.prefetch_descriptor(tma_dq)
-        if tidx == 0:
-            cute.arch.mbarrier_init(sm.kv_full, kv_full.arrive_count)
-            for s in cutlass.range_constexpr(q_full.stages):
-                cute.arch.mbarrier_init(sm.q_full + s, q_full.arrive_count)
-                cute.arch.mbarrier_init(sm.q_empty + s, q_empty.arrive_count)
-            for name in self.extra_mbarriers():  # the split ring's, then exchange_sync's
-                for s in cutlass.range_constexpr(kp.mbarrier(name).stages):
-                    cute.arch.mbarrier_init(getattr(sm, name) + s, kp.mbarrier(name).arrive_count)
-        cute.arch.mbarrier_init_fence()
+        if tidx == 0:  # every ring of the plan (the split ring's, then exchange_sync's last)
+            rings = [(sm.kv_full, kv_full), (sm.q_full, q_full), (sm.q_empty, q_empty)]
+            rings += [(getattr(sm, n), kp.mbarrier(n)) for n in self.extra_mbarriers()]
+            for ptr, mb in rings:
+                barrier.mbar_init(ptr, mb)
+        barrier.mbar_init_fence()
         cute.arch.sync_threads()
         if cutlass.const_expr(self.use_pdl):
             cute.arch.griddepcontrol_wait()

@@ -26,6 +26,8 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
+from frost.tile_dsl.barrier import DevicePipelineState as Ring
+from frost.tile_dsl.barrier import Role, mbar_wait
 from frost.tile_dsl.copy import tma_box
 
 from . import masks
@@ -89,23 +91,26 @@ class ProducerRole:
         lane = cute.arch.lane_idx()
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
-            stage = t % stages
-            fill = (t - t0) // stages  # the stage's fills counted from t0
+            # the Q ring's state, its fills counted from t0; each stage's first fill waits for
+            # nothing (a fresh empty barrier)
+            q_ring = Ring.at(t - t0, stages, Role.PRODUCER)
+            stage = q_ring.index
             h = h_kv * group + t // n_m
             m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
-            if fill > 0:
-                cute.arch.mbarrier_wait(sm.q_empty + stage, (fill - 1) % 2)
+            if q_ring.count >= stages:
+                mbar_wait(sm.q_empty, q_ring)
             st = stage  # the row statistics' stage (under a split ring: dO's ring's)
             if cutlass.const_expr(self.split_ring):  # Q alone on its ring; then dO's ring
                 self.fill_arrive(sm.q_full + stage, "q_full")
                 self.load_ring_tile(tmas.q, tmas.mQ, sm.sQ[None, None, stage], kp.tile["d"],
                                     sm.q_full + stage, m_block, h, b)
-                st = t % kp.tile["do_stages"]
                 # do_guard: each stage's first fill waits too, for the MMA warps' release once
                 # V (whose bytes dO's ring takes) is in their registers (MmaRole.consume)
-                d_fill = (t - t0) // kp.tile["do_stages"] + kp.tile.get("do_guard", 0)
-                if d_fill > 0:
-                    cute.arch.mbarrier_wait(sm.do_empty + st, (d_fill - 1) % 2)
+                ds = kp.tile["do_stages"]
+                do_ring = Ring.at(t - t0 + kp.tile.get("do_guard", 0) * ds, ds, Role.PRODUCER)
+                st = do_ring.index
+                if do_ring.count >= ds:
+                    mbar_wait(sm.do_empty, do_ring)
             # Row statistics through the generic proxy (all lanes), each lane ordering its own
             # stores by its arrive on the ring's full barrier (fill_arrive).
             for i in cutlass.range_constexpr((t_m + 31) // 32):

@@ -45,6 +45,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
+from frost.tile_dsl.barrier import DevicePipelineState as Ring
+from frost.tile_dsl.barrier import Role, mbar_wait
 from frost.tile_dsl.copy import tma_box
 from frost.tile_dsl.interleave import Job, gemm_interleaved
 from frost.tile_dsl.mma import ldmatrix_atom as ldmatrix
@@ -197,19 +199,21 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
         start = masks.q_walk_start(n_block, n_m, self.q_rotate)
         w_q, w_i = masks.walk_start(t0, n_m)  # trip_step=1: divmod(t, n_m), stepped
         for t in cutlass.range(t0, t1, unroll=1):  # t0: a multiple of 2 * stages (masks.trip_range)
-            stage = t % stages
-            o_stage = stage  # dO's and the row statistics' stage: a split ring's own
+            q_ring = Ring.at(t - t0, stages, Role.CONSUMER)  # t0: a whole number of laps
+            stage = q_ring.index
+            o_ring = q_ring  # dO's and the row statistics' ring: a split ring's own
             if cutlass.const_expr(self.split_ring):
-                o_stage = t % tl["do_stages"]
+                o_ring = Ring.at(t - t0, tl["do_stages"], Role.CONSUMER)
+            o_stage = o_ring.index
             if cutlass.const_expr(self.code.trip_step):
                 h = h_kv * group + w_q
                 m_block = masks.q_tile_at(w_i, m_min, n_m, start, self.q_rotate)
             else:
                 h = h_kv * group + t // n_m
                 m_block = masks.q_tile(t, m_min, n_m, start, self.q_rotate)
-            cute.arch.mbarrier_wait(sm.q_full + stage, (t // stages) % 2)
+            mbar_wait(sm.q_full, q_ring)
             if cutlass.const_expr(self.split_ring):
-                cute.arch.mbarrier_wait(sm.do_full + o_stage, (t // tl["do_stages"]) % 2)
+                mbar_wait(sm.do_full, o_ring)
 
             acc_S = cute.make_rmem_tensor(thr_sdp.partition_shape_C((t_m, t_n)), cutlass.Float32)
             acc_S.fill(0.0)
@@ -233,15 +237,16 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
             rdS = cute.make_fragment_like(acc_dP, dtype)
             rdS.store(acc_dP.load().to(dtype))
 
-            xs = t % x_stages
-            # this trip's x_full / x_empty parity (exchange_sync), counted from the CTA's first
-            # trip: a split part's t0 is a multiple of 2 q_stages, not always of 2 copies
-            xph = ((t - t0) // x_stages) % 2
+            # the P/dS copies' ring (exchange_sync: x_full / x_empty), counted from the CTA's
+            # first trip: a split part's t0 is a multiple of 2 q_stages, not always of 2 copies
+            x_full = Ring.at(t - t0, x_stages, Role.CONSUMER)
+            x_empty = Ring.at(t - t0, x_stages, Role.PRODUCER)
+            xs = x_full.index
             if cutlass.const_expr(self.stage_dq):
                 if warp0:  # last trip's TMA reduce has read sdQ (published by the barrier)
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
             if cutlass.const_expr(x_mode):  # every reader of this copy's last trip is done
-                self.x_wait(sm.x_empty + xs, 1 - xph)
+                mbar_wait(sm.x_empty, x_empty)
             elif cutlass.const_expr(x_stages == 1):  # last trip's readers are done
                 cute.arch.barrier(barrier_id=mma_bar.id, number_of_threads=mma_bar.threads)
             cute.copy(r2s, r2s.retile(rP), _xsel(tPsP, xs, x_stages))
@@ -270,7 +275,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                 self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)  # dV/dK were the last readers of stage s
                 if cutlass.const_expr(x_mode == 1):
-                    self.x_wait(sm.x_full + xs, xph)  # every warp's dS is in
+                    mbar_wait(sm.x_full, x_full)  # every warp's dS is in
             ds_src = _xsel(tdQsdS, xs, x_stages)
             if cutlass.const_expr(self.code.dq_ds_held):
                 # dS's A fragments once a trip, held through the chunks (only K is re-read)
@@ -313,7 +318,7 @@ class MmaRole(DqAtomics, SoftmaxGrad, MmaSync):
                     self.dq_atomics(acc_dQ, tdQcdQ, tdQcdQ0, mdQacc, b, h, m_block, s_q,
                                     ch * d_c)
             if cutlass.const_expr(x_mode == 2):
-                self.x_wait(sm.x_full + xs, xph)  # every warp's P/dS is in
+                mbar_wait(sm.x_full, x_full)  # every warp's P/dS is in
                 self.dkdv(dkdv)
                 self.release_q(sm, stage, o_stage)
                 self.arrive(sm.x_empty + xs, "x_empty")

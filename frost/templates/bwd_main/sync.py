@@ -1,5 +1,6 @@
 """The MMA warps' side of ``bwd_main``'s mbarriers: arrivals on the plan's rings (q_empty,
-do_empty, x_full, x_empty) and the exchange_sync waits (:mod:`.mma` calls them)."""
+do_empty, x_full, x_empty; :mod:`.mma` calls them, and waits through ring states,
+:class:`frost.tile_dsl.barrier.DevicePipelineState`)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,3 @@ class MmaSync:
                 cute.arch.mbarrier_arrive(bar)
         else:
             cute.arch.mbarrier_arrive(bar)
-
-    @cute.jit
-    def x_wait(self, bar, phase):
-        """Wait on an exchange_sync mbarrier (x_full / x_empty) for ``phase``."""
-        cute.arch.mbarrier_wait(bar, phase)
