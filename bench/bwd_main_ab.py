@@ -46,11 +46,11 @@ from bench.bwd_main_sweep import ARCH, flops, make_inputs  # noqa: E402
 
 
 from frost.templates.bwd_main.code import CodeChoices  # noqa: E402
-from frost.templates.bwd_main.measured import unasked_differences  # noqa: E402
+from frost.recipes.bwd_measured import unasked_differences  # noqa: E402
 
 KNOBS = tuple(sorted(CodeChoices.names()))  # BwdMainKernel's code-choice keywords
 SPLIT_SMS = "split_sms"  # not a keyword: the SM count a tail_split kernel's cut is planned for
-                         # (frost.sdpa.grid.pick_tail_split; default: this GPU's; 0: no cut)
+                         # (frost.recipes.grid.pick_tail_split; default: this GPU's; 0: no cut)
 BUILD = "build"  # not a keyword: "chain" (default) times the build frost.sdpa runs, launched as
                  # the API launches it (frost.sdpa.main_only); "launch" times
                  # BwdMainKernel.launch (torch tensors marked fully dynamic, marshalled a call)
@@ -96,19 +96,20 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = True):
     variant names them (each result records its resolved choices; v78b), or says ``code=default``
     (every choice as the default plan resolves it); the rest are code choices. ``use_pdl``: build with PDL's ``griddepcontrol``, as
     ``frost.sdpa`` does (the default since v127; :func:`main`'s ``--no-pdl`` turns it off)."""
-    from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
-    from frost.templates.bwd_main.code import CodeChoices
+    from frost.recipes.bwd_main import bwd_main_kernel
+    from frost.recipes.bwd_main import default_plan, variant_plan
+    from frost.recipes.bwd_main import pinned_code
 
     forced = {k[5:]: x for k, x in v.items() if k.startswith("tile.")}
     kw = {k: x for k, x in v.items()
           if not k.startswith("tile.") and k not in (SPLIT_SMS, BUILD, CODE)}
     if v.get(CODE) == "default":
-        kw = CodeChoices.pinned(default_plan(ARCH, d, causal=causal), causal, **kw)
+        kw = pinned_code(default_plan(ARCH, d, causal=causal), causal, **kw)
     if forced or kw.get("tail_split"):  # as frost.sdpa plans it (a split build: its own plan)
         kp = variant_plan(ARCH, d, causal=causal, tile=forced,
                           tail_split=bool(kw.get("tail_split"))).kernel("bwd_main")
     kp = kp or default_plan(ARCH, d, causal=causal)
-    kern = BwdMainKernel(kp, "bf16", causal=causal, use_pdl=use_pdl, **kw)
+    kern = bwd_main_kernel(kp, "bf16", causal=causal, use_pdl=use_pdl, **kw)
     kern.ab_split_sms = v.get(SPLIT_SMS)
     kern.ab_build = v.get(BUILD, "chain")
     return kern
@@ -117,7 +118,7 @@ def build_kernel(d: int, causal: bool, v: dict, kp=None, use_pdl: bool = True):
 def tail_split_args(torch, kern, b: int, h: int, s: int):
     """The ``split`` launch argument of a tail_split kernel at (b, h, s): the grid model's cut
     for ``kern.ab_split_sms`` SMs (None: this GPU's; 0: no cut), with zeroed counters."""
-    from frost.sdpa.grid import pick_tail_split
+    from frost.recipes.grid import pick_tail_split
     from frost.templates.bwd_main.host import make_split, n_tiles
 
     sms = kern.ab_split_sms
@@ -256,7 +257,7 @@ def main(argv=None):
 
     import torch
 
-    from frost.templates.bwd_main import default_plan
+    from frost.recipes.bwd_main import default_plan
 
     b, h, s = (int(x) for x in args.shape.split(","))
     results = []

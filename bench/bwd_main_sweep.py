@@ -95,7 +95,8 @@ def tile_name(t: dict) -> str:
 def rank_configs(n: int, dims, causal=False, b=4, h=16, s=4096):
     """The model's ``n`` cheapest plans per head dim that the template accepts; CPU only."""
     from frost.sched import rank_sdpa_bwd
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.templates.bwd_main import BwdMainKernel
+    from frost.recipes.bwd_main import default_plan
 
     configs, rejected = [], []
     for d in dims:
@@ -122,7 +123,8 @@ def build_configs():
     """(configs, rejected): configs in run order, each a dict with name, shape, kplan;
     rejected lists the candidate tiles the scheduler or the template refused. CPU only."""
     from frost.sched import plan_sdpa_bwd
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.templates.bwd_main import BwdMainKernel
+    from frost.recipes.bwd_main import default_plan
 
     defaults, tiles, rejected = [], [], []
     for shape in SHAPES:
@@ -191,10 +193,10 @@ def make_inputs(torch, b, h, s, d, causal, d_pad, seed=0, tile_m=128):
 
 
 def time_config(torch, cfg, t, iters, warmup, deadline):
-    from frost.templates.bwd_main import BwdMainKernel
+    from frost.recipes.bwd_main import bwd_main_kernel
 
     b, h, s, d, causal = cfg["shape"]
-    kern = BwdMainKernel(cfg["kplan"], "bf16", causal=causal, interleave=cfg.get("interleave"))
+    kern = bwd_main_kernel(cfg["kplan"], "bf16", causal=causal, interleave=cfg.get("interleave"))
 
     def call():
         kern.launch(t["q"], t["k"], t["v"], t["do"], t["lse2"], t["delta"], t["dq_acc"],

@@ -160,10 +160,10 @@ class OptionPatch:
                 (key.causal_align != "none") != self.causal:
             return out
         if self.pinned:
-            from frost.templates.bwd_main.code import CodeChoices
+            from frost.recipes.bwd_main import resolve_code
 
             kp = self.api.make_plan(key).kernel("bwd_main")
-            resolved = dataclasses.asdict(CodeChoices.resolve(kp, causal=self.causal, **out))
+            resolved = dataclasses.asdict(resolve_code(kp, causal=self.causal, **out))
             out = {k: v for k, v in resolved.items() if k not in CALL_DECIDES}
         out.update(self.code)
         return out

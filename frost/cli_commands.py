@@ -277,7 +277,7 @@ def _grid_text(args: argparse.Namespace, plan, shape) -> str:
         card = args.card and get_card(args.card)
         sms = args.sms or (card.sms if card else get_arch(args.arch).sms)
         return format_gemm_grid(plan, shape, sms, card)
-    from frost.sdpa.grid import estimate, format_estimate
+    from frost.recipes.grid import estimate, format_estimate
 
     b, h, h_kv, s_q, s_kv = shape
     try:
@@ -287,6 +287,18 @@ def _grid_text(args: argparse.Namespace, plan, shape) -> str:
         raise ValueError(f"--shape {args.shape}: {e}") from None
     return format_estimate(est, f"B={b} H={h} H_kv={h_kv} S_q={s_q} S_kv={s_kv}"
                                 + (f" causal {args.causal_align}" if args.causal else ""))
+
+
+def _recipe_text(plan, args: argparse.Namespace, code: dict | None = None,
+                 deterministic: bool = False) -> str:
+    """The bwd_main recipe of ``plan`` (:class:`frost.recipes.bwd_main.BwdMainRecipe`): the code
+    choices it resolves to, the variant, the flags."""
+    from frost.recipes.bwd_main import bwd_main_recipe
+
+    rec = bwd_main_recipe(plan.kernel("bwd_main"), args.dtype, causal=args.causal,
+                          causal_align=args.causal_align, use_pdl=not getattr(args, "no_pdl", False),
+                          dq_splits=deterministic, **(code or {}))
+    return "recipe (bwd_main, frost.recipes.bwd_main):\n" + rec.describe()
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -310,6 +322,7 @@ def run_plan(args: argparse.Namespace) -> int:
             from frost.sched.sdpa import main_trip_work
 
             print("\n" + format_trip_floors(main_trip_work(plan.kernel("bwd_main")), CARDS))
+            print("\n" + _recipe_text(plan, args))
     if grid:
         print("\n" + grid)
     if args.graph:
@@ -405,6 +418,11 @@ def run_compile(args: argparse.Namespace) -> int:
                                                 (tile or {}).get("head_pad", 0))
                                + (f"; forced {tile}" if tile else "")
                                + ("; the cost model's plan" if args.from_model else "")))
+        from frost.sched import plan_variant
+
+        plan = plan_variant(args.arch, args.head_dim, None, args.causal, args.dtype, tile,
+                            from_model=args.from_model)
+        print("\n" + _recipe_text(plan, args, code, args.deterministic))
     return _spill_exit(rows)
 
 
@@ -500,12 +518,12 @@ def variant_specs(specs: list[str], arch: str) -> list:
 
 def aot_keys(keys: list) -> list:
     """``keys``, each followed by its tail-split build where its plan takes one
-    (:func:`frost.templates.bwd_main.rules.tail_split_fits`): what ``frost.sdpa.backward``
+    (:func:`frost.templates.bwd_main.code.tail_split_fits`): what ``frost.sdpa.backward``
     may load for those variants."""
     import dataclasses
 
     from frost.sdpa.api import make_plan
-    from frost.templates.bwd_main.rules import tail_split_fits
+    from frost.templates.bwd_main.code import tail_split_fits
 
     out = []
     for key in keys:

@@ -37,7 +37,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
 
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.recipes.bwd_main import bwd_main_kernel
+    from frost.recipes.bwd_main import default_plan
     from frost.tile_dsl.compile import compile_for
 
     gpu = False
@@ -49,7 +50,7 @@ def main(argv=None):
     arch = args.arch or ("sm_%d%da" % torch.cuda.get_device_capability() if gpu else "sm_90a")
     for d in (int(x) for x in args.dims.split(",")):
         kp = default_plan("sm_120a", d)
-        kern = BwdMainKernel(kp, "bf16")
+        kern = bwd_main_kernel(kp, "bf16")
         for name, rep in (("compile", kern.compile(arch)),
                           ("fake", compile_for(kern, *kern.fake_args(), arch=arch))):
             base = f"{args.out}/d{d}_{arch}_{name}"

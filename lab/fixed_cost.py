@@ -29,7 +29,7 @@ def points(paths: list[str], sms: int, variant: str = "default") -> dict:
     """{(d, causal): [(trips a CTA, µs a wave, shape, ms)]} from the stored A/B files."""
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    from frost.templates.bwd_main import default_plan
+    from frost.recipes.bwd_main import default_plan
 
     out: dict = {}
     for p in paths:

@@ -150,7 +150,7 @@ def product_plan(arch: str, d: int, causal: bool):
     """The bwd_main plan frost.sdpa runs on ``arch`` (``variant_plan``: sm_90a runs the sm_120a
     plans). Until v83 (2026-12-01) this module built ``default_plan(arch)``, which for sm_90a is the
     cost model's own pick: v76/v77's sm_90a loop checks looked at that plan, not the H200's."""
-    from frost.templates.bwd_main import variant_plan
+    from frost.recipes.bwd_main import variant_plan
 
     return variant_plan(arch, d, causal=causal).kernel("bwd_main")
 
@@ -171,7 +171,7 @@ def product_insns(d: int, arch: str, causal: bool, **choices):
     plan key (``tile.reduce_block=-1``) or ``code="default"`` build as bench/bwd_main_ab.py's
     variant of that name does (:func:`bwd_main_ab.build_kernel`: sm_120a plans, the ones every
     supported device runs), so a loop read here is the one an A/B of that variant timed."""
-    from frost.templates.bwd_main import BwdMainKernel
+    from frost.recipes.bwd_main import bwd_main_kernel
 
     if any(k.startswith("tile.") or k == "code" for k in choices):
         if str(pathlib.Path(__file__).resolve().parents[1] / "bench") not in sys.path:
@@ -180,7 +180,7 @@ def product_insns(d: int, arch: str, causal: bool, **choices):
 
         kern = build_kernel(d, causal, dict(choices), use_pdl=True)
     else:
-        kern = BwdMainKernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
+        kern = bwd_main_kernel(product_plan(arch, d, causal), causal=causal, use_pdl=True,
                              **choices)
     rep = kern.compile(arch)
     return instructions(sass_of(rep.cubin)), rep.total_spill_bytes

@@ -37,7 +37,8 @@ def variant_build(d: int, causal: bool, v: dict, arch: str = "sm_120a") -> tuple
     (timing-only) and ``CALL_DECIDES`` (tail_split) are refused."""
     from bench.bwd_main_ab import BUILD, CODE, SPLIT_SMS
     from frost.sched import plan_variant
-    from frost.templates.bwd_main.code import CALL_DECIDES, CodeChoices
+    from frost.templates.bwd_main.code import CALL_DECIDES
+    from frost.recipes.bwd_main import pinned_code
 
     bad = [k for k in v if k in (BUILD, SPLIT_SMS) or k in CALL_DECIDES]
     if bad:
@@ -46,7 +47,7 @@ def variant_build(d: int, causal: bool, v: dict, arch: str = "sm_120a") -> tuple
     code = {k: x for k, x in v.items() if not k.startswith("tile.") and k != CODE}
     if v.get(CODE) == "default":
         kp = plan_variant(arch, d, None, causal).kernel("bwd_main")
-        code = CodeChoices.pinned(kp, causal, **code)
+        code = pinned_code(kp, causal, **code)
     return tile, code
 
 

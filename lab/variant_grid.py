@@ -71,9 +71,10 @@ def default_code(d: int, causal: bool, arch: str = "sm_120a") -> dict:
     """The default bwd_main plan's resolved code choices at head dim ``d``."""
     import dataclasses
 
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.recipes.bwd_main import bwd_main_kernel
+    from frost.recipes.bwd_main import default_plan
 
-    kern = BwdMainKernel(default_plan(arch, d, causal=causal), "bf16", causal=causal)
+    kern = bwd_main_kernel(default_plan(arch, d, causal=causal), "bf16", causal=causal)
     return dataclasses.asdict(kern.code)
 
 

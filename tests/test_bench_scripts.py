@@ -35,6 +35,7 @@ def test_bwd_main_sweep_help_without_gpu():
 
 
 def test_bwd_main_sweep_configs_are_legal():
+    from frost.recipes.bwd_main import bwd_main_kernel
     from frost.sched import plan_sdpa_bwd
     from frost.templates.bwd_main import BwdMainKernel
 
@@ -53,7 +54,7 @@ def test_bwd_main_sweep_configs_are_legal():
     for c in configs:
         kp = c["kplan"]
         BwdMainKernel.can_implement(kp)
-        BwdMainKernel(kp, "bf16", causal=c["shape"][4], interleave=c.get("interleave"))
+        bwd_main_kernel(kp, "bf16", causal=c["shape"][4], interleave=c.get("interleave"))
         if c["name"].startswith("tile:"):
             t = kp.tile
             force = {k: t[k] for k in ("tile_m", "tile_n", "q_stages", "num_mma_warps")}
@@ -108,7 +109,7 @@ def test_chain_ab_help_variants_and_the_option_patch():
         with pytest.raises(ValueError, match=why):
             mod.parse_variant(bad)
     from frost.sched import tuned
-    from frost.templates.bwd_main import default_plan
+    from frost.recipes.bwd_main import default_plan
 
     tables = repr((tuned.OPTIONS, tuned.CAUSAL_OPTIONS))
     cases = ((128, False, {"reduce_block": -1}, -1), (256, False, {"reduce_block": None}, 8),
@@ -526,7 +527,7 @@ def test_fixed_cost_recovers_a_known_split(tmp_path):
     the fit gives back t and X, each shape's fixed share, and a plot; a causal file is refused."""
     import json
 
-    from frost.templates.bwd_main import default_plan
+    from frost.recipes.bwd_main import default_plan
 
     mod = _load(os.path.join(ROOT, "lab", "fixed_cost.py"))
     tl = default_plan("sm_120a", 128).tile

@@ -1,4 +1,5 @@
-"""Imports flow one way: tile_dsl <- ir <- sched <- templates <- sdpa (<- top-level modules).
+"""Imports flow one way: tile_dsl <- ir <- sched <- templates <- recipes <- sdpa (<- top-level
+modules); and sdpa reaches the bwd_main template only through recipes (no template internals).
 
 Every ``import frost.X`` / ``from frost.X import`` in every module (including imports inside
 functions) is parsed with ``ast``; a module may import only from its own layer or lower ones.
@@ -13,7 +14,7 @@ import pathlib
 import frost
 
 ROOT = pathlib.Path(frost.__file__).parent
-LAYERS = ["tile_dsl", "ir", "sched", "templates", "sdpa"]
+LAYERS = ["tile_dsl", "ir", "sched", "templates", "recipes", "sdpa"]
 TOP = len(LAYERS)
 
 # (importing module, imported module): accepted for now, see the docstring.
@@ -93,3 +94,24 @@ def test_the_checker_catches_an_upward_import(tmp_path):
                    "    from ..templates import y\n")
     found = [m for m, _ in frost_imports(src, me="frost.sched.probe")]
     assert found == ["frost.sdpa", "frost.templates"]
+
+
+def test_sdpa_imports_no_template_internals():
+    """frost.sdpa builds the main kernel from a recipe: it imports no module of
+    frost.templates.bwd_main (its picks, tables, masks, host helpers)."""
+    bad = []
+    for path in sorted((ROOT / "sdpa").glob("*.py")):
+        me = module_name(path)
+        bad += [(me, mod, line) for mod, line in frost_imports(path, me)
+                if mod.startswith("frost.templates.bwd_main")]
+    assert not bad, bad
+
+
+def test_templates_never_import_recipes_or_the_planner_tables():
+    """Templates take a resolved recipe: no template module imports frost.recipes."""
+    bad = []
+    for path in sorted((ROOT / "templates").rglob("*.py")):
+        me = module_name(path)
+        bad += [(me, mod, line) for mod, line in frost_imports(path, me)
+                if mod.startswith("frost.recipes")]
+    assert not bad, bad

@@ -42,7 +42,7 @@ def test_parse_other_tools_and_a_crash():
 
 
 def test_hazard_offsets_name_plan_buffers():
-    from frost.templates.bwd_main import variant_plan
+    from frost.recipes.bwd_main import variant_plan
 
     kp = variant_plan("sm_120a", 64).kernel("bwd_main")
     _, hz = sanitize.parse("racecheck", RACE_LOG)

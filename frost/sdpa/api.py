@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from frost.sched.plan import Plan
     from frost.sdpa import chain as _chain
-    from frost.sdpa.grid import TailSplit
+    from frost.recipes.grid import TailSplit
 
 
 # ------------------------------------------------------------------------- deferred imports
@@ -187,11 +187,11 @@ SUPPORTED_DEVICE_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
 
 
 def make_plan(key: VariantKey) -> Plan:
-    """The chain's Plan from the scheduler (:func:`frost.templates.bwd_main.variant_plan`): SM120
+    """The chain's Plan from the scheduler (:func:`frost.recipes.bwd_main.variant_plan`): SM120
     budgets and tiles on every arch (the H200 runs the sm_120a plan under an sm_90a build of the
     same source), with ``key.tile``'s keys forced on top of the measured default; a tail-split
     key gets its split build's plan."""
-    from frost.templates.bwd_main import variant_plan
+    from frost.recipes.bwd_main import variant_plan
 
     if key.arch not in SUPPORTED_DEVICE_ARCHS:
         raise ValueError(f"q device: arch {key.arch} is not supported; frost's kernels need "
@@ -207,11 +207,13 @@ def main_choices(key: VariantKey) -> dict:
     return {}
 
 
-def _main_kernel(key: VariantKey, plan, code: dict | None = None):
-    """The main kernel (:mod:`frost.templates.bwd_main`) for this variant (``code``: choices on
-    top of :func:`main_choices`)."""
-    from frost.templates.bwd_main.kernel import BwdMainKernel
+def main_recipe(key: VariantKey, plan: Plan | None = None, code: dict | None = None):
+    """The :class:`frost.recipes.bwd_main.BwdMainRecipe` of ``key``'s main kernel: its plan
+    (default :func:`make_plan`), the variant and the code choices resolved (``code``: choices on
+    top of :func:`main_choices`). ``frost plan`` and ``frost compile`` print it."""
+    from frost.recipes.bwd_main import bwd_main_recipe
 
+    plan = make_plan(key) if plan is None else plan
     causal = key.causal_align != "none"
     kw = dict(dtype=key.dtype, causal=causal, causal_align=key.causal_align if causal else None,
               use_pdl=key.use_pdl)
@@ -221,7 +223,14 @@ def _main_kernel(key: VariantKey, plan, code: dict | None = None):
         kw["tail_split"] = 1
     if key.mods:
         kw["mods"] = key.attention_mods()
-    return BwdMainKernel(plan.kernel("bwd_main"), **kw, **{**main_choices(key), **(code or {})})
+    return bwd_main_recipe(plan.kernel("bwd_main"), **kw, **{**main_choices(key), **(code or {})})
+
+
+def _main_kernel(key: VariantKey, plan, code: dict | None = None):
+    """The main kernel (:mod:`frost.templates.bwd_main`) built from :func:`main_recipe`."""
+    from frost.recipes.bwd_main import kernel_of
+
+    return kernel_of(main_recipe(key, plan, code))
 
 
 @dataclasses.dataclass
@@ -458,7 +467,7 @@ def _io_strides(q, k, v, o, do, lse) -> list:
 
 def _scalars(p: Problem, s_pad: int, n_splits: int, strides, scale: float, split=None) -> tuple:
     """Every launch value after the pointers and before the stream (``split``: a
-    :class:`~frost.sdpa.grid.TailSplit`, or None for every tile whole)."""
+    :class:`~frost.recipes.grid.TailSplit`, or None for every tile whole)."""
     n_whole, parts = (split.n_whole, split.parts) if split is not None else (0, 1)
     return (p.b, p.s_q, p.s_kv, p.h_q, p.h_kv, s_pad, n_splits, n_whole, parts, *strides, scale)
 
@@ -479,25 +488,18 @@ def set_tail_split(enabled: bool) -> None:
 
 
 def tail_split(ch: CompiledChain, p: Problem, device_index: int) -> TailSplit:
-    """The grid model's tail split (:func:`frost.sdpa.grid.pick_tail_split`) of this call on
-    device ``device_index``'s SMs; no cut where the plan cannot take one
-    (:func:`~frost.templates.bwd_main.rules.tail_split_fits`: causal, d > 192, ...), for chains
-    without a main kernel, or after ``set_tail_split(False)``."""
-    from frost.sdpa.grid import TailSplit, pick_tail_split
-    from frost.templates.bwd_main.rules import tail_split_fits
-
-    from frost.templates.bwd_main.host import n_tiles
+    """The grid model's tail split (:func:`frost.recipes.grid.call_tail_split`) of this call on
+    device ``device_index``'s SMs; no cut where the plan cannot take one, for chains without a
+    main kernel, or after ``set_tail_split(False)``."""
+    from frost.recipes.grid import call_tail_split
 
     main = ch.main
-    tiles = n_tiles(main.kp, p.b, p.h_kv, p.s_kv) if main is not None else 0
-    if main is None or not _TAIL_SPLIT["enabled"] or \
-            not tail_split_fits(main.kp, ch.key.causal_align != "none"):
-        return TailSplit(tiles, tiles, 1, 0.0, 0.0)
     sms = _SMS.get(device_index)
-    if sms is None:
+    if sms is None and main is not None and _TAIL_SPLIT["enabled"]:
         sms = _SMS[device_index] = _torch().cuda.get_device_properties(device_index).multi_processor_count
-    return pick_tail_split(main.kp, p.b, p.h_q, p.h_kv, p.s_q, p.s_kv, sms=sms)
-
+    return call_tail_split(main.kp if main is not None else None, ch.key.causal_align != "none",
+                           p.b, p.h_q, p.h_kv, p.s_q, p.s_kv, sms=sms or 1,
+                           enabled=_TAIL_SPLIT["enabled"])
 
 
 _SIGS: dict = {}

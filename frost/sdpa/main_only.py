@@ -76,7 +76,7 @@ def main_only_values(ch: _api.CompiledChain, q, k, v, do, lse_log2, delta, dq_ac
     if split is not None:
         if not main.code.tail_split:
             raise ValueError("main_only_values: split needs a kernel built with tail_split=1")
-        from frost.templates.bwd_main.host import n_tiles
+        from frost.recipes.grid import n_tiles
 
         main._check_split(split, n_tiles(main.kp, b, h_kv, s_kv), q.device)
     n_splits = dq_accum.shape[0] if dq_accum.dim() == 5 else 1

@@ -17,7 +17,7 @@ def main():
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--causal", action="store_true")
     a = ap.parse_args()
-    from frost.templates.bwd_main import variant_plan
+    from frost.recipes.bwd_main import variant_plan
 
     kp = variant_plan("sm_120a", a.d, causal=a.causal).kernel("bwd_main")
     errors, hz = parse("racecheck", open(a.log, errors="replace").read())

@@ -86,7 +86,7 @@ def v11_default(d, causal):
     where v11 ran the sweep's pick: that pick with the options that fit it."""
     from frost.sched.sdpa import pad_head_dim
     from frost.sched.tuned import AB_PICK_SOURCES, _row, tuned_options
-    from frost.templates.bwd_main import default_plan
+    from frost.recipes.bwd_main import default_plan
 
     row = _row("sm_120a", pad_head_dim(d))
     if row not in AB_PICK_SOURCES:

@@ -15,7 +15,8 @@ from frost.sched.tuned import (AB_PICK_SOURCES, CAUSAL_OPTIONS, CAUSAL_OPTIONS_A
                                OPTIONS_RECHECK_SOURCES, OPTIONS_SOURCES, SOURCE, TUNED,
                                tuned_options, tuned_tile)
 from frost.templates.bwd_main.code import CodeChoices
-from frost.templates.bwd_main.measured import MEASURED_CHOICES, unasked_differences
+from frost.recipes.bwd_measured import MEASURED_CHOICES, unasked_differences
+from frost.recipes.bwd_main import resolve_code
 
 ROOT = pathlib.Path(__file__).parents[2]
 KNOBS = ("tile_m", "tile_n", "q_stages", "num_mma_warps", "v_in_regs")
@@ -101,7 +102,7 @@ def test_scheduler_uses_the_pick_where_it_fits(d):
 def _shipped_code(d, causal):
     """The code choices bwd_main resolves on the default plan at head dim d."""
     kp = plan_sdpa_bwd("sm_120a", d, causal=causal).kernel("bwd_main")
-    return {**LEFT_CHOICES, **dataclasses.asdict(CodeChoices.resolve(kp, causal=causal))}
+    return {**LEFT_CHOICES, **dataclasses.asdict(resolve_code(kp, causal=causal))}
 
 
 def _confounded(result, results):

@@ -62,10 +62,10 @@ def test_bad_input():
 def test_docstring_examples():
     import doctest
 
-    import frost.sdpa.grid
+    import frost.recipes.grid
     import frost.sched.waves
 
-    for mod in (frost.sched.waves, frost.sdpa.grid):
+    for mod in (frost.sched.waves, frost.recipes.grid):
         res = doctest.testmod(mod)
         assert res.attempted > 0 and res.failed == 0, mod.__name__
 

@@ -170,9 +170,10 @@ def test_main_only_values_follow_the_chain_arguments(monkeypatch):
     torch = pytest.importorskip("torch")
     from frost.sdpa import main_only as mo
     from frost.sdpa.main_only import main_only_values
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.recipes.bwd_main import bwd_main_kernel
+    from frost.recipes.bwd_main import default_plan
 
-    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    kern = bwd_main_kernel(default_plan("sm_120a", 64))
     fn, _ = chain.main_only(kern, head_dim=64)
     ch = types.SimpleNamespace(cfg=fn.cfg, main=kern)
     monkeypatch.setattr(mo, "raw_stream", lambda idx: 7)

@@ -1,10 +1,10 @@
-"""The modelled bwd_main grid (frost.sdpa.grid) and ``frost plan --shape``."""
+"""The modelled bwd_main grid (frost.recipes.grid) and ``frost plan --shape``."""
 
 import pytest
 
 from frost import cli
 from frost.sched import plan_variant
-from frost.sdpa.grid import OVERHEAD_TRIPS, bwd_main_work, estimate
+from frost.recipes.grid import OVERHEAD_TRIPS, bwd_main_work, estimate
 from frost.templates.bwd_main import masks
 
 
@@ -137,8 +137,7 @@ def test_pick_tail_split_is_the_dispatch_model_of_its_cut():
     grids v44 measured at 12.1 waves (cut / plain 0.949-0.959) are modelled within the spread
     of the measured rounds (±1.5 %)."""
     from frost.sched.waves import GridEstimate
-    from frost.sdpa.grid import (REG_USAGE_SPLIT_COST, SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN,
-                                 STORE_WARP_SPLIT_COST, pick_tail_split, split_build_cost)
+    from frost.recipes.grid import (REG_USAGE_SPLIT_COST, SPLIT_FIXUP_TRIPS, SPLIT_MIN_GAIN, STORE_WARP_SPLIT_COST, pick_tail_split, split_build_cost)
 
     kp = _kp(128)
     cut = pick_tail_split(kp, 4, 16, 16, 4096, 4096, sms=170)

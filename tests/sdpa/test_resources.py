@@ -121,7 +121,8 @@ def test_code_choices_reach_the_chain_and_pdl_moves_the_allocation():
     the PDL build frost.sdpa ships, the same in one module or bwd_main alone, while the build
     without PDL that bench/bwd_main_ab.py timed before v127 does not; the default chain is
     spill-free. Since v141b (every MMA thread releases dO's ring at d=256) the build without PDL
-    spills 12 B too; only the default stays spill-free, which is the shipped claim."""
+    spills 12 B too, and 28 B since v142 (the ring states' trip arithmetic); only the default
+    stays spill-free, which is the shipped claim."""
     step7 = {"reg_usage": 7, "ptxas_opt": 2, "trip_step": 1}
     default = chain_resources("sm_90a", 256)
     shipped = chain_resources("sm_90a", 256, code=step7)
@@ -133,7 +134,7 @@ def test_code_choices_reach_the_chain_and_pdl_moves_the_allocation():
     assert shipped[1].spill_bytes > 0  # bwd_main alone is allocated as in the module:
     assert (alone[1].spill_bytes, alone[1].registers) == (shipped[1].spill_bytes,
                                                           shipped[1].registers)
-    assert no_pdl[1].spill_bytes <= 16 and no_pdl[1].ptx["pdl.wait"] == 0
+    assert no_pdl[1].spill_bytes <= 32 and no_pdl[1].ptx["pdl.wait"] == 0
     assert shipped[0].spill_bytes == shipped[2].spill_bytes == 0
 
 

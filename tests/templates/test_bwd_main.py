@@ -14,7 +14,9 @@ import cutlass.cute as cute
 import pytest
 
 from frost.templates.bwd_main.mma import make_mma, warp_cols
-from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
+from frost.templates.bwd_main import BwdMainKernel
+from frost.recipes.bwd_main import bwd_main_kernel, default_plan, variant_plan
+from frost.recipes.bwd_rules import pick_dq_chunks
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.templates.bwd_main import masks
 from frost.tile_dsl.gmem import ATOM, to_rows_model
@@ -151,7 +153,7 @@ def test_dq_atomic_pairs_are_adjacent_columns(d):
     checked on CuTe's own C-fragment ownership for the plan's dQ warp grid (CPU trace)."""
     kp = default_plan("sm_120a", d)
     tl = kp.tile
-    cols = tl["d"] // BwdMainKernel.pick_dq_chunks(kp)
+    cols = tl["d"] // pick_dq_chunks(kp)
     out: list = []
     _collect_c_pairs(tl["dq_wm"], tl["dq_wn"], tl["tile_m"], cols, out)
     assert out
@@ -196,16 +198,16 @@ COMPILE_CASES = [(32, False), (64, False), (64, True), (96, False), (128, False)
 # NVVM upgrade). A default changed on purpose gets its new sha in its lab/LOG.md entry
 # (the reference set since b5a3a4b, 2026-12-01: "PDL-on sha") and here.
 DEFAULT_PTX_SHA = {
-    ("sm_120a", 32, False): "121f2d15dd2a", ("sm_121a", 32, False): "ed5ccd7d8089",
-    ("sm_120a", 64, False): "768bdabd9649", ("sm_121a", 64, False): "e3d1080b4f2f",
-    ("sm_120a", 64, True): "c335366d3796", ("sm_121a", 64, True): "eaa37ca13050",
-    ("sm_120a", 96, False): "5a52206b7c23", ("sm_121a", 96, False): "4866198bb0df",
-    ("sm_120a", 128, False): "ed059814106c", ("sm_121a", 128, False): "7b449c5f96e0",
-    ("sm_120a", 128, True): "c496c016e5d7", ("sm_121a", 128, True): "bd1091c43997",
-    ("sm_120a", 160, False): "32f32cee548a", ("sm_121a", 160, False): "e91ab818ff07",
-    ("sm_120a", 192, False): "a5adc660f9bf", ("sm_121a", 192, False): "67b76bd96110",
-    ("sm_120a", 256, False): "7fc38caae797", ("sm_121a", 256, False): "c2796221ae42",
-    ("sm_120a", 256, True): "109d98437031", ("sm_121a", 256, True): "af5250ab9068",
+    ("sm_120a", 32, False): "bcf4e2357bda", ("sm_121a", 32, False): "7d1215df7972",
+    ("sm_120a", 64, False): "529635b133ef", ("sm_121a", 64, False): "e4ba7a44cf6e",
+    ("sm_120a", 64, True): "1fa2747b836f", ("sm_121a", 64, True): "44f44bdcf689",
+    ("sm_120a", 96, False): "c462a92726bd", ("sm_121a", 96, False): "c9056990d980",
+    ("sm_120a", 128, False): "1e2548679499", ("sm_121a", 128, False): "63cc228ad04f",
+    ("sm_120a", 128, True): "3ebdd7a828ab", ("sm_121a", 128, True): "c0c8d3d33c0f",
+    ("sm_120a", 160, False): "13dee488655a", ("sm_121a", 160, False): "ebdac2ea34df",
+    ("sm_120a", 192, False): "aaab4c8b2771", ("sm_121a", 192, False): "ea69467c3638",
+    ("sm_120a", 256, False): "8dec7b801ad9", ("sm_121a", 256, False): "b72c304d117a",
+    ("sm_120a", 256, True): "20f3d8b0820d", ("sm_121a", 256, True): "205a36b910ad",
 }
 
 
@@ -214,7 +216,7 @@ DEFAULT_PTX_SHA = {
 @pytest.mark.parametrize("d,causal", COMPILE_CASES)
 def test_compile(arch, d, causal):
     kp = default_plan(arch, d, causal=causal)
-    kern = BwdMainKernel(kp, "bf16", causal=causal, causal_align="bottom_right", use_pdl=True)
+    kern = bwd_main_kernel(kp, "bf16", causal=causal, causal_align="bottom_right", use_pdl=True)
     rep = kern.compile(arch)
     for needle in ("mma.sync.aligned.m16n8k16", "ldmatrix", "cp.async.bulk.tensor",
                    "griddepcontrol.wait", "griddepcontrol.launch_dependents",
@@ -251,8 +253,8 @@ def test_compile_blocked_dq_workspace(arch, d, splits):
     base = default_plan(arch, d, tile={**knobs, "reduce_block": 0})
     assert kp.tile["reduce_block"] == 8 and "reduce_block" not in base.tile
     assert kp.smem_bytes == base.smem_bytes
-    blocked = BwdMainKernel(kp, "bf16", dq_splits=splits).compile(arch)
-    rows = BwdMainKernel(base, "bf16", dq_splits=splits).compile(arch)
+    blocked = bwd_main_kernel(kp, "bf16", dq_splits=splits).compile(arch)
+    rows = bwd_main_kernel(base, "bf16", dq_splits=splits).compile(arch)
     # the forced row-major workspace at d=256 (never the default there: ATOM) spills 8 B since
     # v141's per-thread releases; the shipped blocked form stays spill-free
     assert _resources(rows)[1] <= (8 if d == 256 else 0)
@@ -271,14 +273,14 @@ def test_compile_atom_dq_workspace(arch, d, causal):
     own atom (no shuffle added), spill-free, the same smem."""
     import dataclasses
 
-    knobs = dataclasses.asdict(BwdMainKernel(default_plan(arch, d, causal=causal), "bf16",
+    knobs = dataclasses.asdict(bwd_main_kernel(default_plan(arch, d, causal=causal), "bf16",
                                              causal=causal).code)
     kp, ap = (variant_plan(arch, d, causal=causal, tile={"reduce_block": b}).kernel("bwd_main")
               for b in (8, ATOM))
     assert kp.tile["reduce_block"] == 8 and ap.tile["reduce_block"] == ATOM
     assert ap.smem_bytes == kp.smem_bytes
-    blocked = BwdMainKernel(kp, "bf16", causal=causal, **knobs)
-    atoms = BwdMainKernel(ap, "bf16", causal=causal, **knobs).compile(arch)
+    blocked = bwd_main_kernel(kp, "bf16", causal=causal, **knobs)
+    atoms = bwd_main_kernel(ap, "bf16", causal=causal, **knobs).compile(arch)
     blocked = blocked.compile(arch)
     n = blocked.count("red.global.add.v2.f32")
     assert n > 0 and atoms.count("red.global.add.v4.f32") * 2 == n
@@ -294,7 +296,7 @@ def test_compile_dq_splits(arch, causal):
     """Deterministic mode: dq_accum gains a leading split mode; still atomics, still spill-free.
     The shipped d=64 builds (its default plans, as frost.sdpa builds them) take the default's
     rotated walk and ptxas level 7 (v124) here too, untimed but spill-free."""
-    kern = BwdMainKernel(default_plan(arch, 64, causal=causal), "bf16", causal=causal,
+    kern = bwd_main_kernel(default_plan(arch, 64, causal=causal), "bf16", causal=causal,
                          use_pdl=True, dq_splits=True)
     assert (kern.code.q_rotate, kern.code.reg_usage) == (1, 7)
     rep = kern.compile(arch)
@@ -326,7 +328,7 @@ def _kernel(d, dtype, causal, align, use_pdl, alt_tile=False, splits=False, knob
                               tail_split=True).kernel("bwd_main")
         else:
             kp = default_plan("sm_120a", d, causal=causal, dtype=dtype, tile=forced)
-        _KERNELS[key] = BwdMainKernel(kp, dtype, causal=causal, causal_align=align,
+        _KERNELS[key] = bwd_main_kernel(kp, dtype, causal=causal, causal_align=align,
                                       use_pdl=use_pdl, dq_splits=splits, **dict(knobs))
     return _KERNELS[key]
 
@@ -659,7 +661,7 @@ def test_gpu_dq_k_not_held(d, causal, tile):
     """dq_k_held=0 where the default holds K (d <= 64, v20): the alternative stays correct;
     many trips, GQA 2:1, tails (the default form runs in every other d <= 64 case)."""
     kp = default_plan("sm_120a", d, causal=causal, tile=dict(tile) or None)
-    assert BwdMainKernel(kp, causal=causal).dq_k_held == 1
+    assert bwd_main_kernel(kp, causal=causal).dq_k_held == 1
     run_case(1, 700, 650, 4, 2, d, causal=causal, tile=tile, knobs=(("dq_k_held", 0),), seed=43)
 
 
@@ -686,9 +688,9 @@ def test_compile_dq_k_held_reads_less(arch, d, tile):
     """dq_k_held=1 (the default here): the same MMAs as dq_k_held=0, fewer ldmatrix in the loop
     (K's dQ fragments are loaded once), spill-free."""
     kp = default_plan(arch, d, tile=dict(tile) or None)
-    held = BwdMainKernel(kp)
+    held = bwd_main_kernel(kp)
     assert held.dq_k_held == 1
-    rep, base = held.compile(arch), BwdMainKernel(kp, dq_k_held=0).compile(arch)
+    rep, base = held.compile(arch), bwd_main_kernel(kp, dq_k_held=0).compile(arch)
     assert rep.count("mma.sync.aligned.m16n8k16") == base.count("mma.sync.aligned.m16n8k16")
     # the K-fragment ldmatrix of each dQ k-step moves from the (rolled) loop body to the
     # prologue: the same static count, in another place
@@ -706,7 +708,7 @@ def test_pick_dq_k_held(d, causal):
     scheduler's choice: tests/sched/test_hold_fragments.py), in one dQ chunk: the default plans
     of padded d <= 64 (d=64 on the 2x4 dQ grid, v20), nowhere else."""
     kp = default_plan("sm_120a", d, causal=causal)
-    kern = BwdMainKernel(kp, causal=causal)
+    kern = bwd_main_kernel(kp, causal=causal)
     assert kern.dq_k_held == kp.tile.get("dq_b_in_regs", 0) == int(kp.tile["d"] <= 64)
     if kern.dq_k_held:
         assert kern.dq_chunks == 1 and "K@dq" in kp.params["held_in_regs"]
@@ -718,9 +720,9 @@ def test_pick_dq_k_held_keeps_the_register_budget():
     (held there it spilled 64 B on sm_120a): the plan does not hold them, nor does the
     template. A forced d=128 64x64 plan fits (232 of 240) and holds them."""
     kp16 = default_plan("sm_120a", 64, tile={"num_mma_warps": 16})
-    assert "dq_b_in_regs" not in kp16.tile and BwdMainKernel(kp16).dq_k_held == 0
+    assert "dq_b_in_regs" not in kp16.tile and bwd_main_kernel(kp16).dq_k_held == 0
     kp = default_plan("sm_120a", 128, tile={"tile_n": 64})
-    assert kp.tile["dq_b_in_regs"] == 1 and BwdMainKernel(kp).dq_k_held == 1
+    assert kp.tile["dq_b_in_regs"] == 1 and bwd_main_kernel(kp).dq_k_held == 1
     assert kp.params["mma_regs_estimate"] <= kp.role(WarpRole.MMA).max_regs
 
 
@@ -745,7 +747,7 @@ def test_compile_two_ctas_per_sm(arch):
     in half the file (<= 128 a thread for 256 threads), setmaxnreg moves them to the 4 MMA
     warps (232), no spills, and the plan's smem fits half an SM."""
     kp = default_plan(arch, 64, tile=dict(TWO_CTA))
-    rep = BwdMainKernel(kp).compile(arch)
+    rep = bwd_main_kernel(kp).compile(arch)
     assert ".minnctapersm 2" in rep.ptx and ".reqntid 256" in rep.ptx
     regs, spills = _resources(rep)
     assert regs <= 128 and spills == 0
@@ -762,9 +764,9 @@ def test_gpu_two_ctas_per_sm(causal):
 
 def test_dq_k_held_needs_one_dq_chunk():
     with pytest.raises(ValueError, match="dq_k_held"):
-        BwdMainKernel(default_plan("sm_120a", 64), dq_k_held=1, dq_chunks=2)
+        bwd_main_kernel(default_plan("sm_120a", 64), dq_k_held=1, dq_chunks=2)
     with pytest.raises(ValueError, match="dq_k_held"):
-        BwdMainKernel(default_plan("sm_120a", 64), dq_k_held=2)
+        bwd_main_kernel(default_plan("sm_120a", 64), dq_k_held=2)
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d,tile,seed", [(128, (), 5), (64, BLOCKED, 31), (128, STAGED_DQ, 19)],
@@ -792,7 +794,7 @@ def test_can_implement_rechecks_mbarrier_counts():
     with pytest.raises(BwdMainError, match="q_full"):
         BwdMainKernel.can_implement(bad)
     with pytest.raises(BwdMainError, match="dtype"):
-        BwdMainKernel(kp, "fp8")
+        bwd_main_kernel(kp, "fp8")
 
 
 @pytest.mark.compile
@@ -801,9 +803,9 @@ def test_interleave_reorders_but_keeps_every_mma():
     with the per-trip barrier: under exchange_sync the default is level 1), and the interleaved
     default does not spill (the product build of interleave=0 spills 16 B there, v67)."""
     kp = default_plan("sm_120a", 128, tile=dict(EXCHANGE2))
-    on = BwdMainKernel(kp).compile("sm_120a")
-    off = BwdMainKernel(kp, interleave=0).compile("sm_120a")
-    assert BwdMainKernel(kp).interleave == 2
+    on = bwd_main_kernel(kp).compile("sm_120a")
+    off = bwd_main_kernel(kp, interleave=0).compile("sm_120a")
+    assert bwd_main_kernel(kp).interleave == 2
     assert on.count("mma.sync.aligned.m16n8k16") == off.count("mma.sync.aligned.m16n8k16") > 0
     assert on.ptx != off.ptx
     assert on.total_spill_bytes == 0
@@ -818,10 +820,10 @@ def test_pick_interleave(d, want, want_causal, tile):
     v28). The d=64/128 defaults run exchange_sync, where dQ waits after dV/dK: 1 (v48)."""
     base = {"tile_m": 32, "tile_n": 64, "q_stages": 1, "v_in_regs": 1, "s_rows": 2}
     kp = default_plan("sm_120a", d, tile={**base, **tile} if tile else None)
-    assert BwdMainKernel(kp).interleave == want
+    assert bwd_main_kernel(kp).interleave == want
     kpc = default_plan("sm_120a", d, causal=True, tile={**base, **tile} if tile else None)
-    assert BwdMainKernel(kpc, causal=True).interleave == want_causal
-    assert BwdMainKernel(kpc, causal=True, interleave=0).interleave == 0
+    assert bwd_main_kernel(kpc, causal=True).interleave == want_causal
+    assert bwd_main_kernel(kpc, causal=True, interleave=0).interleave == 0
 
 
 @pytest.mark.parametrize("d,want", [(64, 1), (128, 0), (160, 0), (192, 0), (200, 1), (256, 1)])
@@ -832,22 +834,22 @@ def test_pick_q_rotate(d, want):
     causal plans walk linearly (d=256: 0.993x, and 20 B of spills with the blocked dQ
     workspace, v16)."""
     kp = default_plan("sm_120a", d)
-    assert BwdMainKernel(kp).q_rotate == want
-    assert BwdMainKernel(kp, q_rotate=1 - want).q_rotate == 1 - want
+    assert bwd_main_kernel(kp).q_rotate == want
+    assert bwd_main_kernel(kp, q_rotate=1 - want).q_rotate == 1 - want
     kpc = default_plan("sm_120a", d, causal=True)
     want_c = 1 if d in (64, 128) else 0
-    assert BwdMainKernel(kpc, causal=True).q_rotate == want_c
-    assert BwdMainKernel(kpc, causal=True, q_rotate=1 - want_c).q_rotate == 1 - want_c
+    assert bwd_main_kernel(kpc, causal=True).q_rotate == want_c
+    assert bwd_main_kernel(kpc, causal=True, q_rotate=1 - want_c).q_rotate == 1 - want_c
     if d == 128:  # only on the plan it was timed on: the tall tile keeps the linear walk
         tall = default_plan("sm_120a", d, causal=True, tile=dict(TALL))
-        assert BwdMainKernel(tall, causal=True).q_rotate == 0
+        assert bwd_main_kernel(tall, causal=True).q_rotate == 0
     if d == 64:  # d=64 rotates only as timed, with level 7: not at another level, nor split
         for causal, plan in ((False, kp), (True, kpc)):
-            assert BwdMainKernel(plan, causal=causal).code.reg_usage == 7
-            assert BwdMainKernel(plan, causal=causal, reg_usage=5).q_rotate == 0
-            assert BwdMainKernel(plan, causal=causal, reg_usage=7).q_rotate == 1
+            assert bwd_main_kernel(plan, causal=causal).code.reg_usage == 7
+            assert bwd_main_kernel(plan, causal=causal, reg_usage=5).q_rotate == 0
+            assert bwd_main_kernel(plan, causal=causal, reg_usage=7).q_rotate == 1
         split = variant_plan("sm_120a", 64, tail_split=True).kernel("bwd_main")
-        built = BwdMainKernel(split, tail_split=1).code
+        built = bwd_main_kernel(split, tail_split=1).code
         assert (built.q_rotate, built.reg_usage) == (0, 5)
 
 
@@ -856,26 +858,26 @@ def test_q_rotate_changes_only_the_walk():
     """q_rotate=1 adds the index arithmetic (a remainder by the range length in the producer
     and the MMA warps) and keeps every MMA and atomic (d=96, whose default walks linearly)."""
     kp = default_plan("sm_120a", 96)
-    base = BwdMainKernel(kp)
+    base = bwd_main_kernel(kp)
     assert base.q_rotate == 0
-    r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, q_rotate=1).compile("sm_120a")
+    r0, r1 = base.compile("sm_120a"), bwd_main_kernel(kp, q_rotate=1).compile("sm_120a")
     assert r1.ptx != r0.ptx
     for needle in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix"):
         assert r1.count(needle) == r0.count(needle) > 0, needle
     assert r1.count("rem.s32") + r1.count("rem.u32") > r0.count("rem.s32") + r0.count("rem.u32")
     assert r1.total_spill_bytes == 0
     with pytest.raises(ValueError, match="q_rotate"):
-        BwdMainKernel(kp, q_rotate=2)
+        bwd_main_kernel(kp, q_rotate=2)
 
 
 @pytest.mark.parametrize("d,want", [(32, 8), (64, 8), (128, 8), (192, 8), (200, 2), (256, 2)])
 def test_pick_lpt_heads(d, want):
     """Heavy-first CTA order in groups of 8 (batch, head) pairs under causal, of 2 above d=192
     (RESULTS.md v41); non-causal keeps the linear block order; an explicit value wins."""
-    assert BwdMainKernel(default_plan("sm_120a", d)).code.lpt_heads == 1
+    assert bwd_main_kernel(default_plan("sm_120a", d)).code.lpt_heads == 1
     kpc = default_plan("sm_120a", d, causal=True)
-    assert BwdMainKernel(kpc, causal=True).code.lpt_heads == want
-    assert BwdMainKernel(kpc, causal=True, lpt_heads=1).code.lpt_heads == 1
+    assert bwd_main_kernel(kpc, causal=True).code.lpt_heads == want
+    assert bwd_main_kernel(kpc, causal=True, lpt_heads=1).code.lpt_heads == 1
 
 
 @pytest.mark.compile
@@ -884,15 +886,15 @@ def test_lpt_heads_changes_only_the_cta_order():
     atomic and ldmatrix; 1 (the linear order) is the block index itself; bad values (0, the
     one group of all pairs, left with the forms no default picks) are refused."""
     kp = default_plan("sm_120a", 128, causal=True)
-    base = BwdMainKernel(kp, causal=True, lpt_heads=1)
-    r0, r1 = base.compile("sm_120a"), BwdMainKernel(kp, causal=True, lpt_heads=4).compile("sm_120a")
+    base = bwd_main_kernel(kp, causal=True, lpt_heads=1)
+    r0, r1 = base.compile("sm_120a"), bwd_main_kernel(kp, causal=True, lpt_heads=4).compile("sm_120a")
     assert "%nctaid" not in r0.ptx and "%nctaid" in r1.ptx
     for needle in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix"):
         assert r1.count(needle) == r0.count(needle) > 0, needle
     assert r1.total_spill_bytes == 0
     for bad in (0, -1, 1.5, True, "all"):
         with pytest.raises(ValueError, match="lpt_heads"):
-            BwdMainKernel(kp, causal=True, lpt_heads=bad)
+            bwd_main_kernel(kp, causal=True, lpt_heads=bad)
 
 
 @cute.kernel
@@ -953,44 +955,45 @@ def test_p_store_follows_the_warp_tiles():
     32-bit st.shared where they are 8 columns wide: the plan decides (no code choice since
     2026-12-07: no default plan has 8-column tiles)."""
     kp = default_plan("sm_120a", 64)
-    on = BwdMainKernel(kp)
+    on = bwd_main_kernel(kp)
     assert on.p_store == "stmatrix"
     assert on.compile("sm_120a").count("stmatrix.sync.aligned") > 0
     with pytest.raises(ValueError, match="p_store"):
-        BwdMainKernel(kp, p_store="st32")
+        bwd_main_kernel(kp, p_store="st32")
     # 8-column warp tiles: d=256's S grid as the model picks it (1x8; the default forces 2x4)
     narrow = default_plan("sm_120a", 256, tile={**dict(D256), "s_rows": 1})
     assert (narrow.tile["s_wm"], narrow.tile["s_wn"]) == (1, 8)
-    assert BwdMainKernel(narrow).p_store == "st32"
-    assert BwdMainKernel(default_plan("sm_120a", 256)).p_store == "stmatrix"
+    assert bwd_main_kernel(narrow).p_store == "st32"
+    assert bwd_main_kernel(default_plan("sm_120a", 256)).p_store == "stmatrix"
 
 
 def test_code_choices_resolve_defaults_and_refuse_what_a_plan_cannot_take():
-    from frost.templates.bwd_main.code import CodeChoiceError, CodeChoices
+    from frost.templates.bwd_main.code import CodeChoiceError
+    from frost.recipes.bwd_main import resolve_code
 
     kp128 = default_plan("sm_120a", 128)
     kp256 = default_plan("sm_120a", 256, tile={**dict(D256), "s_rows": 1})  # 1x8: 8-col tiles
-    c = CodeChoices.resolve(kp128)
+    c = resolve_code(kp128)
     # interleave 1: the default runs exchange_sync (dQ after x_full, v48)
     assert (c.dq_chunks, c.interleave) == (1, 1)
-    assert CodeChoices.resolve(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).interleave == 2
-    c = CodeChoices.resolve(kp256)
+    assert resolve_code(default_plan("sm_120a", 128, tile=dict(EXCHANGE2))).interleave == 2
+    c = resolve_code(kp256)
     assert (c.dq_chunks, c.interleave) == (4, 1)
-    assert CodeChoices.resolve(kp128, interleave=0).interleave == 0
+    assert resolve_code(kp128, interleave=0).interleave == 0
     for bad in (dict(interleave=3), dict(dq_guard="tile"), dict(do_early=2),
                 dict(dq_chunks=3), dict(dq_chunks=0)):
         with pytest.raises(CodeChoiceError):
-            CodeChoices.resolve(kp128, **bad)
+            resolve_code(kp128, **bad)
     # d=160: 80-column chunks are whole MMA steps but not whole 32-column sK swizzle atoms (the
     # DSL failed deep in local_tile on the H200 before this check)
     kp160 = default_plan("sm_120a", 160)
     with pytest.raises(CodeChoiceError, match="swizzle"):
-        CodeChoices.resolve(kp160, dq_chunks=2)
-    assert CodeChoices.resolve(kp160, dq_chunks=5).dq_chunks == 5
+        resolve_code(kp160, dq_chunks=2)
+    assert resolve_code(kp160, dq_chunks=5).dq_chunks == 5
     # d=64: 32-column chunks are half of one 64-column atom (GPU-tested in test_gpu_code_knobs)
-    assert CodeChoices.resolve(default_plan("sm_120a", 64), dq_chunks=2).dq_chunks == 2
+    assert resolve_code(default_plan("sm_120a", 64), dq_chunks=2).dq_chunks == 2
     with pytest.raises(ValueError, match="interleave"):  # through the kernel: BwdMainError
-        BwdMainKernel(kp128, interleave=5)
+        bwd_main_kernel(kp128, interleave=5)
 
 
 @pytest.mark.compile
@@ -1005,7 +1008,7 @@ def test_exchange_stages_two_plans_and_compiles():
         assert one.buffer(name).stages == 1 and two.buffer(name).stages == 2
         assert two.buffer(name).alias_of == "sV"
     assert two.smem_bytes == one.smem_bytes <= SMEM_CAP
-    r1, r2 = BwdMainKernel(one).compile("sm_120a"), BwdMainKernel(two).compile("sm_120a")
+    r1, r2 = bwd_main_kernel(one).compile("sm_120a"), bwd_main_kernel(two).compile("sm_120a")
     assert r2.ptx != r1.ptx and r2.count("mma.sync") == r1.count("mma.sync")
     assert r2.total_spill_bytes == 0
 
@@ -1021,7 +1024,7 @@ def test_staged_dq_plans_and_compiles(causal, splits):
     buf = kp.buffer("sdQ_part")
     assert (buf.rows, buf.cols, buf.dtype, buf.alias_of) == (32, 128, "fp32", "sV")
     assert kp.smem_bytes == base.smem_bytes and "stage_reductions" not in base.tile
-    k = BwdMainKernel(kp, causal=causal, dq_splits=splits, use_pdl=True)
+    k = bwd_main_kernel(kp, causal=causal, dq_splits=splits, use_pdl=True)
     assert k.stage_dq and k.interleave == 0
     rep = k.compile("sm_120a")
     assert rep.count("red.global.add") == 0
@@ -1043,11 +1046,11 @@ def test_launch_check_refuses_a_pad_that_splits_a_workspace_block():
     tensors: nothing reaches the device)."""
     torch = pytest.importorskip("torch")
 
-    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    kern = bwd_main_kernel(default_plan("sm_120a", 64))
     assert kern.kp.tile["reduce_block"] == 8
     with pytest.raises(ValueError, match="multiple of the plan's reduce_block=8"):
         kern._check(*_check_args(torch, 12, 12))
-    rows = BwdMainKernel(default_plan("sm_120a", 64), dq_guard="rows")
+    rows = bwd_main_kernel(default_plan("sm_120a", 64), dq_guard="rows")
     rows._check(*_check_args(torch, 12, 16))  # whole blocks: accepted where atomics check rows
 
 
@@ -1056,7 +1059,7 @@ def test_launch_check_refuses_a_pad_that_splits_an_atom():
     torch = pytest.importorskip("torch")
 
     kp = variant_plan("sm_120a", 64, tile={"reduce_block": ATOM}).kernel("bwd_main")
-    kern = BwdMainKernel(kp, dq_guard="rows")
+    kern = bwd_main_kernel(kp, dq_guard="rows")
     with pytest.raises(ValueError, match="reduce_block=-1's 16 rows"):
         kern._check(*_check_args(torch, 12, 24))
     kern._check(*_check_args(torch, 12, 32))
@@ -1067,7 +1070,7 @@ def test_launch_check_refuses_a_misaligned_workspace():
     is refused before any launch."""
     torch = pytest.importorskip("torch")
 
-    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    kern = bwd_main_kernel(default_plan("sm_120a", 64))
     args = list(_check_args(torch, 12, 64))
     acc = args[6]
     args[6] = torch.zeros(acc.numel() + 1)[1:].view(acc.shape)
@@ -1078,10 +1081,10 @@ def test_launch_check_refuses_a_misaligned_workspace():
 def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     """v54: the row check stays where the pad build spills (d=256: sm_120a) or measured slower
     (causal d=128); two dQ accumulators only on the measured rows. v58: trip_step likewise."""
-    from frost.templates.bwd_main.measured import DQ_ACCS_MEASURED
+    from frost.recipes.bwd_measured import DQ_ACCS_MEASURED
 
     def code(d, causal):
-        return BwdMainKernel(default_plan("sm_120a", d, causal=causal), causal=causal).code
+        return bwd_main_kernel(default_plan("sm_120a", d, causal=causal), causal=causal).code
 
     assert code(256, False).dq_guard == "rows" and code(128, True).dq_guard == "rows"
     assert all(code(d, False).dq_guard == "pad" for d in (32, 64, 96, 128, 160, 192))
@@ -1092,28 +1095,28 @@ def test_dq_guard_and_dq_accs_defaults_follow_the_measurements():
     # plans the measurement did not cover keep one: d=128 with the per-trip barrier, with a
     # one-stage Q/dO ring (two spill 28 B there)
     for tile in (dict(EXCHANGE2), {"q_stages": 1}):
-        assert BwdMainKernel(default_plan("sm_120a", 128, tile=tile)).code.dq_accs == 1
+        assert bwd_main_kernel(default_plan("sm_120a", 128, tile=tile)).code.dq_accs == 1
     # forcing what the default already has keeps the measured choices
     from frost.sched.sdpa import SDPA_BWD_SPACE
 
     tl = default_plan("sm_120a", 128).tile
     same = default_plan("sm_120a", 128, tile={k: tl[k] for k in SDPA_BWD_SPACE if k in tl})
-    assert BwdMainKernel(same).code.dq_accs == 2
+    assert bwd_main_kernel(same).code.dq_accs == 2
     # v58: the stepped trip walk where it measured faster only (d=64's 64x128 plan);
     # v121: non-causal d=128 too, paired with no K/V prefetch (causal d=128 measured slower)
-    from frost.templates.bwd_main.measured import TRIP_STEP_MEASURED
+    from frost.recipes.bwd_measured import TRIP_STEP_MEASURED
 
     assert TRIP_STEP_MEASURED == {(64, False): 1, (64, True): 1, (128, False): 1}
     assert code(64, False).trip_step == code(64, True).trip_step == 1
     assert code(128, False).trip_step == 1 and code(128, True).trip_step == 0
     assert all(code(d, c).trip_step == 0 for d in (32, 256) for c in (False, True))
     # v63: row-statistic vectors on the d=64 row only
-    from frost.templates.bwd_main.measured import STAT_VEC_MEASURED
+    from frost.recipes.bwd_measured import STAT_VEC_MEASURED
 
     assert STAT_VEC_MEASURED == {(64, False): 1} and code(64, False).stat_vec == 1
     assert all(code(d, c).stat_vec == 0 for d in (32, 128, 256) for c in (False, True))
     assert code(64, True).stat_vec == 0
-    spilled = BwdMainKernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
+    spilled = bwd_main_kernel(default_plan("sm_120a", 256), dq_guard="pad").compile("sm_120a")
     assert spilled.total_spill_bytes > 0, "the pad build at d=256 fits now: re-measure v54"
 
 
@@ -1125,9 +1128,9 @@ def test_trip_step_drops_the_loops_division():
         return len(re.findall(r"\bdiv\.[su]32", rep.ptx))
 
     kp = default_plan("sm_120a", 128, causal=True)  # its default walks with a division
-    assert BwdMainKernel(kp, causal=True).code.trip_step == 0
-    assert divs(BwdMainKernel(kp, causal=True, trip_step=1).compile("sm_120a")) == \
-        divs(BwdMainKernel(kp, causal=True).compile("sm_120a")) - 1
+    assert bwd_main_kernel(kp, causal=True).code.trip_step == 0
+    assert divs(bwd_main_kernel(kp, causal=True, trip_step=1).compile("sm_120a")) == \
+        divs(bwd_main_kernel(kp, causal=True).compile("sm_120a")) - 1
     for n_m in (1, 2, 7, 32):
         for t0 in (0, 4, n_m, 3 * n_m + 1):
             t1 = t0 + 3 * n_m + 5
@@ -1141,14 +1144,14 @@ def test_launch_check_refuses_a_pad_short_of_whole_q_tiles():
     land past the matrix. Checked before any launch (CPU tensors)."""
     torch = pytest.importorskip("torch")
 
-    kern = BwdMainKernel(default_plan("sm_120a", 64))
+    kern = bwd_main_kernel(default_plan("sm_120a", 64))
     assert kern.code.dq_guard == "pad"
     t_m = kern.kp.tile["tile_m"]
     with pytest.raises(ValueError, match=f"multiple of the plan's tile_m={t_m}"):
         kern._check(*_check_args(torch, t_m + 3, t_m + 8))  # whole 8x8 blocks, not q tiles
     kern._check(*_check_args(torch, t_m + 3, 2 * t_m))
     with pytest.raises(BwdMainError, match="dq_guard must be"):
-        BwdMainKernel(default_plan("sm_120a", 64), dq_guard="pred")
+        bwd_main_kernel(default_plan("sm_120a", 64), dq_guard="pred")
 
 
 @pytest.mark.filterwarnings("ignore:This static loop has")
@@ -1192,7 +1195,7 @@ def test_compile_stat_vec_loads_row_statistics_as_vectors(arch, d):
     copies) become one 4-wide load per statistic and copy; spill-free."""
     kp = default_plan(arch, d)
     assert kp.tile["tile_m"] // (8 * kp.tile["s_wm"]) == 4  # V = 4 on these plans
-    r0, r1 = (BwdMainKernel(kp, stat_vec=s).compile(arch) for s in (0, 1))
+    r0, r1 = (bwd_main_kernel(kp, stat_vec=s).compile(arch) for s in (0, 1))
     scalar = [len(re.findall(r"ld\.shared\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
     vec = [len(re.findall(r"ld\.shared\.v4\.(?:b32|f32)\b", r.ptx)) for r in (r0, r1)]
     assert vec[0] == 0  # the scalar build has no vector shared loads of its own
@@ -1207,17 +1210,17 @@ def test_stat_vec_needs_whole_vectors():
     (V = 2) is taken. Off by default except at non-causal d=64 (v63); a forced plan keeps it
     off."""
     kp = default_plan("sm_120a", 128)
-    assert BwdMainKernel(kp).code.stat_vec == 0
-    assert BwdMainKernel(default_plan("sm_120a", 64, tile={"q_stages": 1})).code.stat_vec == 0
+    assert bwd_main_kernel(kp).code.stat_vec == 0
+    assert bwd_main_kernel(default_plan("sm_120a", 64, tile={"q_stages": 1})).code.stat_vec == 0
     with pytest.raises(BwdMainError, match="stat_vec"):
-        BwdMainKernel(kp, stat_vec=2)
+        bwd_main_kernel(kp, stat_vec=2)
     tall = default_plan("sm_120a", 64, tile={"tile_m": 128, "tile_n": 64, "q_stages": 1,
                                              "s_rows": 1})
     assert (tall.tile["tile_m"], tall.tile["s_wm"]) == (128, 1)
     with pytest.raises(BwdMainError, match="stat_vec"):
-        BwdMainKernel(tall, stat_vec=1)
+        bwd_main_kernel(tall, stat_vec=1)
     short = default_plan("sm_120a", 64, tile={"tile_m": 16, "tile_n": 128, "q_stages": 2})
-    kern = BwdMainKernel(short, stat_vec=1)  # V = 2; the producer's rows r < 16 of 32 lanes
+    kern = bwd_main_kernel(short, stat_vec=1)  # V = 2; the producer's rows r < 16 of 32 lanes
     assert kern.code.stat_vec == 1
     rep = kern.compile("sm_120a")
     assert _resources(rep)[1] == 0 and len(re.findall(r"ld\.shared\.v2\.(?:b32|f32)", rep.ptx))

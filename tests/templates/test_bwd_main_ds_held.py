@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from frost.sched import plan_variant
-from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.recipes.bwd_main import default_plan
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.tile_dsl.interleave import Job
+from frost.recipes.bwd_main import bwd_main_kernel
 from tests.templates.test_bwd_main import _resources, run_case
 
 D256_2X4 = (("s_rows", 2), ("dq_rows", 2))  # both grids 2x4 on the cost model's one-stage ring
@@ -20,23 +21,23 @@ def test_dq_ds_held_limits():
     chunks); refused by name for one chunk (nothing to hold across) and for values other than
     the ints 0/1; the default gives it up where a forced dq_chunks=1 leaves nothing to hold."""
     kp = default_plan("sm_120a", 256, causal=True)
-    assert BwdMainKernel(kp, causal=True).code.dq_ds_held == 1
-    assert BwdMainKernel(default_plan("sm_120a", 256)).code.dq_ds_held == 1
-    assert BwdMainKernel(default_plan("sm_120a", 128)).code.dq_ds_held == 0
+    assert bwd_main_kernel(kp, causal=True).code.dq_ds_held == 1
+    assert bwd_main_kernel(default_plan("sm_120a", 256)).code.dq_ds_held == 1
+    assert bwd_main_kernel(default_plan("sm_120a", 128)).code.dq_ds_held == 0
     one_row = plan_variant("sm_120a", 256, tile={"dq_rows": 1}).kernel("bwd_main")
     assert one_row.tile["do_stages"] == 1 and one_row.tile["dq_rows"] == 1
-    assert BwdMainKernel(one_row).code.dq_ds_held == 0  # not the measured plan (v95: 1.027)
-    assert BwdMainKernel(kp, causal=True, dq_chunks=1).code.dq_ds_held == 0
-    assert BwdMainKernel(kp, causal=True, dq_ds_held=0).code.dq_ds_held == 0
-    assert BwdMainKernel(kp, causal=True, dq_ds_held=1).code.dq_ds_held == 1
-    assert BwdMainKernel(default_plan("sm_120a", 128), dq_chunks=2, dq_ds_held=1).code.dq_ds_held
+    assert bwd_main_kernel(one_row).code.dq_ds_held == 0  # not the measured plan (v95: 1.027)
+    assert bwd_main_kernel(kp, causal=True, dq_chunks=1).code.dq_ds_held == 0
+    assert bwd_main_kernel(kp, causal=True, dq_ds_held=0).code.dq_ds_held == 0
+    assert bwd_main_kernel(kp, causal=True, dq_ds_held=1).code.dq_ds_held == 1
+    assert bwd_main_kernel(default_plan("sm_120a", 128), dq_chunks=2, dq_ds_held=1).code.dq_ds_held
     for bad in (2, -1, True, "1", 1.0):
         with pytest.raises(BwdMainError, match="dq_ds_held"):
-            BwdMainKernel(kp, causal=True, dq_ds_held=bad)
+            bwd_main_kernel(kp, causal=True, dq_ds_held=bad)
     with pytest.raises(BwdMainError, match="dq_chunks=1"):
-        BwdMainKernel(default_plan("sm_120a", 128), dq_ds_held=1)  # one dQ chunk at d=128
+        bwd_main_kernel(default_plan("sm_120a", 128), dq_ds_held=1)  # one dQ chunk at d=128
     with pytest.raises(BwdMainError, match="dq_ds_held"):
-        BwdMainKernel(kp, causal=True, dq_chunks=1, dq_ds_held=1)
+        bwd_main_kernel(kp, causal=True, dq_chunks=1, dq_ds_held=1)
 
 
 def test_job_needs_an_operand_from_smem():
@@ -51,8 +52,8 @@ def test_compile_dq_ds_held_reads_less(arch):
     """Causal d=256 (dQ grid 2x4, four chunks): the same MMAs, fewer ldmatrix (dS's fragments
     once a trip instead of once a chunk), spill-free on the SM120 targets."""
     kp = default_plan(arch, 256, causal=True)
-    base = BwdMainKernel(kp, causal=True, use_pdl=True, dq_ds_held=0).compile(arch)
-    held = BwdMainKernel(kp, causal=True, use_pdl=True, dq_ds_held=1).compile(arch)
+    base = bwd_main_kernel(kp, causal=True, use_pdl=True, dq_ds_held=0).compile(arch)
+    held = bwd_main_kernel(kp, causal=True, use_pdl=True, dq_ds_held=1).compile(arch)
     mma = "mma.sync.aligned.m16n8k16"
     assert held.count(mma) == base.count(mma)
     # dS's k-blocks (tile_n / 16 = 4) are read once instead of once a chunk (4 chunks)
@@ -67,8 +68,8 @@ def test_compile_dq_ds_held_under_exchange_sync_groups():
     same MMAs, spill-free."""
     kp = default_plan("sm_120a", 64)
     assert kp.tile.get("exchange_sync")
-    base = BwdMainKernel(kp, use_pdl=True, dq_chunks=2, dq_k_held=0).compile("sm_120a")
-    held = BwdMainKernel(kp, use_pdl=True, dq_chunks=2, dq_k_held=0,
+    base = bwd_main_kernel(kp, use_pdl=True, dq_chunks=2, dq_k_held=0).compile("sm_120a")
+    held = bwd_main_kernel(kp, use_pdl=True, dq_chunks=2, dq_k_held=0,
                          dq_ds_held=1).compile("sm_120a")
     mma = "mma.sync.aligned.m16n8k16"
     assert held.count(mma) == base.count(mma)

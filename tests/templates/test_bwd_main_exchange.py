@@ -14,6 +14,7 @@ from frost.sched.sdpa import plan_sdpa_bwd
 from frost.sched.sdpa import FORCEABLE
 from frost.templates.bwd_main import BwdMainKernel
 from frost.templates.bwd_main.kernel import BwdMainError, exchange_mode
+from frost.recipes.bwd_main import bwd_main_kernel
 from tests.conftest import ARCHS
 from tests.templates.test_bwd_main import _resources, pre_split_tile, run_case
 
@@ -147,9 +148,9 @@ def test_template_refuses_a_split_it_does_not_run():
     bad = dataclasses.replace(kp, params={**kp.params, "exchange": {"local": ["dV_part"],
                                                                      "late": ["dK_part", "dQ_part"]}})
     with pytest.raises(BwdMainError, match="local"):
-        BwdMainKernel(bad)
+        bwd_main_kernel(bad)
     with pytest.raises(ValueError, match="interleave=2"):
-        BwdMainKernel(kp, interleave=2)
+        bwd_main_kernel(kp, interleave=2)
     gap = tuple(dataclasses.replace(b, id=b.id + 1) if b.name == "x_group3" else b
                 for b in kp.barriers)
     with pytest.raises(BwdMainError, match="consecutive"):
@@ -164,10 +165,10 @@ def test_compile_exchange_sync(arch, d, causal):
     barrier takes its id from a register (warp-dependent), two more mbarrier waits (x_empty
     before the stores, x_full before the late GEMM), no spills."""
     kp = x_plan(d, causal, arch)
-    kern = BwdMainKernel(kp, "bf16", causal=causal)
+    kern = bwd_main_kernel(kp, "bf16", causal=causal)
     rep = kern.compile(arch)
     off = x_plan(d, causal, arch, rule=0)
-    base = BwdMainKernel(off, "bf16", causal=causal).compile(arch)
+    base = bwd_main_kernel(off, "bf16", causal=causal).compile(arch)
     sync = re.compile(rf"bar\.sync\s+{kp.barrier('mma_sync').id},")
     assert len(sync.findall(rep.ptx)) < len(sync.findall(base.ptx))
     assert re.search(r"bar\.sync\s+%r\d+,\s*\d+;", rep.ptx)

@@ -7,8 +7,10 @@ import dataclasses
 import pytest
 
 from frost.sched.plan import WarpRole
-from frost.templates.bwd_main import BwdMainKernel, variant_plan
+from frost.templates.bwd_main import BwdMainKernel
+from frost.recipes.bwd_main import variant_plan
 from frost.templates.bwd_main.kernel import BwdMainError
+from frost.recipes.bwd_main import bwd_main_kernel
 from tests.conftest import ARCHS
 
 
@@ -50,10 +52,10 @@ def test_releases_need_no_warp_sync_now(arch, monkeypatch):
     q_empty's per-thread release drops the bar.warp.sync before its lane-0 arrive, the arrives
     stay, and both builds are spill-free."""
     kp = variant_plan("sm_120a", 64).kernel("bwd_main")
-    new = BwdMainKernel(kp, "bf16").compile(arch)
+    new = bwd_main_kernel(kp, "bf16").compile(arch)
     old_kp = _with_counts(kp, q_full=1, q_empty=8)
     monkeypatch.setattr(BwdMainKernel, "can_implement", staticmethod(lambda kp: None))
-    old = BwdMainKernel(old_kp, "bf16").compile(arch)
+    old = bwd_main_kernel(old_kp, "bf16").compile(arch)
     assert new.count("bar.warp.sync") < old.count("bar.warp.sync")
     assert new.count("mbarrier.arrive") >= old.count("mbarrier.arrive") - 1
     assert new.total_spill_bytes == 0 and old.total_spill_bytes == 0

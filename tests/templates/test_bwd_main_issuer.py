@@ -12,9 +12,10 @@ import re
 import pytest
 
 from frost.sched.plan import WarpRole
-from frost.templates.bwd_main import BwdMainKernel, default_plan
-from frost.templates.bwd_main.rules import tail_split_fits
+from frost.recipes.bwd_main import default_plan
+from frost.templates.bwd_main.code import tail_split_fits
 from frost.templates.bwd_main.kernel import BwdMainError
+from frost.recipes.bwd_main import bwd_main_kernel
 from tests.templates.test_bwd_main import _resources, run_case
 
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta"
@@ -35,13 +36,13 @@ def test_plan_counts_the_producer_warp_in_the_epilogue_barrier(d):
     assert kp0.smem_bytes == kp1.smem_bytes and kp0.roles == kp1.roles
     assert tail_split_fits(kp1) == tail_split_fits(kp0) == (d <= 160)
     with pytest.raises(BwdMainError, match="store_warp" if d <= 160 else "tail_split"):
-        BwdMainKernel(kp1, tail_split=1)
+        bwd_main_kernel(kp1, tail_split=1)
     for kp, wrong in ((kp1, mma.threads), (kp0, mma.threads + 32)):  # either way round
         bad = dataclasses.replace(kp, barriers=tuple(
             dataclasses.replace(b, threads=wrong) if b.name == "epilogue" else b
             for b in kp.barriers))
         with pytest.raises(BwdMainError, match="epilogue barrier"):
-            BwdMainKernel(bad)
+            bwd_main_kernel(bad)
 
 
 def test_default_and_split_builds_at_d64():
@@ -58,7 +59,7 @@ def test_default_and_split_builds_at_d64():
     assert "store_warp" not in split.tile
     assert {k: v for k, v in split.tile.items()} == {k: v for k, v in kp.tile.items()
                                                      if k != "store_warp"}
-    plain, cut = BwdMainKernel(kp).code, BwdMainKernel(split, tail_split=1).code
+    plain, cut = bwd_main_kernel(kp).code, bwd_main_kernel(split, tail_split=1).code
     assert (cut.stat_vec, cut.trip_step) == (plain.stat_vec, plain.trip_step) == (1, 1)
 
 
@@ -67,7 +68,7 @@ def test_split_build_plan(d):
     """A split build's plan drops store_warp where the default has it (d=64), also where a
     caller forced it, and is the default's plan itself elsewhere."""
     from frost.sdpa import api
-    from frost.templates.bwd_main.rules import split_build_tile
+    from frost.recipes.bwd_rules import split_build_tile
 
     kp = default_plan("sm_120a", d)
     assert split_build_tile(kp) == ({"store_warp": 0} if d == 64 else None)
@@ -88,7 +89,7 @@ def test_compile_producer_issues_the_stores():
     for w in (0, 1):
         kp = default_plan("sm_120a", 64, tile={"store_warp": w})
         epis[w] = kp.barrier("epilogue")
-        reps[w] = BwdMainKernel(kp, use_pdl=True).compile("sm_120a")
+        reps[w] = bwd_main_kernel(kp, use_pdl=True).compile("sm_120a")
         assert reps[w].count(STORE) == 2, w
         assert _resources(reps[w])[1] == 0, w
     e = epis[1]

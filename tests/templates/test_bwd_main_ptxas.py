@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from frost.templates.bwd_main import BwdMainKernel, default_plan, variant_plan
+from frost.recipes.bwd_main import default_plan, variant_plan
 from frost.templates.bwd_main.kernel import BwdMainError
-from frost.templates.bwd_main.measured import pick_ptxas_opt
+from frost.recipes.bwd_measured import pick_ptxas_opt
 from frost.tile_dsl.compile import PTXAS_DEFAULT_REG_USAGE, ptxas_options
+from frost.recipes.bwd_main import bwd_main_kernel
 from tests.templates.test_bwd_main import _resources, run_case
 
 
@@ -28,12 +29,12 @@ def test_ptxas_options_limits():
 
 def test_ptxas_opt_choice_limits():
     kp = default_plan("sm_120a", 96)  # (no measured ptxas flags at d=96)
-    assert BwdMainKernel(kp).code.ptxas_opt == 3
-    assert BwdMainKernel(kp, causal=True).code.ptxas_opt == 3
-    assert BwdMainKernel(kp, ptxas_opt=2).code.compile_options == "--ptxas-options '-O2'"
+    assert bwd_main_kernel(kp).code.ptxas_opt == 3
+    assert bwd_main_kernel(kp, causal=True).code.ptxas_opt == 3
+    assert bwd_main_kernel(kp, ptxas_opt=2).code.compile_options == "--ptxas-options '-O2'"
     for bad in (0, 4, True, "1"):
         with pytest.raises(BwdMainError, match="ptxas_opt"):
-            BwdMainKernel(kp, ptxas_opt=bad)
+            bwd_main_kernel(kp, ptxas_opt=bad)
 
 
 def test_reg_usage_choice_limits_and_options():
@@ -43,29 +44,29 @@ def test_reg_usage_choice_limits_and_options():
     default elsewhere, on tail-split builds and on forced plans; 0..10 taken, anything else
     refused by name; the choice's compile options carry the level."""
     kp = default_plan("sm_120a", 128)
-    code = BwdMainKernel(kp).code
+    code = bwd_main_kernel(kp).code
     assert code.reg_usage == 3 and code.compile_options == \
         "--ptxas-options '--register-usage-level=3'"
-    assert BwdMainKernel(default_plan("sm_120a", 120)).code.reg_usage == 3  # pads to 128
-    assert BwdMainKernel(kp, dq_splits=True).code.reg_usage == 3
-    assert BwdMainKernel(default_plan("sm_120a", 256)).code.reg_usage == 3
+    assert bwd_main_kernel(default_plan("sm_120a", 120)).code.reg_usage == 3  # pads to 128
+    assert bwd_main_kernel(kp, dq_splits=True).code.reg_usage == 3
+    assert bwd_main_kernel(default_plan("sm_120a", 256)).code.reg_usage == 3
     for causal in (False, True):
         plan = default_plan("sm_120a", 64, causal=causal)
-        assert BwdMainKernel(plan, causal=causal).code.compile_options == \
+        assert bwd_main_kernel(plan, causal=causal).code.compile_options == \
             "--ptxas-options '--register-usage-level=7'"
-    for other in (BwdMainKernel(default_plan("sm_120a", 96)),
-                  BwdMainKernel(variant_plan("sm_120a", 64, tail_split=True).kernel("bwd_main"),
+    for other in (bwd_main_kernel(default_plan("sm_120a", 96)),
+                  bwd_main_kernel(variant_plan("sm_120a", 64, tail_split=True).kernel("bwd_main"),
                                 tail_split=1),
-                  BwdMainKernel(default_plan("sm_120a", 256, causal=True), causal=True),
-                  BwdMainKernel(kp, tail_split=1),
-                  BwdMainKernel(default_plan("sm_120a", 128, tile={"q_stages": 1}))):
+                  bwd_main_kernel(default_plan("sm_120a", 256, causal=True), causal=True),
+                  bwd_main_kernel(kp, tail_split=1),
+                  bwd_main_kernel(default_plan("sm_120a", 128, tile={"q_stages": 1}))):
         assert other.code.reg_usage == PTXAS_DEFAULT_REG_USAGE
         assert other.code.compile_options == ""
-    assert BwdMainKernel(kp, reg_usage=9).code.compile_options == \
+    assert bwd_main_kernel(kp, reg_usage=9).code.compile_options == \
         "--ptxas-options '--register-usage-level=9'"
     for bad in (11, -1, True, "6", 6.0):
         with pytest.raises(BwdMainError, match="reg_usage"):
-            BwdMainKernel(kp, reg_usage=bad)
+            bwd_main_kernel(kp, reg_usage=bad)
 
 
 def test_causal_d128_takes_the_measured_pair():
@@ -73,22 +74,22 @@ def test_causal_d128_takes_the_measured_pair():
     dq_splits build (untimed there, as at non-causal d=128); not on a forced plan, where ptxas'
     defaults stay; a caller's value wins over the table."""
     kp = default_plan("sm_120a", 128, causal=True)
-    for kern in (BwdMainKernel(kp, causal=True), BwdMainKernel(kp, causal=True, dq_splits=True),
-                 BwdMainKernel(default_plan("sm_120a", 120, causal=True), causal=True)):
+    for kern in (bwd_main_kernel(kp, causal=True), bwd_main_kernel(kp, causal=True, dq_splits=True),
+                 bwd_main_kernel(default_plan("sm_120a", 120, causal=True), causal=True)):
         assert (kern.code.reg_usage, kern.code.ptxas_opt) == (3, 2)
         assert kern.code.compile_options == \
             "--ptxas-options '-O2 --register-usage-level=3'"
     forced = default_plan("sm_120a", 128, causal=True, tile={"q_stages": 1})
-    assert BwdMainKernel(forced, causal=True).code.compile_options == ""
-    assert BwdMainKernel(kp, causal=True, ptxas_opt=3).code.compile_options == \
+    assert bwd_main_kernel(forced, causal=True).code.compile_options == ""
+    assert bwd_main_kernel(kp, causal=True, ptxas_opt=3).code.compile_options == \
         "--ptxas-options '--register-usage-level=3'"
-    assert BwdMainKernel(kp).code.ptxas_opt == 3  # the same plan, run non-causal
+    assert bwd_main_kernel(kp).code.ptxas_opt == 3  # the same plan, run non-causal
     # -O2 was timed with level 3 only: another asked level keeps -O3 (no untimed pair)
-    assert BwdMainKernel(kp, causal=True, reg_usage=5).code.compile_options == ""
-    assert BwdMainKernel(kp, causal=True, reg_usage=3).code.ptxas_opt == 2
+    assert bwd_main_kernel(kp, causal=True, reg_usage=5).code.compile_options == ""
+    assert bwd_main_kernel(kp, causal=True, reg_usage=3).code.ptxas_opt == 2
     assert pick_ptxas_opt(kp, True, tail_split=1) == 3  # split builds keep ptxas' own
     assert pick_ptxas_opt(kp, True, reg_usage=6) == 3 and pick_ptxas_opt(kp, True) == 2
-    assert BwdMainKernel(default_plan("sm_120a", 128), tail_split=1).code.ptxas_opt == 3
+    assert bwd_main_kernel(default_plan("sm_120a", 128), tail_split=1).code.ptxas_opt == 3
 
 
 @pytest.mark.compile
@@ -98,13 +99,13 @@ def test_compile_reg_usage_reaches_ptxas():
     default's level 7) a fourth: the flags reach ptxas, and only ptxas. The shipped build is level 7's cubin. None
     spills on sm_120a."""
     kp = default_plan("sm_120a", 64)
-    reps = {lvl: BwdMainKernel(kp, use_pdl=True, reg_usage=lvl, q_rotate=1).compile("sm_120a")
+    reps = {lvl: bwd_main_kernel(kp, use_pdl=True, reg_usage=lvl, q_rotate=1).compile("sm_120a")
             for lvl in (3, 5, 7)}
-    reps["O2"] = BwdMainKernel(kp, use_pdl=True, ptxas_opt=2, q_rotate=1).compile("sm_120a")
+    reps["O2"] = bwd_main_kernel(kp, use_pdl=True, ptxas_opt=2, q_rotate=1).compile("sm_120a")
     assert len({r.ptx for r in reps.values()}) == 1
     assert len({r.sass_sha for r in reps.values()}) == 4
     assert all(_resources(r)[1] == 0 for r in reps.values())
-    shipped = BwdMainKernel(kp, use_pdl=True).compile("sm_120a")
+    shipped = bwd_main_kernel(kp, use_pdl=True).compile("sm_120a")
     assert shipped.sass_sha == reps[7].sass_sha
 
 
@@ -116,13 +117,13 @@ def test_compile_d128_default_is_the_measured_level(arch, causal):
     same PTX as ptxas' defaults, other SASS, and spill-free on both SM120 targets."""
     kp = default_plan(arch, 128, causal=causal)
     opt = 2 if causal else 3
-    shipped = BwdMainKernel(kp, causal=causal, use_pdl=True).compile(arch)
-    pair = BwdMainKernel(kp, causal=causal, use_pdl=True, reg_usage=3, ptxas_opt=opt).compile(arch)
-    own = BwdMainKernel(kp, causal=causal, use_pdl=True, reg_usage=5, ptxas_opt=3).compile(arch)
+    shipped = bwd_main_kernel(kp, causal=causal, use_pdl=True).compile(arch)
+    pair = bwd_main_kernel(kp, causal=causal, use_pdl=True, reg_usage=3, ptxas_opt=opt).compile(arch)
+    own = bwd_main_kernel(kp, causal=causal, use_pdl=True, reg_usage=5, ptxas_opt=3).compile(arch)
     assert shipped.ptx == own.ptx == pair.ptx
     assert shipped.sass_sha == pair.sass_sha != own.sass_sha
     if causal:  # -O2 reaches ptxas too: level 3 at -O3 is another cubin
-        three = BwdMainKernel(kp, causal=True, use_pdl=True, reg_usage=3, ptxas_opt=3)
+        three = bwd_main_kernel(kp, causal=True, use_pdl=True, reg_usage=3, ptxas_opt=3)
         assert three.compile(arch).sass_sha != shipped.sass_sha
     assert _resources(shipped)[1] == 0
 
@@ -144,7 +145,7 @@ def test_compile_chain_takes_the_main_kernels_options(monkeypatch):
         return real(fn, *args, options=options, **kw)
 
     monkeypatch.setattr(cute, "compile", spy)
-    kern = BwdMainKernel(default_plan("sm_120a", 32), use_pdl=True, reg_usage=2)
+    kern = bwd_main_kernel(default_plan("sm_120a", 32), use_pdl=True, reg_usage=2)
     build_main_only(kern, "sm_120a")
     api.build(api.VariantKey("sm_120a", "bf16", 128, "none", False, True))
     assert seen == ["--gpu-arch sm_120a --ptxas-options '--register-usage-level=2'",
@@ -153,7 +154,7 @@ def test_compile_chain_takes_the_main_kernels_options(monkeypatch):
 
 def test_compile_refuses_two_sets_of_ptxas_flags():
     """cute.compile keeps only the last --ptxas-options: a caller's would drop the choices'."""
-    kern = BwdMainKernel(default_plan("sm_120a", 128))
+    kern = bwd_main_kernel(default_plan("sm_120a", 128))
     with pytest.raises(ValueError, match="ptxas_opt / reg_usage"):
         kern.compile("sm_120a", extra_options="--ptxas-options '-O3'")
 
@@ -192,15 +193,15 @@ def test_unasked_differences_name_what_a_forced_plan_drops():
     choices in the variant clears it."""
     import dataclasses
 
-    from frost.templates.bwd_main import variant_plan
-    from frost.templates.bwd_main.measured import unasked_differences
+    from frost.recipes.bwd_main import variant_plan
+    from frost.recipes.bwd_measured import unasked_differences
 
-    base = dataclasses.asdict(BwdMainKernel(default_plan("sm_120a", 128)).code)
+    base = dataclasses.asdict(bwd_main_kernel(default_plan("sm_120a", 128)).code)
     kp = variant_plan("sm_120a", 128, tile={"exchange_stages": 1}).kernel("bwd_main")
-    forced = dataclasses.asdict(BwdMainKernel(kp).code)
+    forced = dataclasses.asdict(bwd_main_kernel(kp).code)
     diff = unasked_differences(forced, base, {"tile.exchange_stages"})
     assert diff["reg_usage"] == (3, PTXAS_DEFAULT_REG_USAGE) and diff["trip_step"] == (1, 0)
-    named = dataclasses.asdict(BwdMainKernel(kp, reg_usage=3, trip_step=1).code)
+    named = dataclasses.asdict(bwd_main_kernel(kp, reg_usage=3, trip_step=1).code)
     left = unasked_differences(named, base, {"tile.exchange_stages"})
     assert "reg_usage" not in left and "trip_step" not in left
     assert unasked_differences(base, base, ()) == {}

@@ -10,8 +10,10 @@ import cutlass
 import cutlass.cute as cute
 import pytest
 
-from frost.templates.bwd_main import BwdMainKernel, default_plan, masks
+from frost.templates.bwd_main import masks
+from frost.recipes.bwd_main import default_plan
 from frost.templates.bwd_main.kernel import BwdMainError
+from frost.recipes.bwd_main import bwd_main_kernel
 from tests.conftest import ARCHS
 from tests.templates.test_bwd_main import _resources, run_case, split_plan
 
@@ -26,8 +28,8 @@ def test_compile_tail_split(arch, d):
     slot stores and L2 reads are there, the plain build has none of them, and it stays
     spill-free and lint-clean (compile() lints)."""
     kp = split_plan(d, arch=arch)
-    rep = BwdMainKernel(kp, "bf16", use_pdl=True, tail_split=1).compile(arch)
-    plain = BwdMainKernel(kp, "bf16", use_pdl=True).compile(arch).ptx
+    rep = bwd_main_kernel(kp, "bf16", use_pdl=True, tail_split=1).compile(arch)
+    plain = bwd_main_kernel(kp, "bf16", use_pdl=True).compile(arch).ptx
     for needle in (r"atom\.global\.acq_rel\.add", r"bar\.red\.or\.pred", r"ld\.global\.cg\.v4\.f32",
                    r"st\.global\.v4\.f32", r"fence\.acq_rel\.gpu", "%nctaid"):
         assert re.search(needle, rep.ptx), needle
@@ -41,7 +43,7 @@ def test_compile_tail_split(arch, d):
 def test_tail_split_only_where_it_fits(d, causal, tile):
     kp = default_plan("sm_120a", d, causal=causal, tile=tile)
     with pytest.raises(BwdMainError, match="tail_split"):
-        BwdMainKernel(kp, causal=causal, tail_split=1)
+        bwd_main_kernel(kp, causal=causal, tail_split=1)
 
 
 @pytest.mark.compile
@@ -50,11 +52,11 @@ def test_arrival_delay_is_a_test_knob_of_split_builds():
     and only in a tail-split build."""
     kp = split_plan(64)
     with pytest.raises(BwdMainError, match="arrival_delay_ns"):
-        BwdMainKernel(kp, arrival_delay_ns=1000)
+        bwd_main_kernel(kp, arrival_delay_ns=1000)
     with pytest.raises(BwdMainError, match="arrival_delay_ns"):
-        BwdMainKernel(kp, tail_split=1, arrival_delay_ns=True)
-    plain = BwdMainKernel(kp, tail_split=1).compile("sm_120a")
-    late = BwdMainKernel(kp, tail_split=1, arrival_delay_ns=-1000).compile("sm_120a")
+        bwd_main_kernel(kp, tail_split=1, arrival_delay_ns=True)
+    plain = bwd_main_kernel(kp, tail_split=1).compile("sm_120a")
+    late = bwd_main_kernel(kp, tail_split=1, arrival_delay_ns=-1000).compile("sm_120a")
     assert "globaltimer" not in plain.ptx
     spin = re.search(r"(\$L__BB\d+_\d+):\n\s*mov\.u64\s+(%rd\d+), %globaltimer;\n\s*"
                      r"setp\.lt\.s64\s+(%p\d+), \2, %rd\d+;\n\s*@\3 bra\s+\1;\n\s*"

@@ -12,9 +12,11 @@ import pytest
 from frost.ir.attention import sdpa_bwd_program
 from frost.sched.partition import partition
 from frost.sched.sdpa import DO_RING, plan_variant
-from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main import BwdMainKernel
+from frost.recipes.bwd_main import default_plan
 from frost.templates.bwd_main.kernel import BwdMainError
 from frost.templates.bwd_main.load import split_ring_problem
+from frost.recipes.bwd_main import bwd_main_kernel
 from tests.templates.test_bwd_main import _resources, pre_split_plan, pre_split_tile, run_case
 
 SPLIT = {"do_stages": 1, "q_stages": 2}
@@ -86,8 +88,8 @@ def test_compile_split_ring(arch, causal):
         **pre_split_tile(causal), "dq_rows": kp.tile["dq_rows"],
         "reduce_block": kp.tile["reduce_block"]}).kernel("bwd_main")
     # (dS held at d=256 is the default's code choice since v95/v96: off in both here)
-    base = BwdMainKernel(base_kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
-    split = BwdMainKernel(kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
+    base = bwd_main_kernel(base_kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
+    split = bwd_main_kernel(kp, causal=causal, use_pdl=True, dq_ds_held=0).compile(arch)
     for op in ("mma.sync.aligned.m16n8k16", "red.global.add", "ldmatrix",
                "cp.async.bulk.tensor", "griddepcontrol"):
         assert split.count(op) == base.count(op), op
@@ -140,8 +142,8 @@ def test_compile_unguarded_split_ring():
     """d=64 with V in smem on the split ring: the same MMAs as on the shared ring, more
     mbarrier waits (dO's), spill-free."""
     tile = {"v_in_regs": 0, "q_stages": 2}
-    rep = BwdMainKernel(_main(d=64, do_stages=1, v_in_regs=0), use_pdl=True).compile("sm_120a")
-    base = BwdMainKernel(plan_variant("sm_120a", 64, tile=tile).kernel("bwd_main"),
+    rep = bwd_main_kernel(_main(d=64, do_stages=1, v_in_regs=0), use_pdl=True).compile("sm_120a")
+    base = bwd_main_kernel(plan_variant("sm_120a", 64, tile=tile).kernel("bwd_main"),
                          use_pdl=True).compile("sm_120a")
     assert rep.count("mma.sync.aligned.m16n8k16") == base.count("mma.sync.aligned.m16n8k16")
     assert rep.count("mbarrier.try_wait") > base.count("mbarrier.try_wait")
@@ -183,26 +185,26 @@ def test_do_early_limits():
     only (2, dV with dQ's chunk 0, measured slower and left: lab/LOG.md). Measured default (v102/v103): 1 at non-causal d=256 on
     its default plan, where interleave 0 resolves it to 0; 0 causal and on other plans."""
     kp = default_plan("sm_120a", 256)
-    assert BwdMainKernel(kp).code.do_early == 1
-    assert BwdMainKernel(kp, interleave=0).code.do_early == 0
-    assert BwdMainKernel(default_plan("sm_120a", 256, causal=True), causal=True).code.do_early == 0
-    assert BwdMainKernel(_main(d=192, do_stages=1)).code.do_early == 0  # no measured entry
+    assert bwd_main_kernel(kp).code.do_early == 1
+    assert bwd_main_kernel(kp, interleave=0).code.do_early == 0
+    assert bwd_main_kernel(default_plan("sm_120a", 256, causal=True), causal=True).code.do_early == 0
+    assert bwd_main_kernel(_main(d=192, do_stages=1)).code.do_early == 0  # no measured entry
     one_row = plan_variant("sm_120a", 256, tile={"dq_rows": 1}).kernel("bwd_main")
     assert "do_stages" in one_row.tile and not one_row.tile.get("exchange_sync")
-    assert BwdMainKernel(one_row).code.do_early == 0  # d=256's entry, but not its measured plan
-    assert BwdMainKernel(one_row, do_early=1).code.do_early == 1
-    assert [BwdMainKernel(kp, do_early=e).code.do_early for e in (0, 1)] == [0, 1]
+    assert bwd_main_kernel(one_row).code.do_early == 0  # d=256's entry, but not its measured plan
+    assert bwd_main_kernel(one_row, do_early=1).code.do_early == 1
+    assert [bwd_main_kernel(kp, do_early=e).code.do_early for e in (0, 1)] == [0, 1]
     for bad, kw in ((1, dict(interleave=0)), (2, {}), (True, {}), ("1", {}), (1.0, {})):
         with pytest.raises(BwdMainError, match="do_early"):
-            BwdMainKernel(kp, do_early=bad, **kw)
+            bwd_main_kernel(kp, do_early=bad, **kw)
     one_ring = pre_split_plan("sm_120a", 256)
     assert "do_stages" not in one_ring.tile
     with pytest.raises(BwdMainError, match="do_early"):  # one ring: no dO stage of its own
-        BwdMainKernel(one_ring, do_early=1)
+        bwd_main_kernel(one_ring, do_early=1)
     synced = _main(d=128, do_stages=1)
     assert synced.tile["do_stages"] == 1 and synced.tile["exchange_sync"]
     with pytest.raises(BwdMainError, match="do_early"):  # d=128's exchange_sync
-        BwdMainKernel(synced, do_early=1)
+        bwd_main_kernel(synced, do_early=1)
 
 
 @pytest.mark.compile
@@ -213,8 +215,8 @@ def test_compile_do_early_moves_the_release(arch, causal):
     two arrives (Q's and dO's release) are adjacent, after dV/dK; with do_early dV runs alone
     before dO's release, dK and one dQ chunk between the two; spill-free."""
     kp = default_plan(arch, 256, causal=causal)
-    base = BwdMainKernel(kp, causal=causal, use_pdl=True, do_early=0).compile(arch)
-    early = BwdMainKernel(kp, causal=causal, use_pdl=True, do_early=1).compile(arch)
+    base = bwd_main_kernel(kp, causal=causal, use_pdl=True, do_early=0).compile(arch)
+    early = bwd_main_kernel(kp, causal=causal, use_pdl=True, do_early=1).compile(arch)
     for op in ("mma.sync.aligned.m16n8k16", "ldmatrix", "mbarrier.arrive", "red.global.add"):
         assert early.count(op) == base.count(op), op
     assert early.ptx_sha != base.ptx_sha and _resources(early)[1] == 0
@@ -233,8 +235,8 @@ def test_compile_do_early_other_groupings(d, tile, knobs):
     many MMAs after dO's release as after the default's pair of arrives."""
     kp = plan_variant("sm_120a", d, tile=tile).kernel("bwd_main")
     base_knobs = {**knobs, "do_early": 0}
-    base = BwdMainKernel(kp, use_pdl=True, **base_knobs).compile("sm_120a")
-    early = BwdMainKernel(kp, use_pdl=True, **knobs).compile("sm_120a")
+    base = bwd_main_kernel(kp, use_pdl=True, **base_knobs).compile("sm_120a")
+    early = bwd_main_kernel(kp, use_pdl=True, **knobs).compile("sm_120a")
     mma = "mma.sync.aligned.m16n8k16"
     assert early.count(mma) == base.count(mma)
     g0, g1 = _arrive_gaps(base.ptx), _arrive_gaps(early.ptx)

@@ -25,9 +25,11 @@ def test_arch_options():
 
 _PLAIN = """
 import json
-from frost.templates.bwd_main import BwdMainKernel, default_plan
+from frost.templates.bwd_main import BwdMainKernel
+from frost.recipes.bwd_main import default_plan
+from frost.recipes.bwd_main import bwd_main_kernel
 kp = default_plan("sm_120a", 128, tile=dict(tile_m=32, tile_n=128, q_stages=2, v_in_regs=1))
-r = BwdMainKernel(kp, "bf16", use_pdl=True).compile("sm_120a", nvvm="")
+r = bwd_main_kernel(kp, "bf16", use_pdl=True).compile("sm_120a", nvvm="")
 print(json.dumps(dict(movb64=r.count("mov.b64"), mma=r.count("mma.sync.aligned.m16n8k16"),
                       spill=r.total_spill_bytes)))
 """
@@ -47,7 +49,8 @@ def test_no_f32x2_removes_packed_accumulators_and_spills_on_sm120():
 
     from cutlass.cutlass_dsl.cutlass import CutlassBaseDSL
 
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.recipes.bwd_main import bwd_main_kernel
+    from frost.recipes.bwd_main import default_plan
 
     out = subprocess.run([sys.executable, "-c", _PLAIN], capture_output=True, text=True,
                          check=True).stdout
@@ -55,10 +58,10 @@ def test_no_f32x2_removes_packed_accumulators_and_spills_on_sm120():
     kp = default_plan("sm_120a", 128, tile=dict(tile_m=32, tile_n=128, q_stages=2, v_in_regs=1))
     original, hash_fn = CutlassBaseDSL.preprocess_pipeline, CutlassBaseDSL.get_module_hash
     with nvvm_options():
-        explicit = BwdMainKernel(kp, "bf16", use_pdl=True).compile("sm_120a", nvvm="")
+        explicit = bwd_main_kernel(kp, "bf16", use_pdl=True).compile("sm_120a", nvvm="")
     assert CutlassBaseDSL.preprocess_pipeline is original  # restored
     assert CutlassBaseDSL.get_module_hash is hash_fn
-    unpacked = BwdMainKernel(kp, "bf16", use_pdl=True).compile("sm_120a")  # frost's default
+    unpacked = bwd_main_kernel(kp, "bf16", use_pdl=True).compile("sm_120a")  # frost's default
     assert explicit.count("mov.b64") == unpacked.count("mov.b64")
     assert plain["mma"] == unpacked.count("mma.sync.aligned.m16n8k16")
     assert unpacked.count("mov.b64") * 4 < plain["movb64"]

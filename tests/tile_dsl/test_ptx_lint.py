@@ -158,10 +158,11 @@ def test_compile_for_refuses_an_election_from_one_thread(arch):
 
 @pytest.mark.compile
 def test_bwd_main_staged_dq_issues_its_tma_reduce_from_a_whole_warp():
-    from frost.templates.bwd_main import BwdMainKernel, default_plan
+    from frost.recipes.bwd_main import bwd_main_kernel
+    from frost.recipes.bwd_main import default_plan
 
     t = dict(tile_m=32, tile_n=128, q_stages=2, v_in_regs=1, stage_reductions=1)
-    rep = BwdMainKernel(default_plan("sm_120a", 128, tile=t), "bf16").compile("sm_120a")
+    rep = bwd_main_kernel(default_plan("sm_120a", 128, tile=t), "bf16").compile("sm_120a")
     assert rep.count("cp.reduce.async.bulk.tensor") >= 1 and rep.count("elect.sync") >= 1
     assert rep.lint() == []
 

@@ -10,23 +10,23 @@ lab/LOG.md says where each was measured and how to get it back.
 ================  =========================================================================
 ``dq_chunks``     dQ = dS·K in this many d-column chunks (fewer live fp32 accumulators)
 ``interleave``    0: one GEMM at a time; 1: S with dP, dV with dK; 2: also dQ with dV/dK
-                  (:func:`.rules.pick_interleave`: 2 where dQ's accumulator is small, else 1; 0 for
+                  (:func:`frost.recipes.bwd_rules.pick_interleave`: 2 where dQ's accumulator is small, else 1; 0 for
                   staged or chunked dQ below d=192; v4, v28; at most 1 under the plan's
                   ``exchange_sync``, where dQ waits for all of dS)
 ``dq_guard``      rows past S_q: ``rows`` skips their dQ atomics (ptxas puts each atomic in a
                   branch and a convergence barrier), ``pad`` adds them into the workspace's
                   padding (S_q_pad a multiple of tile_m, checked at launch; v54,
-                  :func:`.rules.pick_dq_guard`)
+                  :func:`frost.recipes.bwd_rules.pick_dq_guard`)
 ``dq_accs``       1 or 2 fp32 accumulators for dQ = dS·K: with 2 the odd k-blocks go to the
                   second (twice the independent MMA chains, 16 more registers at d=128; v54,
-                  :data:`.measured.DQ_ACCS_MEASURED`)
+                  :data:`frost.recipes.bwd_measured.DQ_ACCS_MEASURED`)
 ``stat_vec``      1: each MMA thread's lse_log2 / delta rows sit in consecutive smem slots
                   (the producer permutes them, ``pointwise.stat_slot``): two vector loads a
                   trip instead of 2 V scalar ones (V = rows a thread owns, 4 at d=128);
-                  on for the non-causal d=64 default only (v63, :data:`.measured.STAT_VEC_MEASURED`)
+                  on for the non-causal d=64 default only (v63, :data:`frost.recipes.bwd_measured.STAT_VEC_MEASURED`)
 ``trip_step``     1: the MMA warps step each trip's (q head, q tile) instead of dividing the
                   trip index by the runtime q-range length every trip (v58,
-                  :data:`.measured.TRIP_STEP_MEASURED`; non-causal d=128 since v121); 0: divide
+                  :data:`frost.recipes.bwd_measured.TRIP_STEP_MEASURED`; non-causal d=128 since v121); 0: divide
 ``q_rotate``      1: each CTA starts its q-tile walk at its KV tile index (``masks.q_tile``), so
                   concurrent CTAs of a head add dQ into different rows (default at non-causal
                   d > 192; on causal d=128's default plan, v105; on d=64's default plans with
@@ -42,25 +42,25 @@ lab/LOG.md says where each was measured and how to get it back.
                   overrides the plan for an A/B (the plan's estimate then is not exact)
 ``tail_split``    1: the kernel can cut the grid's last KV tiles into parts along their q walk
                   (``masks.split_tile``; the launch says how many, from the grid model,
-                  ``frost.sdpa.grid.pick_tail_split``); the last part to finish sums the
+                  ``frost.recipes.grid.pick_tail_split``); the last part to finish sums the
                   parts' dK/dV (``epilogue.gather_parts``). Where it fits
-                  (:func:`.rules.tail_split_fits`); built only for the calls that cut (v44)
+                  (:func:`tail_split_fits`); built only for the calls that cut (v44)
 ``reg_usage``     ptxas ``--register-usage-level`` (0..10; 5, ptxas' default, adds no flag) for
                   the module the kernel is compiled in (:attr:`CodeChoices.compile_options`):
                   the same PTX, allocated and scheduled otherwise (v80,
-                  :data:`.measured.REG_USAGE_MEASURED`)
+                  :data:`frost.recipes.bwd_measured.REG_USAGE_MEASURED`)
 ``ptxas_opt``     ptxas ``-O`` level (1..3; 3, ptxas' default, adds no flag), likewise (v82,
-                  :data:`.measured.PTXAS_OPT_MEASURED`: -O2 with level 3 at causal d=128, v86;
+                  :data:`frost.recipes.bwd_measured.PTXAS_OPT_MEASURED`: -O2 with level 3 at causal d=128, v86;
                   a build asked for another ``reg_usage`` keeps -O3)
 ``dq_ds_held``    1: dS's A fragments of dQ = dS·K loaded once a trip and held through every
                   dQ chunk (chunked dQ re-reads only K; v88); 0: each chunk re-reads dS
-                  (:data:`.measured.DQ_DS_HELD_MEASURED`: 1 at d=256, causal v95, v96)
+                  (:data:`frost.recipes.bwd_measured.DQ_DS_HELD_MEASURED`: 1 at d=256, causal v95, v96)
 ``do_early``      1 (the plan's split ring, ``do_stages``): dV = Pᵀ dO runs alone first and
                   releases dO's stage, then dK runs with dQ's first chunk and releases Q's;
                   interleave 1 and 2 build the same trip. 0: both stages released together
                   after dV/dK (after dQ too at interleave 2 with one chunk). The refill starts
                   early only where do_stages < q_stages (the producer waits on Q's stage
-                  first). :data:`.measured.DO_EARLY_MEASURED`: 1 at non-causal d=256 with
+                  first). :data:`frost.recipes.bwd_measured.DO_EARLY_MEASURED`: 1 at non-causal d=256 with
                   ptxas level 3 (0.98x, v102/v103); causal 1.015x / 1.018x; 1.04-1.09x on
                   d=160/192 split rings (v98-v100)
 ================  =========================================================================
@@ -74,11 +74,7 @@ from frost.sched.plan import KernelPlan
 from frost.tile_dsl.compile import (PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE,
                                    ptxas_options)
 
-from .measured import (pick_do_early, pick_dq_accs, pick_dq_ds_held, pick_ptxas_opt,
-                       pick_reg_usage, pick_stat_vec, pick_trip_step, stat_vec_fits)
-from .rules import (default_tail_split, dq_chunks_fit, pick_dq_chunks, pick_dq_guard,
-                    pick_dq_k_held, pick_interleave, pick_lpt_heads, pick_q_rotate,
-                    tail_split_fits)
+from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
 
 
 class CodeChoiceError(ValueError):
@@ -116,7 +112,7 @@ class CodeChoices:
 
     @classmethod
     def names(cls) -> frozenset[str]:
-        """The choices' names: the keywords :meth:`resolve` (and ``BwdMainKernel``) take."""
+        """The choices' names: the keywords :func:`frost.recipes.bwd_main.resolve_code` takes."""
         return frozenset(f.name for f in dataclasses.fields(cls))
 
     @classmethod
@@ -126,21 +122,12 @@ class CodeChoices:
         return {f.name: (str if f.type in (str, "str") else int) for f in dataclasses.fields(cls)}
 
     @classmethod
-    def pinned(cls, kp: KernelPlan, causal: bool = False, **named) -> dict:
-        """Every choice as plan ``kp`` resolves it (less :data:`CALL_DECIDES`), with ``named``
-        on top: a variant that changes the choices it names and keeps the others at ``kp``'s
-        defaults, instead of letting them resolve again around the named ones (e.g. d=128's
-        ``trip_step=0`` alone brings back its K/V prefetch). The benchmarks' ``code=default``."""
-        base = dataclasses.asdict(cls.resolve(kp, causal=causal))
-        return {**{k: v for k, v in base.items() if k not in CALL_DECIDES}, **named}
-
-    @classmethod
     def parse(cls, items) -> dict:
         """``["reg_usage=7", "dq_guard=rows"]`` -> ``{"reg_usage": 7, "dq_guard": "rows"}``: the
         command line's ``KEY=VALUE`` form, each value typed by :meth:`types`. ValueError naming
         the item for a malformed one, an unknown name (listing the known ones), a name given
-        twice or a non-int value of an int choice; whether the plan can take the value is checked when the kernel
-        is built (:meth:`resolve`)."""
+        twice or a non-int value of an int choice; whether the plan can take the value is checked when the recipe
+        resolves them (:func:`frost.recipes.bwd_main.resolve_code`)."""
         types, out = cls.types(), {}
         for item in items:
             key, sep, val = (x.strip() for x in str(item).partition("="))
@@ -159,88 +146,60 @@ class CodeChoices:
             out[key] = val
         return out
 
-    @classmethod
-    def resolve(cls, kp: KernelPlan, dq_chunks: int | None = None, interleave: int | None = None,
-                q_rotate: int | None = None, causal: bool = False, dq_k_held: int | None = None,
-                lpt_heads: int | None = None, tail_split: int | None = None,
-                dq_guard: str | None = None, dq_accs: int | None = None,
-                trip_step: int | None = None, stat_vec: int | None = None,
-                reg_usage: int | None = None, ptxas_opt: int | None = None,
-                dq_ds_held: int | None = None, do_early: int | None = None) -> "CodeChoices":
-        """The measured default for every choice left None; raises CodeChoiceError for a value
-        the plan cannot take."""
-        tl = kp.tile
-        chunks = pick_dq_chunks(kp) if dq_chunks is None else int(dq_chunks)
-        if not dq_chunks_fit(kp, chunks):
-            raise CodeChoiceError(f"dq_chunks={chunks} does not split d={tl['d']} into whole "
-                                  f"MMA steps of {tl['dq_wn']} warp columns that tile sK's "
-                                  f"swizzle atoms")
-        level = pick_interleave(kp, chunks, causal) if interleave is None else int(interleave)
-        if level not in (0, 1, 2):
-            raise CodeChoiceError(f"interleave must be 0, 1 or 2, got {interleave!r}")
-        if tl.get("exchange_sync"):
-            if interleave is None:
-                level = min(level, 1)
-            elif level == 2:
-                raise CodeChoiceError("interleave=2 runs dQ with dV/dK, but under the plan's "
-                                      "exchange_sync dQ waits for every warp's dS after them")
-        held = pick_dq_k_held(kp, chunks) if dq_k_held is None else dq_k_held
-        if held not in (0, 1):
-            raise CodeChoiceError(f"dq_k_held must be 0 or 1, got {dq_k_held!r}")
-        if held and chunks != 1:
-            raise CodeChoiceError(f"dq_k_held=1 holds K for the whole of d: it needs dq_chunks=1, "
-                                  f"got {chunks}")
-        lpt = pick_lpt_heads(kp, causal) if lpt_heads is None else lpt_heads
-        if isinstance(lpt, bool) or not isinstance(lpt, int) or not 1 <= lpt < 2**31:
-            raise CodeChoiceError(f"lpt_heads must be an int in [1, 2**31) (1: linear CTA order, "
-                                  f"G: heaviest KV tiles first in groups of G), got {lpt_heads!r}")
-        split = default_tail_split(kp, causal) if tail_split is None else tail_split
-        if isinstance(split, bool) or split not in (0, 1) or \
-                (split and not tail_split_fits(kp, causal)):
-            raise CodeChoiceError(f"tail_split must be 0 or 1, and 1 only where it fits "
-                                  f"(rules.tail_split_fits: non-causal, d <= 160, blocked dQ "
-                                  f"workspace, unstaged dQ), got {tail_split!r}")
-        if split and tl.get("store_warp"):
-            raise CodeChoiceError("tail_split=1 needs the plan's store_warp=0 (with the producer "
-                                  "warp's stores it spills 16 B; frost.sdpa plans splits so)")
-        if split and lpt != 1:
-            raise CodeChoiceError("tail_split=1 deals tiles in the linear order: lpt_heads must be 1")
-        guard = pick_dq_guard(kp, causal) if dq_guard is None else dq_guard
-        if guard not in ("pad", "rows"):
-            raise CodeChoiceError(f"dq_guard must be 'pad' or 'rows', got {dq_guard!r}")
-        accs = pick_dq_accs(kp, causal, chunks) if dq_accs is None else dq_accs
-        if isinstance(accs, bool) or accs not in (1, 2):
-            raise CodeChoiceError(f"dq_accs must be 1 or 2, got {dq_accs!r}")
-        step = pick_trip_step(kp, causal) if trip_step is None else trip_step
-        if isinstance(step, bool) or step not in (0, 1):
-            raise CodeChoiceError(f"trip_step must be 0 or 1, got {trip_step!r}")
-        sv = pick_stat_vec(kp, causal) if stat_vec is None else stat_vec
-        if isinstance(sv, bool) or sv not in (0, 1) or (sv and not stat_vec_fits(kp)):
-            raise CodeChoiceError(f"stat_vec must be 0 or 1, and 1 only where each MMA thread "
-                                  f"owns 2, 4 or 8 S rows (whole m16 atoms), got {stat_vec!r}")
-        rul = pick_reg_usage(kp, causal, split) if reg_usage is None else reg_usage
-        if isinstance(rul, bool) or not isinstance(rul, int) or not 0 <= rul <= 10:
-            raise CodeChoiceError(f"reg_usage must be an int in [0, 10] (ptxas' "
-                                  f"--register-usage-level; 5 its default), got {reg_usage!r}")
-        rot = pick_q_rotate(kp, causal, split, rul) if q_rotate is None else q_rotate
-        if rot not in (0, 1):
-            raise CodeChoiceError(f"q_rotate must be 0 or 1, got {q_rotate!r}")
-        opt = pick_ptxas_opt(kp, causal, split, rul) if ptxas_opt is None else ptxas_opt
-        if isinstance(opt, bool) or not isinstance(opt, int) or not 1 <= opt <= 3:
-            raise CodeChoiceError(f"ptxas_opt must be 1, 2 or 3 (ptxas' -O; 3 its default), "
-                                  f"got {ptxas_opt!r}")
-        dq_ds_held = pick_dq_ds_held(kp, causal, chunks) if dq_ds_held is None else dq_ds_held
-        if isinstance(dq_ds_held, bool) or not isinstance(dq_ds_held, int) or \
-                dq_ds_held not in (0, 1) or (dq_ds_held and chunks < 2):
-            # (dq_k_held needs one chunk: it never meets a held dS)
-            raise CodeChoiceError(f"dq_ds_held must be 0 or 1, and 1 only with dQ in 2 or more "
-                                  f"chunks (here dq_chunks={chunks}), got {dq_ds_held!r}")
-        do_early = pick_do_early(kp, causal, level) if do_early is None else do_early
-        if isinstance(do_early, bool) or not isinstance(do_early, int) or \
-                do_early not in (0, 1) or (do_early and (
-                "do_stages" not in tl or tl.get("exchange_sync") or level == 0)):
-            raise CodeChoiceError(f"do_early must be 0 or 1, and 1 only on the plan's split ring "
-                                  f"(do_stages), without exchange_sync, at interleave >= 1, got "
-                                  f"{do_early!r}")
-        return cls(chunks, level, rot, held, lpt, split, guard, accs, step, sv, rul, opt,
-                   dq_ds_held, do_early)
+
+# ----------------------------------------------------- where each choice can be built at all
+def dq_chunks_fit(kp: KernelPlan, n: int) -> bool:
+    """d splits into ``n`` chunks that are whole MMA steps of the dQ warp columns and that
+    tile sK's swizzle atoms (each chunk is a column block of K's smem tile, so it must hold
+    whole atoms or divide one: 32-column chunks of d=64's 64-column atoms do, 80-column chunks
+    of d=160's 32-column atoms do not)."""
+    d, wn = kp.tile["d"], kp.tile["dq_wn"]
+    if n < 1 or d % n or (d // n) % (8 * wn):
+        return False
+    sk = kp.buffer("sK")
+    atom = chunk_cols_for(Swizzle(*sk.swizzle), dtype_bytes(sk.dtype))
+    d_c = d // n
+    return d_c % atom == 0 or atom % d_c == 0
+
+
+def tail_split_fits(kp: KernelPlan, causal: bool = False) -> bool:
+    """Whether this plan can be built with ``tail_split=1``: non-causal (causal grids order
+    their CTAs with ``lpt_heads``), at padded d <= 160, on the default dQ forms. With the
+    split's code the d=192 plan (head dims 168..192) spills 16 B on sm_120a, the plans above
+    d=192 (32x64 tiles, 4 dQ chunks) 20 B, the forced forms that stage dQ in smem
+    (``stage_reductions``) 16 B at d=128, and the row-major workspace (``reduce_block=0``)
+    52 B at d=256."""
+    tl = kp.tile
+    return (not causal and tl["d"] <= 160 and not tl.get("stage_reductions")
+            and bool(tl.get("reduce_block")))
+
+
+def exchange_split(kp: KernelPlan) -> int | None:
+    """bwd_main's form of the plan's ``exchange_sync`` (``params["exchange"]``, the scheduler's
+    ``_exchange_sync``): 0 without it, 1 when dV/dK are the local readers and dQ the late one,
+    2 when dQ is local and dV/dK late, None for a split bwd_main does not run."""
+    if not kp.tile.get("exchange_sync"):
+        return 0
+    ex = kp.params.get("exchange", {})
+    split = (tuple(sorted(ex.get("local", ()))), tuple(sorted(ex.get("late", ()))))
+    return {(("dK_part", "dV_part"), ("dQ_part",)): 1,
+            (("dQ_part",), ("dK_part", "dV_part")): 2}.get(split)
+
+
+def stmatrix_fits(kp: KernelPlan) -> bool:
+    """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
+    tl = kp.tile
+    return tl["tile_n"] % (16 * tl["s_wn"]) == 0 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
+
+
+class BwdMainError(ValueError):
+    """The bwd_main template cannot implement the requested plan or option."""
+
+
+def exchange_mode(kp: KernelPlan) -> int:
+    """:func:`exchange_split`, with BwdMainError for a split bwd_main does not run."""
+    mode = exchange_split(kp)
+    if mode is None:
+        raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
+                           f"one way or the other; the plan has {kp.params.get('exchange')}")
+    return mode

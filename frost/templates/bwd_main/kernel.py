@@ -2,16 +2,20 @@
 
 Public interface (stable)::
 
-    kern = BwdMainKernel(kplan, dtype="bf16", causal=False, causal_align="bottom_right",
-                         use_pdl=False, dq_splits=False,
-                         arrival_delay_ns=0,  # tests only
-                         **choices)  # code choices by name (code.CodeChoices), e.g. interleave=0
+    recipe = frost.recipes.bwd_main.bwd_main_recipe(
+        kplan, dtype="bf16", causal=False, causal_align="bottom_right", use_pdl=False,
+        dq_splits=False, mods=NO_MODS,   # the variant's ScoreMod / Mask (frost.ir.mods)
+        **choices)                       # code choices by name (code.CodeChoices)
+    kern = BwdMainKernel(recipe)                   # (frost.recipes.bwd_main.bwd_main_kernel)
     report = kern.compile("sm_120a")               # the frost.sdpa build, no GPU needed
     kern.launch(q, k, v, do, lse_log2, delta, dq_accum, dk, dv, scale, stream=None,
                 split=None)                        # torch; split: tail_split builds only
     kern(mQ, mK, mV, mdO, mLSE2, mDelta, mdQacc, mdK, mdV, scale, stream[, split])  # @cute.jit
 
-``kplan`` is ``plan_sdpa_bwd(...).kernel("bwd_main")`` (see ``default_plan``); ``__call__`` is the
+Where a variant enters: ``pointwise.py``, the one hook that lowers the program's ScoreMod and
+Mask stages (its docstring is the table of which stage becomes which code).
+
+``kplan`` is ``plan_sdpa_bwd(...).kernel("bwd_main")`` (``frost.recipes.bwd_main.default_plan``); ``__call__`` is the
 ``@cute.jit`` entry the fused chain calls with cute tensors of the shapes below; ``launch`` wraps
 torch tensors and compiles on first use.
 
@@ -51,7 +55,7 @@ Verified on the H200 (sm_90a build; each GPU suite run is logged in lab/LOG.md):
 under tests/templates/ cover head dims 32..256, causal both alignments, GQA/MQA, tails, fp16,
 PDL on/off, dq_splits, and every code knob and plan option below against a float64 reference.
 
-Code choices (same plan, other instructions): ``code.py`` resolves ``dq_chunks``, ``interleave``,
+Code choices (same plan, other instructions): ``frost.recipes.bwd_main.resolve_code`` resolves ``dq_chunks``, ``interleave``,
 ``q_rotate`` (the q-tile walk of ``masks.q_tile``), ``lpt_heads`` (which CTA takes which KV tile,
 ``masks.cta_tile``), ``dq_k_held`` (the plan's ``dq_b_in_regs``; v20), ``tail_split`` (v44),
 ``dq_guard`` and ``dq_accs`` (v54), ``trip_step`` (v58), ``stat_vec`` (v63), the ptxas flags
@@ -89,11 +93,8 @@ from frost.sched.plan import KernelPlan, WarpRole
 
 from frost.tile_dsl import barrier, smem
 
-from frost.ir.mods import NO_MODS, AttentionMods
-
 from . import masks
-from .code import CodeChoiceError, CodeChoices
-from .rules import BwdMainError, exchange_mode, pick_dq_chunks, pick_interleave, stmatrix_fits
+from .code import BwdMainError, exchange_mode, stmatrix_fits
 from .epilogue import EpilogueRole
 from .host import HostMixin
 from .load import ProducerRole, split_ring_problem
@@ -118,43 +119,26 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
     MMA = WarpRole.MMA
     PRODUCER = WarpRole.PRODUCER
     SUPPORTS_DQ_SPLITS = True
-    skip = frozenset()  # removed: pointwise.py drops this (the timing-only ablations left)
 
-    def __init__(self, kplan: KernelPlan, dtype: str = "bf16", causal: bool = False,
-                 causal_align: str | masks.CausalAlign | None = "bottom_right",
-                 use_pdl: bool = False, dq_splits: bool = False, arrival_delay_ns: int = 0,
-                 mods: AttentionMods = NO_MODS, **choices):
-        """``choices``: code choices by name (the fields of :class:`.code.CodeChoices`, e.g.
-        ``interleave=0``); each one left out takes its measured default. ``mods``: the
-        variant's score map and mask (:mod:`frost.ir.mods`), on top of ``causal``; lowered by
-        the pointwise hook (:class:`.pointwise.VariantMath`)."""
+    def __init__(self, recipe):
+        """``recipe``: a :class:`frost.recipes.bwd_main.BwdMainRecipe` (plan, code choices,
+        dtype, causal alignment, the variant's score map and mask, launch flags), resolved by
+        :func:`frost.recipes.bwd_main.bwd_main_recipe`; this template picks nothing."""
+        kplan = recipe.plan
+        self.recipe = recipe
         self.kp = kplan
-        unknown = set(choices) - CodeChoices.names()
-        if unknown:
-            raise BwdMainError(f"unknown bwd_main option(s) {sorted(unknown)}; code choices: "
-                               f"{sorted(CodeChoices.names())}")
-        self.dq_splits = bool(dq_splits)
-        if dtype not in _DTYPES:
-            raise BwdMainError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
-        self.dtype_name = dtype
-        self.dtype = _DTYPES[dtype]
-        self.align = masks.CausalAlign.parse(causal, causal_align)
-        if not isinstance(mods, AttentionMods):
-            raise BwdMainError(f"mods must be a frost.ir.mods.AttentionMods, got {type(mods).__name__}")
-        self.mods = mods
-        self.vm = VariantMath(mods, self.align, kplan.tile["tile_m"], kplan.tile["tile_n"])
-        self.use_pdl = bool(use_pdl)
+        self.dq_splits = recipe.dq_splits
+        if recipe.dtype not in _DTYPES:
+            raise BwdMainError(f"dtype must be one of {sorted(_DTYPES)}, got {recipe.dtype!r}")
+        self.dtype_name = recipe.dtype
+        self.dtype = _DTYPES[recipe.dtype]
+        self.align = recipe.align
+        self.mods = recipe.mods
+        self.vm = VariantMath(recipe.mods, self.align, kplan.tile["tile_m"], kplan.tile["tile_n"])
+        self.use_pdl = recipe.use_pdl
         self.can_implement(kplan)
-        try:
-            code = CodeChoices.resolve(kplan, causal=self.align != masks.CausalAlign.NONE, **choices)
-        except CodeChoiceError as e:
-            raise BwdMainError(str(e)) from e
-        self.code = code
-        if isinstance(arrival_delay_ns, bool) or not isinstance(arrival_delay_ns, int) or \
-                (arrival_delay_ns and not code.tail_split):
-            raise BwdMainError(f"arrival_delay_ns must be an int, nonzero only with tail_split=1, "
-                               f"got {arrival_delay_ns!r}")
-        self.arrival_delay_ns = arrival_delay_ns
+        code = self.code = recipe.code
+        self.arrival_delay_ns = recipe.arrival_delay_ns
         self.dq_chunks, self.interleave = code.dq_chunks, code.interleave
         self.q_rotate, self.dq_k_held = code.q_rotate, code.dq_k_held
         # P/dS registers -> smem: stmatrix.x4 where every warp's S tile is whole 16x16 blocks,
@@ -171,8 +155,6 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None
 
-    pick_dq_chunks = staticmethod(pick_dq_chunks)
-    pick_interleave = staticmethod(pick_interleave)
 
     @staticmethod
     def can_implement(kp: KernelPlan) -> None:

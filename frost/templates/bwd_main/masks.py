@@ -36,7 +36,7 @@ then KV head, then batch), one tile each; every later tile is cut into ``parts``
 which walks about trips [p·n/parts, (p+1)·n/parts) of the tile's n trips, cut at multiples of
 twice the Q/dO ring's stages (:func:`trip_range_model`).
 The parts' dK/dV partials are summed by the last part to finish (``epilogue.py``). Which tiles to
-cut, and into how many parts, is the grid model's choice (:func:`frost.sdpa.grid.pick_tail_split`):
+cut, and into how many parts, is the grid model's choice (:func:`frost.recipes.grid.pick_tail_split`):
 a grid whose last wave is part-empty ends sooner when its last tiles run as smaller CTAs.
 
 Pure-Python models (:func:`q_block_range_model`, :func:`visible_model`, :func:`q_tile_model`,

@@ -1,28 +1,15 @@
 """Rule-based defaults of ``bwd_main``'s code choices: functions of the plan (and causal flag)
-alone, each with the measurement it rests on (lab/LOG.md). :mod:`.code` resolves a
-:class:`~.code.CodeChoices` from these and from the measured tables of :mod:`.measured`; the
-fit checks here (``*_fits``) say where an alternative can be built at all."""
+alone, each with the measurement it rests on (lab/LOG.md). :func:`frost.recipes.bwd_main.resolve_code`
+resolves a :class:`~frost.templates.bwd_main.code.CodeChoices` from these and from the measured
+tables of :mod:`.bwd_measured`; where an alternative can be built at all is the template's to say
+(the ``*_fits`` checks of :mod:`frost.templates.bwd_main.code`)."""
 
 from __future__ import annotations
 
 from frost.sched.plan import KernelPlan
-from frost.tile_dsl.swizzle import Swizzle, chunk_cols_for, dtype_bytes
+from frost.templates.bwd_main.code import dq_chunks_fit
 
-from .measured import pick_measured_q_rotate
-
-
-def dq_chunks_fit(kp: KernelPlan, n: int) -> bool:
-    """d splits into ``n`` chunks that are whole MMA steps of the dQ warp columns and that
-    tile sK's swizzle atoms (each chunk is a column block of K's smem tile, so it must hold
-    whole atoms or divide one: 32-column chunks of d=64's 64-column atoms do, 80-column chunks
-    of d=160's 32-column atoms do not)."""
-    d, wn = kp.tile["d"], kp.tile["dq_wn"]
-    if n < 1 or d % n or (d // n) % (8 * wn):
-        return False
-    sk = kp.buffer("sK")
-    atom = chunk_cols_for(Swizzle(*sk.swizzle), dtype_bytes(sk.dtype))
-    d_c = d // n
-    return d_c % atom == 0 or atom % d_c == 0
+from .bwd_measured import pick_measured_q_rotate
 
 
 def pick_dq_chunks(kp: KernelPlan) -> int:
@@ -77,9 +64,9 @@ def pick_q_rotate(kp: KernelPlan, causal: bool = False, tail_split: int = 0,
 
     Re-timed on today's builds (v105, 2026-12-02): non-causal d=128 1.071x and (16,16,1024)
     1.061x, d=64 1.050x, causal d=64 1.085x (all stay linear); causal d=128's default plan
-    rotates (:data:`.measured.Q_ROTATE_MEASURED`: 0.988x / 0.987x), and so do d=64's default
+    rotates (:data:`.bwd_measured.Q_ROTATE_MEASURED`: 0.988x / 0.987x), and so do d=64's default
     plans, with ptxas level 7 (v124; ``tail_split`` and ``reg_usage``: the build's, which
-    :func:`.measured.pick_measured_q_rotate` checks for that pair). Other causal plans keep the
+    :func:`.bwd_measured.pick_measured_q_rotate` checks for that pair). Other causal plans keep the
     linear walk: at d=256 it measured 0.993x only, and with the blocked dQ workspace
     (reduce_block=8, v16) the rotated causal d=256 kernel spilled 20 B on sm_120a."""
     return pick_measured_q_rotate(kp, causal, 1 if kp.tile["d"] > 192 and not causal else 0,
@@ -100,18 +87,6 @@ def pick_lpt_heads(kp: KernelPlan, causal: bool = False) -> int:
     return 2 if kp.tile["d"] > 192 else 8
 
 
-def tail_split_fits(kp: KernelPlan, causal: bool = False) -> bool:
-    """Whether this plan can be built with ``tail_split=1``: non-causal (causal grids order
-    their CTAs with ``lpt_heads``), at padded d <= 160, on the default dQ forms. With the
-    split's code the d=192 plan (head dims 168..192) spills 16 B on sm_120a, the plans above
-    d=192 (32x64 tiles, 4 dQ chunks) 20 B, the forced forms that stage dQ in smem
-    (``stage_reductions``) 16 B at d=128, and the row-major workspace (``reduce_block=0``)
-    52 B at d=256."""
-    tl = kp.tile
-    return (not causal and tl["d"] <= 160 and not tl.get("stage_reductions")
-            and bool(tl.get("reduce_block")))
-
-
 def split_build_tile(kp: KernelPlan, forced: dict | None = None) -> dict | None:
     """The forced plan keys of ``kp``'s tail-split build (``kp`` planned with ``forced``):
     the same with ``store_warp=0`` where ``kp`` gives the dK/dV stores to the producer warp
@@ -122,7 +97,7 @@ def split_build_tile(kp: KernelPlan, forced: dict | None = None) -> dict | None:
 def default_tail_split(kp: KernelPlan, causal: bool = False) -> int:
     """0: a kernel is built without tail splits unless asked. ``frost.sdpa`` asks for a second
     build with ``tail_split=1`` for the calls whose grid the model cuts
-    (:func:`frost.sdpa.grid.pick_tail_split`): on the H200 the split kernel ran 1-2 % slower
+    (:func:`frost.recipes.grid.pick_tail_split`): on the H200 the split kernel ran 1-2 % slower
     than the plain one on uncut grids (lab/LOG.md v44), so uncut calls keep the plain one."""
     return 0
 
@@ -135,18 +110,6 @@ def pick_dq_k_held(kp: KernelPlan, dq_chunks: int) -> int:
     return int(bool(kp.tile.get("dq_b_in_regs")) and dq_chunks == 1)
 
 
-def exchange_split(kp: KernelPlan) -> int | None:
-    """bwd_main's form of the plan's ``exchange_sync`` (``params["exchange"]``, the scheduler's
-    ``_exchange_sync``): 0 without it, 1 when dV/dK are the local readers and dQ the late one,
-    2 when dQ is local and dV/dK late, None for a split bwd_main does not run."""
-    if not kp.tile.get("exchange_sync"):
-        return 0
-    ex = kp.params.get("exchange", {})
-    split = (tuple(sorted(ex.get("local", ()))), tuple(sorted(ex.get("late", ()))))
-    return {(("dK_part", "dV_part"), ("dQ_part",)): 1,
-            (("dQ_part",), ("dK_part", "dV_part")): 2}.get(split)
-
-
 def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
     """``"pad"`` (no row check on the dQ atomics) where it measured faster (lab/LOG.md
     v54, bwd_main A/B on the H200, row check / pad: d=32 1.037, d=64 1.015, d=96 1.052,
@@ -155,22 +118,3 @@ def pick_dq_guard(kp: KernelPlan, causal: bool = False) -> str:
     check measured faster (0.980 and 0.998 at (4,16,4096), 0.988 at (2,16,8192)). By head dim for every plan of it (forced plans were not
     measured; the budget tests check their spills)."""
     return "rows" if kp.tile["d"] > 192 or (causal and kp.tile["d"] == 128) else "pad"
-
-
-def stmatrix_fits(kp: KernelPlan) -> bool:
-    """Every MMA warp's S tile is whole 16x16 blocks (what one stmatrix.x4 writes)."""
-    tl = kp.tile
-    return tl["tile_n"] % (16 * tl["s_wn"]) == 0 and tl["tile_m"] % (16 * tl["s_wm"]) == 0
-
-
-class BwdMainError(ValueError):
-    """The bwd_main template cannot implement the requested plan or option."""
-
-
-def exchange_mode(kp: KernelPlan) -> int:
-    """:func:`exchange_split`, with BwdMainError for a split bwd_main does not run."""
-    mode = exchange_split(kp)
-    if mode is None:
-        raise BwdMainError(f"exchange_sync: bwd_main runs dV/dK and dQ as local + late readers, "
-                           f"one way or the other; the plan has {kp.params.get('exchange')}")
-    return mode

@@ -158,7 +158,7 @@ below 1); alone 0.995 / 0.986 / 0.996 (v98-v100) and 0.981 / 0.982 (v103). Causa
 
 
 Q_ROTATE_MEASURED: dict[tuple[int, bool], int] = {(128, True): 1, (64, False): 1, (64, True): 1}
-"""(padded d, causal) -> ``q_rotate`` on the default plan, over :func:`.rules.pick_q_rotate`'s
+"""(padded d, causal) -> ``q_rotate`` on the default plan, over :func:`.bwd_rules.pick_q_rotate`'s
 rule by head dim: causal d=128 rotates since v105 (bwd_main 0.988x at (4,16,4096), 0.987x at
 (2,16,8192), every round below 1; one run each, on level 3 with -O2). Earlier causal d=128
 timings, on older builds, were flat (v40: 1.002x [0.963, 1.022]). On another plan the rotated

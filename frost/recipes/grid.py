@@ -21,10 +21,11 @@ import heapq
 from frost.sched.plan import KernelPlan
 from frost.sched.waves import GridEstimate
 from frost.templates.bwd_main import masks
-from frost.templates.bwd_main.code import CodeChoices
-from frost.templates.bwd_main.rules import pick_lpt_heads
-from frost.templates.bwd_main.measured import pick_ptxas_opt, pick_reg_usage
 from frost.tile_dsl.compile import PTXAS_DEFAULT_OPT_LEVEL, PTXAS_DEFAULT_REG_USAGE
+
+from .bwd_main import resolve_code
+from .bwd_measured import pick_ptxas_opt, pick_reg_usage
+from .bwd_rules import pick_lpt_heads
 
 OVERHEAD_TRIPS = 3.0  # prologue + epilogue of a CTA, in q-tile trips (an assumption, not measured)
 MAX_CTAS = 1 << 22   # the model plays out every CTA in Python
@@ -37,7 +38,7 @@ def bwd_main_work(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: 
     _check_sizes(batch, heads_q, heads_kv, s_q, s_kv)
     tm, tn = kp.tile["tile_m"], kp.tile["tile_n"]
     align = masks.CausalAlign.parse(causal, causal_align)
-    lpt = CodeChoices.resolve(kp, causal=causal, lpt_heads=lpt_heads).lpt_heads  # checked
+    lpt = resolve_code(kp, causal=causal, lpt_heads=lpt_heads).lpt_heads  # checked
     grid = (-(-s_kv // tn), heads_kv, batch)
     if grid[0] * heads_kv * batch > MAX_CTAS:
         raise ValueError(f"{grid[0] * heads_kv * batch} CTAs: the grid model plays out at most "
@@ -151,8 +152,6 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
         >>> ts.n_split > 0, round(ts.gain, 2)
         (True, 0.04)
     """
-    from frost.templates.bwd_main.host import n_tiles
-
     _check_sizes(batch, heads_q, heads_kv, s_q, s_kv)
     slots = _slots(kp, sms)
     tiles = n_tiles(kp, batch, heads_kv, s_kv)
@@ -173,13 +172,35 @@ def pick_tail_split(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q
     return best if best.gain >= SPLIT_MIN_GAIN else TailSplit(tiles, tiles, 1, unsplit, unsplit)
 
 
+def call_tail_split(kp: KernelPlan | None, causal: bool, batch: int, heads_q: int,
+                    heads_kv: int, s_q: int, s_kv: int, *, sms: int,
+                    enabled: bool = True) -> TailSplit:
+    """A call's tail split: :func:`pick_tail_split`, or no cut where the plan cannot take one
+    (:func:`~frost.templates.bwd_main.code.tail_split_fits`: causal, d > 192, ...), without a
+    main kernel (``kp`` None) or when not ``enabled``."""
+    from frost.templates.bwd_main.code import tail_split_fits
+
+    tiles = n_tiles(kp, batch, heads_kv, s_kv) if kp is not None else 0
+    if kp is None or not enabled or not tail_split_fits(kp, causal):
+        return TailSplit(tiles, tiles, 1, 0.0, 0.0)
+    return pick_tail_split(kp, batch, heads_q, heads_kv, s_q, s_kv, sms=sms)
+
+
+def n_tiles(kp: KernelPlan, batch: int, heads_kv: int, s_kv: int) -> int:
+    """KV tiles (CTAs of the unsplit grid) of one call
+    (:func:`frost.templates.bwd_main.host.n_tiles`)."""
+    from frost.templates.bwd_main.host import n_tiles as tiles_of
+
+    return tiles_of(kp, batch, heads_kv, s_kv)
+
+
 def estimate(kp: KernelPlan, batch: int, heads_q: int, heads_kv: int, s_q: int, s_kv: int,
              causal: bool = False, causal_align: str = "bottom_right", *, sms: int) -> dict:
     """{"lpt_heads": the plan's order, "linear": GridEstimate, "chosen": GridEstimate,
     "tail_split": TailSplit or None} on a card of ``sms`` SMs; the plan's ``ctas_per_sm`` CTAs
     share an SM (that many slots each). ``tail_split`` is :func:`pick_tail_split`'s cut where
     the plan can take one (non-causal, ``rules.tail_split_fits``), else None."""
-    from frost.templates.bwd_main.rules import tail_split_fits
+    from frost.templates.bwd_main.code import tail_split_fits
 
     slots = _slots(kp, sms)
     args = (kp, batch, heads_q, heads_kv, s_q, s_kv, causal, causal_align)
