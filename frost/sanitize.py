@@ -52,6 +52,7 @@ class Case:
     deterministic: bool = False
     pdl: bool = True
     dtype: str = "bf16"
+    variant: str = ""             # "": plain; "softcap" / "window": a ScoreMod / Mask variant
 
 
 def _sdpa(name, **kw) -> Case:
@@ -70,11 +71,24 @@ GATE: tuple[Case, ...] = (
     _sdpa("pdl_off", pdl=False),
     _sdpa("pdl_off_causal", d=128, causal="bottom_right", pdl=False),
     _sdpa("fp16", dtype="fp16", d=96),
+    _sdpa("softcap", d=128, variant="softcap"),
+    _sdpa("window", s_q=300, s_kv=400, causal="bottom_right", variant="window"),
     Case(name="gemm_rowsum", kind="gemm_rowsum"),
     Case(name="pair", kind="pair"),
 )
 """The sanitizer gate's cases: every head-dim class, causal with both alignments, deterministic,
-GQA, a tail, PDL on and off, fp16, plus the gemm_rowsum template and the pair exchange."""
+GQA, a tail, PDL on and off, fp16, a ScoreMod (softcap) and a Mask (sliding window) variant,
+plus the gemm_rowsum template and the pair exchange."""
+
+
+def _mods(variant: str):
+    """The :class:`frost.ir.mods.AttentionMods` of a case's ``variant`` (None: plain)."""
+    from frost.ir import mods
+
+    if not variant:
+        return None
+    return {"softcap": mods.AttentionMods(mods.softcap(3.0)),
+            "window": mods.AttentionMods(mask=mods.sliding_window(96, 0))}[variant]
 
 
 def case_named(name: str) -> Case:
@@ -104,16 +118,17 @@ def _run_sdpa(c: Case) -> tuple[bool, str]:
     dt = torch.bfloat16 if c.dtype == "bf16" else torch.float16
     causal = c.causal != "none"
     align = c.causal if causal else "bottom_right"
+    mods = _mods(c.variant)
     q, k, v, o, do, lse = ref.make_inputs(c.b, c.s_q, c.s_kv, c.h_q, c.h_kv, c.d, dtype=dt,
-                                          causal=causal, causal_align=align)
+                                          causal=causal, causal_align=align, mods=mods)
     fs.set_pdl(c.pdl)
     try:
         outs = fs.backward(q, k, v, o, do, lse, causal=causal, causal_align=align,
-                           deterministic=c.deterministic)
+                           deterministic=c.deterministic, mods=mods)
     finally:
         fs.set_pdl(True)
     torch.cuda.synchronize()
-    want = ref.backward(q, k, v, do, causal=causal, causal_align=align)
+    want = ref.backward(q, k, v, do, causal=causal, causal_align=align, mods=mods)
     tol = 1e-2 if c.dtype == "bf16" else 5e-3
     errs = [ref.rel_err(x, r) for x, r in zip(outs, want)]
     ok = all(e <= tol for e in errs) and not any(x.isnan().any() for x in outs)
