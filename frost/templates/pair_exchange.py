@@ -93,6 +93,10 @@ class PairExchangeProbe:
             buf = cute.recast_ptr(raw + ex.offset, dtype=cutlass.Int32)
             if tid == 0:
                 cluster.init(full, empty, ex)
+            # a CTA barrier before the cluster's: racecheck orders the other lanes' first waits
+            # after thread 0's init only through a barrier it models (bar.sync; it flagged 64
+            # warp-level RAW warnings on the mbarriers with barrier.cluster alone)
+            cute.arch.sync_threads()
             cluster.cluster_sync()
             rank = cluster.pair_rank()
             send, receive_add = cluster.make_pair_exchange(buf, full, empty, ex, tid, spin_limit)

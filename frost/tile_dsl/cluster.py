@@ -214,8 +214,9 @@ def pair_rank():
 
 def init(full_ptr, empty_ptr, ex: PairExchange, words: int | None = None) -> None:
     """One thread: initialise the two mbarriers (with the cluster-scope init fence) and arm
-    round 0 (of ``words`` words a thread; None: all). Every thread then calls
-    :func:`cluster_sync` before any round."""
+    round 0 (of ``words`` words a thread; None: all). Every thread then meets at a CTA barrier
+    (``bar.sync``, which compute-sanitizer's racecheck models) and calls :func:`cluster_sync`
+    before any round."""
     import cutlass.cute as cute
 
     cute.arch.mbarrier_init(full_ptr, ex.full_arrivals)
