@@ -38,6 +38,9 @@ from frost.sdpa.validation import (  # noqa: F401  (re-exported: the API's names
 if TYPE_CHECKING:
     import torch
 
+    from frost.ir import Program
+    from frost.ir.mods import AttentionMods
+
     from frost.sched.plan import Plan
     from frost.sdpa import chain as _chain
     from frost.recipes.grid import TailSplit
@@ -530,7 +533,8 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
              causal_align: str = "bottom_right", scale: float | None = None,
              deterministic: bool = False, check_finite: bool = False,
              out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-             workspace: torch.Tensor | None = None, mods=None, softcap: float | None = None,
+             workspace: torch.Tensor | None = None, mods: "AttentionMods | Program | None" = None,
+             softcap: float | None = None,
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The gradients (dq, dk, dv) of ``o = softmax(q·kᵀ·scale)·v`` given ``do = ∂L/∂o``.
 
