@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
-
 import sympy
 
 from frost.ir.stages import _need, _OneToOne, _register
@@ -53,16 +51,28 @@ def _parse(expr, what: str):
     return e
 
 
+@dataclasses.dataclass(frozen=True, repr=False)
+class _ExprStage(_OneToOne):
+    """A tile-to-tile stage whose math is the expression ``expr`` over the pair's indices: its
+    cost is the expression's operations per element, and ``subs`` leaves it as it is (it is
+    over index symbols, not shapes)."""
+
+    expr: sympy.Basic = None
+
+    def ops(self):
+        return sympy.Integer(max(sympy.count_ops(self.expr), 1)) * self.out.numel
+
+    def subs(self, mapping):
+        return dataclasses.replace(super().subs(mapping), expr=self.expr)
+
+
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class ScoreMod(_OneToOne):
+class ScoreMod(_ExprStage):
     """``out = expr`` elementwise, where ``expr`` is over ``score`` (= scale·src) and the
     pair's indices (:data:`INDEX_SYMBOLS`) and extents; ``src`` is the raw fp32 ``Q·Kᵀ`` tile."""
 
     expr: sympy.Expr = score
-
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("out",)
 
     def __post_init__(self):
         object.__setattr__(self, "expr", _parse(self.expr, f"ScoreMod {self.name}"))
@@ -75,19 +85,13 @@ class ScoreMod(_OneToOne):
         lowering then shares the forward's subexpressions, e.g. softcap's tanh)."""
         return sympy.diff(self.expr, score)
 
-    def ops(self):
-        return sympy.Integer(max(sympy.count_ops(self.expr), 1)) * self.out.numel
-
-    def subs(self, mapping):
-        return dataclasses.replace(super().subs(mapping), expr=self.expr)
-
     def describe(self):
         return f"{self.out!r} = {self.expr}  (score = scale·{self.src.name})"
 
 
 @_register
 @dataclasses.dataclass(frozen=True, repr=False)
-class Mask(_OneToOne):
+class Mask(_ExprStage):
     """``out = src where expr else -inf``: ``expr`` a predicate over the pair's indices and the
     extents (relations joined by And / Or). Conjunctions of relations linear in ``q_idx`` and
     ``kv_idx`` also classify tiles (:func:`tile_full`, :func:`tile_empty`, :func:`q_bounds`);
@@ -95,21 +99,12 @@ class Mask(_OneToOne):
 
     expr: sympy.Basic = sympy.true
 
-    reads: ClassVar[tuple[str, ...]] = ("src",)
-    writes: ClassVar[tuple[str, ...]] = ("out",)
-
     def __post_init__(self):
         object.__setattr__(self, "expr", _parse(self.expr, f"Mask {self.name}"))
         _need(self, isinstance(self.expr, sympy.logic.boolalg.Boolean),
               f"expr must be a predicate (a relation such as kv_idx <= q_idx), not {self.expr}")
         _need(self, score not in self.expr.free_symbols, "a mask may not read the score")
         super().__post_init__()
-
-    def ops(self):
-        return sympy.Integer(max(sympy.count_ops(self.expr), 1)) * self.out.numel
-
-    def subs(self, mapping):
-        return dataclasses.replace(super().subs(mapping), expr=self.expr)
 
     def describe(self):
         return f"{self.out!r} = {self.src.name} where {self.expr} else -inf"
