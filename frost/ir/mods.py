@@ -40,6 +40,14 @@ EXTENT_SYMBOLS = (S_q, S_kv)
 NAMES = {s.name: s for s in (score, *INDEX_SYMBOLS, *EXTENT_SYMBOLS)}
 
 
+def _is_predicate(e) -> bool:
+    """True for a truth-valued expression (a relation, And / Or / Not, true / false); a Symbol
+    is sympy's Boolean too, but here it is a number."""
+    from sympy.logic.boolalg import BooleanAtom, BooleanFunction
+
+    return isinstance(e, (sympy.core.relational.Relational, BooleanFunction, BooleanAtom))
+
+
 def _parse(expr, what: str):
     """A sympy expression over :data:`NAMES` from a string, a number or an expression."""
     if isinstance(expr, (bool, sympy.logic.boolalg.BooleanAtom)):
@@ -48,7 +56,8 @@ def _parse(expr, what: str):
     extra = {s.name for s in e.free_symbols} - set(NAMES)
     if extra:
         raise ValueError(f"{what} uses {sorted(extra)}; it may use only {sorted(NAMES)}")
-    return e
+    # a user's Symbol("score") is not frost's (other assumptions): take frost's by name
+    return e.xreplace({s: NAMES[s.name] for s in e.free_symbols if s is not NAMES[s.name]})
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -76,7 +85,7 @@ class ScoreMod(_ExprStage):
 
     def __post_init__(self):
         object.__setattr__(self, "expr", _parse(self.expr, f"ScoreMod {self.name}"))
-        _need(self, not isinstance(self.expr, sympy.logic.boolalg.Boolean),
+        _need(self, not _is_predicate(self.expr),
               f"expr must be a number-valued expression, not the predicate {self.expr}")
         super().__post_init__()
 
@@ -101,7 +110,7 @@ class Mask(_ExprStage):
 
     def __post_init__(self):
         object.__setattr__(self, "expr", _parse(self.expr, f"Mask {self.name}"))
-        _need(self, isinstance(self.expr, sympy.logic.boolalg.Boolean),
+        _need(self, _is_predicate(self.expr),
               f"expr must be a predicate (a relation such as kv_idx <= q_idx), not {self.expr}")
         _need(self, score not in self.expr.free_symbols, "a mask may not read the score")
         super().__post_init__()
@@ -120,8 +129,17 @@ class AttentionMods:
     mask: sympy.Basic = sympy.true
 
     def __post_init__(self):
-        object.__setattr__(self, "score_mod", _parse(self.score_mod, "score_mod"))
-        object.__setattr__(self, "mask", _parse(self.mask, "mask"))
+        mod, mask = _parse(self.score_mod, "score_mod"), _parse(self.mask, "mask")
+        if _is_predicate(mod):
+            raise ValueError(f"score_mod must be a number-valued expression, not the predicate "
+                             f"{mod}")
+        if not _is_predicate(mask):
+            raise ValueError(f"mask must be a predicate (a relation such as kv_idx <= q_idx), "
+                             f"not {mask}")
+        if score in mask.free_symbols:
+            raise ValueError(f"mask may not read the score: {mask}")
+        object.__setattr__(self, "score_mod", mod)
+        object.__setattr__(self, "mask", mask)
 
     @property
     def identity(self) -> bool:
@@ -237,7 +255,8 @@ def linear_conjuncts(mask) -> list[tuple[int, int, sympy.Expr]] | None:
         g = sympy.expand(g)
         a, c = g.coeff(q_idx), g.coeff(kv_idx)
         r = sympy.expand(g - a * q_idx - c * kv_idx)
-        if not (a.is_Integer and c.is_Integer) or r.has(q_idx, kv_idx, h_idx):
+        if not (a.is_Integer and c.is_Integer) or r.has(q_idx, kv_idx, h_idx) \
+                or r.is_integer is not True:  # (a strict relation's + 1 needs whole numbers)
             return None
         out.append((int(a), int(c), r))
     return out

@@ -189,7 +189,9 @@ class Program:
         return cls.from_dict(json.loads(text))
 
     def __eq__(self, other):
-        return isinstance(other, Program) and self.to_dict() == other.to_dict()
+        # the stages too: to_dict writes expressions as text, which rounds long floats
+        return isinstance(other, Program) and self.to_dict() == other.to_dict() \
+            and self.stages == other.stages
 
     def __hash__(self):
         return hash(self.name)

@@ -154,7 +154,6 @@ def variant_key(p: Problem, arch: str, causal: bool, causal_align: str, determin
                       deterministic=deterministic, use_pdl=use_pdl, mods=mods)
 
 
-@functools.lru_cache(maxsize=256)
 def variant_mods(mods=None, softcap: float | None = None) -> str:
     """:attr:`VariantKey.mods` of a call's ``mods`` argument: an
     :class:`frost.ir.mods.AttentionMods`, or a :class:`frost.ir.Program` whose ScoreMod and Mask
@@ -163,6 +162,19 @@ def variant_mods(mods=None, softcap: float | None = None) -> str:
     TypeError or ValueError naming the argument for anything else."""
     if mods is None and softcap is None:
         return ""
+    if softcap is not None and (isinstance(softcap, bool) or not isinstance(softcap, (int, float))):
+        raise TypeError(f"softcap must be a number, got {type(softcap).__name__}")
+    try:
+        hash(mods)
+    except TypeError:
+        raise TypeError(f"mods must be a frost.ir.mods.AttentionMods or a frost.ir.Program, "
+                        f"got {type(mods).__name__}") from None
+    return _variant_mods(mods, None if softcap is None else float(softcap))
+
+
+@functools.lru_cache(maxsize=256)
+def _variant_mods(mods, softcap: float | None) -> str:
+    """:func:`variant_mods` once its arguments are checked (cached: a call's hot path)."""
     from frost.ir import Program
     from frost.ir import mods as ir
 
@@ -174,8 +186,6 @@ def variant_mods(mods=None, softcap: float | None = None) -> str:
         raise TypeError(f"mods must be a frost.ir.mods.AttentionMods or a frost.ir.Program, "
                         f"got {type(mods).__name__}")
     if softcap is not None:
-        if isinstance(softcap, bool) or not isinstance(softcap, (int, float)):
-            raise TypeError(f"softcap must be a number, got {type(softcap).__name__}")
         if mods.score_mod != ir.score:
             raise ValueError("softcap with a mods score map: put the cap into the map instead")
         mods = dataclasses.replace(mods, score_mod=ir.softcap(softcap))
@@ -510,7 +520,7 @@ _MAX_SIGS = 1024
 
 
 def _signature(q, k, v, o, do, lse, causal, causal_align, scale, deterministic, mods, softcap):
-    return (mods, softcap, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
+    return (mods, softcap, type(softcap), q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), o.shape, o.stride(),
             do.shape, do.stride(), lse.shape, lse.stride(), q.dtype, k.dtype, v.dtype, o.dtype,
             do.dtype, lse.dtype, q.device, k.device, v.device, o.device, do.device, lse.device,
             causal, type(causal), causal_align, scale, type(scale), deterministic, type(deterministic),

@@ -66,6 +66,10 @@ def _sub(a, b):
 
 def _mul(a, b):
     a, b = _promote(a, b)
+    if not isinstance(a, (int, float)) and not isinstance(b, (int, float)) \
+            and not _dsl_float(a) and not _dsl_float(b):
+        # a product of two runtime integers (q_idx·kv_idx): in fp32, which does not wrap
+        a, b = cutlass.Float32(a), cutlass.Float32(b)
     return a * b
 
 
@@ -228,7 +232,8 @@ def _node(e, env, memo):
             out = out | rec(a)
         return out
     if isinstance(e, sympy.Not):
-        return ~rec(e.args[0])
+        v = rec(e.args[0])
+        return (not v) if isinstance(v, bool) else ~v
     if isinstance(e, sympy.Piecewise):
         *pieces, (last, cond) = e.args
         out = rec(last)
@@ -271,7 +276,8 @@ def evaluate(expr: sympy.Basic, env: dict):
     """``expr`` over Python numbers (the model of :func:`emit`): a float, an int or a bool."""
     env = {(k if isinstance(k, sympy.Symbol) else sympy.Symbol(k)): v for k, v in env.items()}
     subs = {s: env[s] if s in env else _by_name(env, s) for s in sympy.sympify(expr).free_symbols}
-    v = sympy.sympify(expr).replace(_exp2, lambda x: 2 ** x).subs(subs)
+    v = sympy.sympify(expr).replace(_exp2, lambda x: 2 ** x).xreplace(
+        {k: sympy.sympify(w) for k, w in subs.items()})
     if isinstance(v, sympy.logic.boolalg.BooleanAtom):
         return bool(v)
     return int(v) if v.is_Integer else float(v)

@@ -112,3 +112,35 @@ def test_builtin_masks_are_the_reference_masks(align):
         got = torch.tensor([[_sees(M.causal(align), i, j, s_q, s_kv) for j in range(s_kv)]
                             for i in range(s_q)])
         assert torch.equal(ref, got)
+
+
+def test_user_symbols_are_frosts_by_name():
+    """A user's Symbol("score") (no assumptions) is taken as frost's score: the derivative is
+    not silently 0, and the cache key is the same as with frost's symbol."""
+    cap = 30 * sympy.tanh(sympy.Symbol("score") / 30)
+    mods = M.AttentionMods(cap)
+    assert mods.grad() != 0 and mods == M.AttentionMods(30 * sympy.tanh(M.score / 30))
+    plain = sympy.Symbol("q_idx") - sympy.Symbol("kv_idx") >= 0
+    assert M.linear_conjuncts(M.AttentionMods(mask=plain).mask) == [(-1, 1, 0)]
+
+
+@pytest.mark.parametrize("kw,match", [(dict(mask="score > 0"), "score"),
+                                      (dict(mask="q_idx - kv_idx"), "predicate"),
+                                      (dict(score_mod="kv_idx <= q_idx"), "number-valued")])
+def test_attention_mods_refuse_what_no_kernel_can_lower(kw, match):
+    with pytest.raises(ValueError, match=match):
+        M.AttentionMods(**kw)
+
+
+def test_fractional_bounds_classify_nothing():
+    """``g < 0`` is ``g + 1 <= 0`` only for whole numbers: a mask with a fractional constant must
+    not shrink the q walk (it used to skip row 0 for this mask on 16x16 tiles)."""
+    mask = M.kv_idx - S_kv / 2 > M.q_idx - S_q / 2 + 15
+    assert M.linear_conjuncts(mask) is None and M.q_bounds(mask, 0, 16) == ([], [])
+    assert _sees(mask, 0, 15, 65, 64)
+
+
+def test_program_equality_sees_every_digit():
+    a = sdpa_bwd_program("bf16", score_mod=M.alibi(0.1))
+    b = sdpa_bwd_program("bf16", score_mod=M.alibi(math.nextafter(0.1, 1.0)))
+    assert a != b and a == sdpa_bwd_program("bf16", score_mod=M.alibi(0.1))

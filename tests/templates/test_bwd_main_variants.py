@@ -102,3 +102,13 @@ def test_softcap_argument_checks():
 def test_softcap_lowers_to_one_tanh_per_score():
     ptx = _variant_ptx(M.AttentionMods(M.softcap(30.0)))
     assert _count(ptx, "tanh.approx.f32") == _count(ptx, "ex2.approx.ftz.f32") > 0
+
+
+def test_softcap_type_is_checked_before_the_cache():
+    from frost.sdpa import api
+
+    assert api.variant_mods(None, 1)  # an int cap is a number
+    with pytest.raises(TypeError, match="softcap"):
+        api.variant_mods(None, True)  # True == 1, but a bool is no cap
+    with pytest.raises(TypeError, match="mods"):
+        api.variant_mods([M.NO_MODS])  # unhashable: the documented message, not hash()'s

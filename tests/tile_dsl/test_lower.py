@@ -29,6 +29,12 @@ def test_evaluate_is_sympys_number(expr):
     assert math.isclose(lower.evaluate(expr, env), want, rel_tol=1e-12)
 
 
+def test_evaluate_nested_max_min():
+    s_q, s_kv, q = sympy.symbols("S_q S_kv q", integer=True, positive=True)
+    e = sympy.Max(4, s_kv / (sympy.Max(s_q, q) + sympy.Rational(1, 7)))
+    assert lower.evaluate(e, {"S_kv": 13, "S_q": 11, "q": 7}) == 4
+
+
 def test_evaluate_predicates_and_integers():
     env = {"i": 4, "j": 9}
     assert lower.evaluate(sympy.And(i <= j, j < 2 * i + 2), env) is True

@@ -161,8 +161,10 @@ class SoftmaxGrad:
                 p = cutlass.Float32(cutlass.select_(ok, p, cutlass.Float32(0.0)))
             acc_S[i] = p
             ds = p * (acc_dP[i] - delta_of(i))
-            if cutlass.const_expr(vm.grad is not None):
-                ds = ds * lower.emit(vm.grad, vals, memo)
+            if cutlass.const_expr(vm.grad is not None):  # 0 where P is: a hidden pair's
+                g = lower.emit(vm.grad, vals, memo)        # gradient may be inf or NaN
+                ds = ds * cutlass.Float32(cutlass.select_(p > cutlass.Float32(0.0), g,
+                                                          cutlass.Float32(0.0)))
             acc_dP[i] = ds
 
     def row_stats(self, tScS, places, sm, stage):
