@@ -134,8 +134,8 @@ def main(argv=None) -> int:
         for _ in range(20):  # compile and warm up
             fn()
         us[name] = statistics.median(per_call_us(fn, a.n, a.rounds, torch.cuda.synchronize))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=HERE).stdout.strip()
+    commit = os.environ.get("FROST_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     result = dict(card=torch.cuda.get_device_name(0),
                   date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   commit=commit, shape=SHAPE, n=a.n, rounds=a.rounds, us=us, target_us=TARGET_US)

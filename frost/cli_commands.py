@@ -289,6 +289,9 @@ def _grid_text(args: argparse.Namespace, plan, shape) -> str:
                                 + (f" causal {args.causal_align}" if args.causal else ""))
 
 
+RECIPE_TITLE = "recipe (bwd_main, frost.recipes.bwd_main):\n"
+
+
 def _recipe_text(plan, args: argparse.Namespace, code: dict | None = None,
                  deterministic: bool = False) -> str:
     """The bwd_main recipe of ``plan`` (:class:`frost.recipes.bwd_main.BwdMainRecipe`): the code
@@ -298,7 +301,7 @@ def _recipe_text(plan, args: argparse.Namespace, code: dict | None = None,
     rec = bwd_main_recipe(plan.kernel("bwd_main"), args.dtype, causal=args.causal,
                           causal_align=args.causal_align, use_pdl=not getattr(args, "no_pdl", False),
                           dq_splits=deterministic, **(code or {}))
-    return "recipe (bwd_main, frost.recipes.bwd_main):\n" + rec.describe()
+    return RECIPE_TITLE + rec.describe()
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -418,11 +421,8 @@ def run_compile(args: argparse.Namespace) -> int:
                                                 (tile or {}).get("head_pad", 0))
                                + (f"; forced {tile}" if tile else "")
                                + ("; the cost model's plan" if args.from_model else "")))
-        from frost.sched import plan_variant
-
-        plan = plan_variant(args.arch, args.head_dim, None, args.causal, args.dtype, tile,
-                            from_model=args.from_model)
-        print("\n" + _recipe_text(plan, args, code, args.deterministic))
+        recipe = next(r.recipe for r in rows if r.kernel == "bwd_main")
+        print("\n" + RECIPE_TITLE + recipe)
     return _spill_exit(rows)
 
 

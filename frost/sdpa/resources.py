@@ -97,8 +97,10 @@ def chain_resources(arch: str = "sm_120a", head_dim: int = 128, causal: bool = F
         entries = {name: (rep, part) for name, part in CHAIN_KERNELS}
 
     smem = {"rowdot": 0, "bwd_main": plan.kernel("bwd_main").smem_bytes, "dq_convert": 0}
-    return [entry_row(entries[name][0], name, entries[name][1], threads[name], smem[name],
+    rows = [entry_row(entries[name][0], name, entries[name][1], threads[name], smem[name],
                       PTX_NEEDLES, codes.get(name)) for name, _ in CHAIN_KERNELS]
+    return [dataclasses.replace(r, recipe=main.recipe.describe()) if r.kernel == "bwd_main" else r
+            for r in rows]
 
 
 def describe_variant(head_dim: int, causal: bool, causal_align: str, dtype: str,

@@ -41,6 +41,7 @@ class KernelResources:
     ptx: dict
     code: dict = dataclasses.field(default_factory=dict)  # template code choices (bwd_main)
     divergent_collectives: int = 0  # ptx_lint findings (compile_for refuses any, so 0)
+    recipe: str = ""  # the recipe the kernel was built from, described (bwd_main only)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -21,6 +21,12 @@ def test_chain_resources_sm121_causal():
     assert main.ptx["stmatrix"] > 0
     assert main.code["interleave"] in (0, 1, 2)
     assert rows[0].code == {} and rows[2].code == {}
+    # the recipe the module was built from is the one frost.sdpa's call builds for the variant
+    from frost.sdpa import api
+
+    key = api.VariantKey("sm_121a", "bf16", 64, "top_left", False, True)
+    assert main.recipe == api.main_recipe(key).describe() and "top_left" in main.recipe
+    assert rows[0].recipe == rows[2].recipe == ""
     # one module, each row its own entry's counts: only bwd_main issues MMAs and TMA loads
     assert rows[0].ptx["mma.sync"] == rows[2].ptx["mma.sync"] == 0
     assert rows[0].ptx["tma.load"] == rows[2].ptx["tma.load"] == 0

@@ -126,21 +126,12 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
         :func:`frost.recipes.bwd_main.bwd_main_recipe`; this template picks nothing."""
         kplan = recipe.plan
         self.recipe = recipe
-        self.kp = kplan
-        self.dq_splits = recipe.dq_splits
         if recipe.dtype not in _DTYPES:
             raise BwdMainError(f"dtype must be one of {sorted(_DTYPES)}, got {recipe.dtype!r}")
-        self.dtype_name = recipe.dtype
         self.dtype = _DTYPES[recipe.dtype]
-        self.align = recipe.align
-        self.mods = recipe.mods
-        self.vm = VariantMath(recipe.mods, self.align, kplan.tile["tile_m"], kplan.tile["tile_n"])
-        self.use_pdl = recipe.use_pdl
+        self.vm = VariantMath(recipe.mods, recipe.align, kplan.tile["tile_m"], kplan.tile["tile_n"])
         self.can_implement(kplan)
-        code = self.code = recipe.code
-        self.arrival_delay_ns = recipe.arrival_delay_ns
-        self.dq_chunks, self.interleave = code.dq_chunks, code.interleave
-        self.q_rotate, self.dq_k_held = code.q_rotate, code.dq_k_held
+        code = recipe.code
         # P/dS registers -> smem: stmatrix.x4 where every warp's S tile is whole 16x16 blocks,
         # else 32-bit st.shared (the plan decides: no default plan needs st32)
         self.p_store = "stmatrix" if stmatrix_fits(kplan) else "st32"
@@ -155,6 +146,19 @@ class BwdMainKernel(ProducerRole, MmaRole, EpilogueRole, RolesMixin, HostMixin):
             raise BwdMainError("stage_reductions needs dQ in one chunk and one P/dS copy")
         self._compiled = None
 
+    # ---- the recipe's fields, read through (the recipe is the one copy of each)
+    kp = property(lambda self: self.recipe.plan, doc="the bwd_main KernelPlan")
+    code = property(lambda self: self.recipe.code, doc="the resolved CodeChoices")
+    dq_splits = property(lambda self: self.recipe.dq_splits)
+    dtype_name = property(lambda self: self.recipe.dtype, doc='"bf16" or "fp16"')
+    align = property(lambda self: self.recipe.align, doc="the causal alignment, or None")
+    mods = property(lambda self: self.recipe.mods, doc="the variant's AttentionMods")
+    use_pdl = property(lambda self: self.recipe.use_pdl)
+    arrival_delay_ns = property(lambda self: self.recipe.arrival_delay_ns)
+    dq_chunks = property(lambda self: self.recipe.code.dq_chunks)
+    interleave = property(lambda self: self.recipe.code.interleave)
+    q_rotate = property(lambda self: self.recipe.code.q_rotate)
+    dq_k_held = property(lambda self: self.recipe.code.dq_k_held)
 
     @staticmethod
     def can_implement(kp: KernelPlan) -> None:
