@@ -70,7 +70,7 @@ OFF = "off"
 OBJ, HDR, META = "chain.o", "chain.h", "meta.json"
 # what the compiled chain's code comes from (under frost/): a change to any of these files
 # gives every entry a new key
-KERNEL_SOURCES = ("tile_dsl", "ir", "sched", "templates", "sdpa/api.py", "sdpa/chain.py")
+KERNEL_SOURCES = ("tile_dsl", "ir", "sched", "recipes", "templates", "sdpa/api.py", "sdpa/chain.py")
 # CuTe DSL settings that affect the compile but are not part of frost's key: the arch (the
 # variant's own, passed as --gpu-arch) and the runtime library's path (machine-local)
 IGNORED_DSL_SETTINGS = ("arch", "shared_libs")

@@ -74,6 +74,35 @@ def test_the_key_changes_with_the_toolchain(monkeypatch, field, value):
     assert disk.digest(_fields()) != base
 
 
+# frost modules the compile path imports that do not shape the compiled code (host-side checks,
+# the cache itself, logging, the package roots)
+NOT_CODE = {"frost/__init__.py", "frost/sdpa/__init__.py", "frost/sdpa/validation.py",
+            "frost/sdpa/workspace.py", "frost/sdpa/cache.py"}
+
+
+def test_every_module_the_build_imports_is_in_the_key():
+    """A fresh process that builds a variant's chain program (planning, the recipe, the traced
+    kernel objects; no compile) imports only frost modules the key's digest covers
+    (:data:`KERNEL_SOURCES`) or :data:`NOT_CODE`: an edit to any other could change the compiled
+    code without changing the key."""
+    import subprocess
+    import sys
+
+    code = ("import sys, frost.sdpa.api as api\n"
+            "api.chain_program(api.VariantKey('sm_120a', 'bf16', 64, 'bottom_right', True, True,"
+            " mods=api.variant_mods(softcap=30.0)))\n"
+            "print('\\n'.join(m.__file__ for n, m in list(sys.modules.items())"
+            " if n.split('.')[0] == 'frost' and getattr(m, '__file__', None)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    root = pathlib.Path(disk.__file__).resolve().parents[1]
+    used = {pathlib.Path(f).resolve().relative_to(root.parent).as_posix()
+            for f in out.stdout.split()}
+    covered = {f"frost/{n}" for n in disk.KERNEL_SOURCES}
+    uncovered = sorted(f for f in used - NOT_CODE
+                       if not any(f == c or f.startswith(c + "/") for c in covered))
+    assert "frost/templates/bwd_main/kernel.py" in used and not uncovered, uncovered
+
+
 def test_the_key_changes_with_the_kernel_sources_only(tmp_path, monkeypatch):
     """A change to a kernel source (templates, tile_dsl, sched, ir, the chain) changes the
     digest; a change elsewhere (the CLI, sdpa's validation) does not."""
@@ -81,14 +110,16 @@ def test_the_key_changes_with_the_kernel_sources_only(tmp_path, monkeypatch):
 
     root = tmp_path / "frost"
     for rel in ("templates/chain.py", "tile_dsl/swizzle.py", "sched/plan.py", "ir/program.py",
-                "sdpa/chain.py", "sdpa/api.py", "sdpa/validation.py", "cli.py"):
+                "recipes/bwd_rules.py", "sdpa/chain.py", "sdpa/api.py", "sdpa/validation.py",
+                "cli.py"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(f"# {rel}\n")
     base = disk.tree_digest(root)
     for rel, counts in (("cli.py", False), ("sdpa/validation.py", False),
                         ("templates/chain.py", True), ("tile_dsl/swizzle.py", True),
                         ("sched/plan.py", True), ("ir/program.py", True),
-                        ("sdpa/chain.py", True), ("sdpa/api.py", True)):
+                        ("recipes/bwd_rules.py", True), ("sdpa/chain.py", True),
+                        ("sdpa/api.py", True)):
         before = (root / rel).read_text()
         (root / rel).write_text(before + "x = 1\n")
         assert (disk.tree_digest(root) != base) == counts, rel
