@@ -163,8 +163,7 @@ def plot(rows, peers, path, meta):
                  f"{meta['commit'][:12]}  {meta['dtype']}  (frost: speedup over torch_flash)",
                  fontsize=8)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # (tight_layout cannot fit the long title)
     plt.close(fig)
 
 
