@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The device calls of 2026-12-08 (after `bash .gpu/tools/setup-remote`), results under $OUT; DIR is
 # a tree snapshot (.snap: main, .snapb: main + v143) with its short commit in DIR/COMMIT:
-#   bash lab/gpu/s50_gpu.sh gate DIR    # every gate case under racecheck, memcheck, synccheck,
-#                                       # then the GPU set (8 pytest-xdist workers)
+#   bash lab/gpu/s50_gpu.sh gate DIR [OTHER]  # every gate case under racecheck, memcheck,
+#                                       # synccheck, then the GPU set (8 pytest-xdist workers);
+#                                       # with OTHER, d=128's protocol timing of both trees
 #   bash lab/gpu/s50_gpu.sh bench DIR [OTHER]  # the chain bench with its peers, host overhead, a
 #                                       # cached variant's first call in a new process; with OTHER
 #                                       # the d=64/128 protocol timing of both trees
@@ -21,7 +22,13 @@ gate)
   timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 -rfE --ignore=tests/test_sanitize.py \
     tests > "$out/gpu_all.log" 2>&1
   grep -E "FAILED|ERROR" "$out/gpu_all.log" | head; tail -1 "$out/gpu_all.log"
-  (cd "$out" && tar czf sanitize_logs.tgz sanitize 2>/dev/null && rm -rf sanitize) ;;
+  (cd "$out" && tar czf sanitize_logs.tgz sanitize 2>/dev/null && rm -rf sanitize)
+  if [ -n "${3:-}" ] && [ "$SECONDS" -lt 430 ]; then  # then d=128's protocol time, both trees
+    for t in "$3" "$2"; do
+      cd "$root/$t"
+      timeout 55 python3 lab/race/chain_case.py time --rounds 3 --rows 128F 2>&1 | grep -v Warn | tee "$out/time_${t#.}.txt"
+    done
+  fi ;;
 bench)
   timeout 260 python3 bench/sdpa_bwd.py --commit "$commit" --warmup 3 --out "$out/chain" \
     > "$out/chain.txt" 2>&1
