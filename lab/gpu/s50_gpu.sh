@@ -19,7 +19,7 @@ echo "tree $2 commit $commit" | tee -a "$out/card.txt"
 case ${1:?gate|bench} in
 gate)
   timeout 290 python3 -m frost.sanitize check --out "$out/sanitize" 2>&1 | tee "$out/gate.txt"
-  timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 -rfE --ignore=tests/test_sanitize.py \
+  timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 -rfE --ignore=tests/test_sanitize.py \
     tests > "$out/gpu_all.log" 2>&1
   grep -E "FAILED|ERROR" "$out/gpu_all.log" | head; tail -1 "$out/gpu_all.log"
   (cd "$out" && tar czf sanitize_logs.tgz sanitize 2>/dev/null && rm -rf sanitize)
