@@ -103,8 +103,9 @@ def test_group_div_needs_a_rule():
 
 @TRACE_LOOPS
 @pytest.mark.compile
-@pytest.mark.parametrize("d,causal,rule", [(128, False, 1), (64, False, 1), (64, True, 2),
-                                           (32, False, 2)])
+@pytest.mark.parametrize("d,causal,rule", [  # one case a rule in the default run, the rest slow
+    pytest.param(128, False, 1, marks=pytest.mark.slow), (64, False, 1), (64, True, 2),
+    pytest.param(32, False, 2, marks=pytest.mark.slow)])
 def test_local_readers_read_only_their_groups_part(d, causal, rule):
     """The group reasoning against the instructions bwd_main issues: for each local reader of
     the plan's exchange_sync split, the P/dS elements its ldmatrix partition reads (CuTe's
