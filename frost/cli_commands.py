@@ -292,15 +292,14 @@ def _grid_text(args: argparse.Namespace, plan, shape) -> str:
 RECIPE_TITLE = "recipe (bwd_main, frost.recipes.bwd_main):\n"
 
 
-def _recipe_text(plan, args: argparse.Namespace, code: dict | None = None,
-                 deterministic: bool = False) -> str:
-    """The bwd_main recipe of ``plan`` (:class:`frost.recipes.bwd_main.BwdMainRecipe`): the code
-    choices it resolves to, the variant, the flags."""
+def _recipe_text(plan, args: argparse.Namespace) -> str:
+    """The bwd_main recipe of ``plan`` (:class:`frost.recipes.bwd_main.BwdMainRecipe`) for
+    ``frost plan``: the code choices it resolves to, the variant, the flags (``frost compile``
+    prints the recipe of the module it built, :attr:`KernelResources.recipe`)."""
     from frost.recipes.bwd_main import bwd_main_recipe
 
     rec = bwd_main_recipe(plan.kernel("bwd_main"), args.dtype, causal=args.causal,
-                          causal_align=args.causal_align, use_pdl=not getattr(args, "no_pdl", False),
-                          dq_splits=deterministic, **(code or {}))
+                          causal_align=args.causal_align, use_pdl=not getattr(args, "no_pdl", False))
     return RECIPE_TITLE + rec.describe()
 
 

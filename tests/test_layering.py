@@ -96,22 +96,23 @@ def test_the_checker_catches_an_upward_import(tmp_path):
     assert found == ["frost.sdpa", "frost.templates"]
 
 
+def _imports_of(paths, prefix: str) -> list:
+    """(module, imported, line) for each import of a ``prefix`` module in ``paths``."""
+    bad = []
+    for path in sorted(paths):
+        me = module_name(path)
+        bad += [(me, mod, line) for mod, line in frost_imports(path, me) if mod.startswith(prefix)]
+    return bad
+
+
 def test_sdpa_imports_no_template_internals():
     """frost.sdpa builds the main kernel from a recipe: it imports no module of
     frost.templates.bwd_main (its picks, tables, masks, host helpers)."""
-    bad = []
-    for path in sorted((ROOT / "sdpa").glob("*.py")):
-        me = module_name(path)
-        bad += [(me, mod, line) for mod, line in frost_imports(path, me)
-                if mod.startswith("frost.templates.bwd_main")]
+    bad = _imports_of((ROOT / "sdpa").glob("*.py"), "frost.templates.bwd_main")
     assert not bad, bad
 
 
 def test_templates_never_import_recipes_or_the_planner_tables():
     """Templates take a resolved recipe: no template module imports frost.recipes."""
-    bad = []
-    for path in sorted((ROOT / "templates").rglob("*.py")):
-        me = module_name(path)
-        bad += [(me, mod, line) for mod, line in frost_imports(path, me)
-                if mod.startswith("frost.recipes")]
+    bad = _imports_of((ROOT / "templates").rglob("*.py"), "frost.recipes")
     assert not bad, bad
