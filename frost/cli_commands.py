@@ -299,7 +299,8 @@ def _recipe_text(plan, args: argparse.Namespace) -> str:
     from frost.recipes.bwd_main import bwd_main_recipe
 
     rec = bwd_main_recipe(plan.kernel("bwd_main"), args.dtype, causal=args.causal,
-                          causal_align=args.causal_align, use_pdl=not getattr(args, "no_pdl", False))
+                          causal_align=args.causal_align,
+                          use_pdl=not getattr(args, "no_pdl", False))
     return RECIPE_TITLE + rec.describe()
 
 
